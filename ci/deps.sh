@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages reaper needs when they are missing (as root), or names the
+# exact apt-get line and fails (as anyone else).  Extra packages: REAPER_DEPS_EXTRA.
+set -eu
+pkgs="gcc make pkg-config check libproc2-dev python3 python3-pytest clang libclang-rt-14-dev valgrind util-linux procps ${REAPER_DEPS_EXTRA:-}"
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ]; then
+	echo "ci/deps.sh: installing:$missing" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null || apt-get update
+	apt-get install -y -qq --no-install-recommends $missing >/dev/null || apt-get install -y --no-install-recommends $missing
+else
+	echo "reaper needs these Debian packages; run as root:" >&2
+	echo "  apt-get install -y$missing" >&2
+	exit 1
+fi

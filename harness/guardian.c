@@ -1,0 +1,91 @@
+/* guardian: see guardian.h. */
+#define _GNU_SOURCE
+#include "guardian.h"
+
+#include "reaper/reaper.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void guard(int rfd, const char *marker)
+{
+	setsid();
+	prctl(PR_SET_NAME, "reaper-guard", 0, 0, 0);
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+	}
+	for (int fd = 3; fd < 1024; fd++)
+		if (fd != rfd)
+			close(fd);
+	char c;
+	ssize_t n;
+	while ((n = read(rfd, &c, 1)) < 0 && errno == EINTR)
+		;
+	if (n == 1)
+		_exit(0); /* a normal stop */
+	struct reaper_finder f = reaper_find_env(marker);
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.settle = 3.0;
+	struct reaper_report *rep = NULL;
+	/* Rescan until quiet: the run's processes may still fork while we kill. */
+	_exit(reaper_reap(&f, 1, &o, &rep) < 0 ? 1 : 0);
+}
+
+int guardian_start(const char *marker)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		goto fail;
+	pid_t mid = fork();
+	if (mid < 0) {
+		close(p[0]);
+		close(p[1]);
+		goto fail;
+	}
+	if (mid == 0) {
+		close(p[1]);
+		/* double fork: the guardian must be nobody's child of ours */
+		pid_t g = fork();
+		if (g == 0) {
+			sigset_t none;
+			sigemptyset(&none);
+			sigprocmask(SIG_SETMASK, &none, NULL);
+			guard(p[0], marker);
+		}
+		_exit(g < 0 ? 1 : 0);
+	}
+	close(p[0]);
+	int st;
+	while (waitpid(mid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		close(p[1]);
+		goto fail;
+	}
+	return p[1];
+fail:
+	fprintf(stderr, "reaper: warning: no owner-death guardian (%s); a SIGKILLed reaper leaves its run\n",
+		strerror(errno));
+	return -1;
+}
+
+void guardian_stop(int fd)
+{
+	if (fd < 0)
+		return;
+	if (write(fd, "q", 1) < 0) {
+		/* EPIPE: the guardian is gone already */
+	}
+	close(fd);
+}

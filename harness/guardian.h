@@ -1,0 +1,17 @@
+/* guardian: makes a run's processes die with reaper even when reaper is SIGKILLed.
+ *
+ * A small process, detached into its own session (so job-control and process-group signals
+ * meant for the run miss it) and not our child, holds the read end of a pipe whose only
+ * write end reaper holds. When reaper dies, the kernel closes that end; the guardian sees EOF
+ * and reaps by the run's REAPER_RUN marker (identity-verified, SIGKILL). A normal stop writes
+ * one byte first, and the guardian exits without looking. */
+#ifndef HARNESS_GUARDIAN_H
+#define HARNESS_GUARDIAN_H
+
+/* Start the guardian for marker ("REAPER_RUN=id"). Returns the pipe's write end, or -1
+ * (with a warning) when it could not be started. */
+int guardian_start(const char *marker);
+/* Tell the guardian the run ended normally; closes fd. */
+void guardian_stop(int fd);
+
+#endif

@@ -1,0 +1,506 @@
+/* `reaper run`: run COMMAND as a subreaper (or as PID 1), supervise the whole run, then
+ * reap what it left behind.  One event loop on a signalfd and COMMAND's pidfd; signals to
+ * processes go through libreaper's pidref only.  Exit codes: see reaper(1) and usage(). */
+#define _GNU_SOURCE
+#include "run.h"
+
+#include "config.h"
+#include "guardian.h"
+#include "human.h"
+#include "state.h"
+#include "reaper/pidref.h"
+#include "reaper/procfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#define MAX_MARKERS 16
+
+struct run {
+	const char *home;
+	const char *markers[MAX_MARKERS];
+	size_t nmarkers;
+	double timeout, grace;
+	int leak_code;
+	char **argv;
+	char run_marker[64];
+	struct reaper_finder finders[MAX_MARKERS + 3];
+	size_t nfinders;
+	sigset_t mask, oldmask;
+	struct rlimit nofile;
+	int sfd, procfd, tty;       /* tty: fd of the controlling terminal we are foreground of, or -1 */
+	struct pidref cmd;
+	int cmd_status, cmd_done;
+	int cancels;                /* cancellation signals received */
+	int guardian_fd;
+	struct run_state st;
+	struct pbuf buf;
+};
+
+static const int cancel_sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
+static const int forward_sigs[] = { SIGUSR1, SIGUSR2, SIGWINCH };
+
+static int is_cancel(int sig)
+{
+	for (size_t i = 0; i < sizeof cancel_sigs / sizeof *cancel_sigs; i++)
+		if (cancel_sigs[i] == sig)
+			return 1;
+	return 0;
+}
+
+static int status_to_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
+
+/* Children of ours that are alive now (every thread's children file), for the state counts. */
+static long count_children(struct run *r)
+{
+	char what[48];
+	snprintf(what, sizeof what, "task/%d/children", (int)getpid());
+	ssize_t n = procfs_read(r->procfd, getpid(), what, &r->buf);
+	long count = 0;
+	for (ssize_t i = 0; i < n; i++)
+		count += r->buf.p[i] == ' ';
+	return count;
+}
+
+static void state_update(struct run *r, const char *phase)
+{
+	if (phase)
+		r->st.phase = phase;
+	if (!r->st.path)
+		return;
+	r->st.active_children = count_children(r);
+	r->st.adopted_children = r->st.active_children - (r->cmd_done ? 0 : 1);
+	if (r->st.adopted_children < 0)
+		r->st.adopted_children = 0;
+	r->st.orphaned_children_total = r->st.reaped_orphans_total + (unsigned long)r->st.adopted_children;
+	state_write(&r->st, stderr);
+}
+
+/* The shim owns all its children: collect every zombie, remember COMMAND's status. */
+static void reap_children(struct run *r)
+{
+	int status;
+	pid_t pid;
+	int flags = WNOHANG | (r->tty >= 0 ? WUNTRACED : 0);
+	while ((pid = waitpid(-1, &status, flags)) > 0) {
+		if (pid == r->cmd.pid && WIFSTOPPED(status)) {
+			/* Ctrl-Z reached COMMAND: take the terminal back and stop too, so the shell
+			 * sees the job stop; on `fg` hand the terminal over again and continue it. */
+			tcsetpgrp(r->tty, getpgrp());
+			raise(SIGSTOP);
+			if (tcgetpgrp(r->tty) == getpgrp())
+				tcsetpgrp(r->tty, r->cmd.pid);
+			pidref_signal_group(&r->cmd, r->procfd, SIGCONT);
+			continue;
+		}
+		r->st.reaped_children_total++;
+		if (pid == r->cmd.pid) {
+			r->cmd_status = status;
+			r->cmd_done = 1;
+			r->st.runner_exit_code = status_to_code(status);
+		} else {
+			r->st.reaped_orphans_total++;
+		}
+	}
+}
+
+/* Read what the signalfd holds; returns the strongest wish (enum reaper_action). */
+static int drain_signals(struct run *r)
+{
+	struct signalfd_siginfo si[16];
+	int action = REAPER_CONTINUE;
+	ssize_t n;
+	while ((n = read(r->sfd, si, sizeof si)) > 0) {
+		for (size_t i = 0; i < (size_t)n / sizeof *si; i++) {
+			int sig = (int)si[i].ssi_signo;
+			if (sig == SIGCHLD) {
+				reap_children(r);
+			} else if (is_cancel(sig)) {
+				if (!r->st.termination_signal)
+					r->st.termination_signal = sig;
+				r->cancels++;
+				action = r->cancels > 1 ? REAPER_KILL_NOW : REAPER_TERMINATE_NOW;
+			} else if (!r->cmd_done) {
+				pidref_signal(&r->cmd, r->procfd, sig); /* SIGUSR1, SIGUSR2, SIGWINCH */
+			}
+		}
+	}
+	return action;
+}
+
+static int on_event(void *ctx)
+{
+	return drain_signals(ctx);
+}
+
+static void on_escalate(void *ctx, int sig)
+{
+	struct run *r = ctx;
+	if (sig == SIGKILL)
+		r->st.escalated = 1;
+	state_update(r, "terminating");
+}
+
+static int make_home(const char *home)
+{
+	struct stat sb;
+	if (stat(home, &sb) == 0)
+		return S_ISDIR(sb.st_mode) ? 0 : -ENOTDIR;
+	/* mkdir -p, each missing level 0700 */
+	char *p = strdup(home);
+	if (!p)
+		return -ENOMEM;
+	int r = 0;
+	for (char *s = p + 1;; s++) {
+		if (*s == '/' || !*s) {
+			char c = *s;
+			*s = 0;
+			if (mkdir(p, 0700) < 0 && errno != EEXIST) {
+				r = -errno;
+				break;
+			}
+			*s = c;
+			if (!c)
+				break;
+		}
+	}
+	free(p);
+	return r;
+}
+
+/* In the child: COMMAND's environment, group, terminal and signal state, then exec.
+ * An exec failure goes back to the parent as an errno through errfd. */
+static void exec_command(struct run *r, int errfd)
+{
+	setpgid(0, 0);
+	if (r->tty >= 0)
+		tcsetpgrp(r->tty, getpid()); /* SIGTTOU is still blocked here, so this cannot stop us */
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			signal(s, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &r->oldmask, NULL);
+	setrlimit(RLIMIT_NOFILE, &r->nofile);
+	if (r->home)
+		setenv("HOME", r->home, 1);
+	putenv(r->run_marker);
+	for (size_t i = 0; i < r->nmarkers; i++)
+		putenv((char *)r->markers[i]);
+	execvp(r->argv[0], r->argv);
+	int e = errno;
+	if (write(errfd, &e, sizeof e) < 0) {
+		/* the parent sees EOF and a 127 status instead */
+	}
+	_exit(e == ENOENT || e == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
+}
+
+static int start_command(struct run *r)
+{
+	int ep[2];
+	if (pipe2(ep, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+		close(ep[0]);
+		close(ep[1]);
+		return e;
+	}
+	if (pid == 0) {
+		close(ep[0]);
+		exec_command(r, ep[1]);
+	}
+	close(ep[1]);
+	setpgid(pid, pid);
+	if (r->tty >= 0)
+		tcsetpgrp(r->tty, pid);
+	struct reaper_stat st;
+	if (procfs_stat(r->procfd, pid, &st) == 0)
+		pidref_open(&r->cmd, r->procfd, pid, st.start_time);
+	if (r->cmd.fd < 0)
+		r->cmd = (struct pidref){ .pid = pid, .start_time = st.start_time, .fd = -1 };
+	r->st.command_pid = pid;
+	int e = 0;
+	ssize_t n = read(ep[0], &e, sizeof e);
+	close(ep[0]);
+	if (n == (ssize_t)sizeof e) {
+		fprintf(stderr, "reaper: cannot run '%s': %s\n", r->argv[0], strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+static int usage_error(const char *msg)
+{
+	fprintf(stderr, "reaper run: %s\nusage: reaper run [--home DIR] [--marker NAME=VALUE] [--timeout S] "
+			"[--grace S] [--state FILE] [--leak-exit-code N] -- COMMAND [ARG...]\n",
+		msg);
+	return EXIT_USAGE;
+}
+
+static int parse(struct run *r, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "home", required_argument, 0, 'H' },    { "marker", required_argument, 0, 'm' },
+		{ "timeout", required_argument, 0, 't' }, { "grace", required_argument, 0, 'g' },
+		{ "state", required_argument, 0, 's' },   { "leak-exit-code", required_argument, 0, 'l' },
+		{ "help", no_argument, 0, 'h' },          { 0, 0, 0, 0 },
+	};
+	const char *timeout = NULL, *grace = NULL, *leak = NULL;
+	int c;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		switch (c) {
+		case 'H': r->home = optarg; break;
+		case 'm':
+			if (!strchr(optarg, '=') || optarg[0] == '=')
+				return usage_error("--marker wants NAME=VALUE");
+			if (r->nmarkers == MAX_MARKERS)
+				return usage_error("too many --marker");
+			r->markers[r->nmarkers++] = optarg;
+			break;
+		case 't': timeout = optarg; break;
+		case 'g': grace = optarg; break;
+		case 's': r->st.path = optarg; break;
+		case 'l': leak = optarg; break;
+		case 'h': return -1;
+		default: {
+			char msg[128];
+			snprintf(msg, sizeof msg, "unknown or incomplete option '%s'", argv[optind - 1]);
+			return usage_error(msg);
+		}
+		}
+	}
+	if (optind >= argc)
+		return usage_error("no COMMAND given");
+	r->argv = argv + optind;
+	if (r->home && r->home[0] != '/')
+		return usage_error("--home wants an absolute path");
+	if (!r->st.path && getenv("REAPER_STATE") && *getenv("REAPER_STATE"))
+		r->st.path = getenv("REAPER_STATE");
+	r->timeout = config_seconds(stderr, "--timeout", timeout, "REAPER_TIMEOUT", 10.0, 0, 86400);
+	r->grace = config_seconds(stderr, "--grace", grace, "REAPER_GRACE", 5.0, 0, 3600);
+	r->leak_code = config_leak_exit_code(stderr, leak);
+	return 0;
+}
+
+static void setup_finders(struct run *r)
+{
+	unsigned char rnd[8];
+	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+		memcpy(rnd, &(pid_t){ getpid() }, sizeof(pid_t));
+	int n = snprintf(r->run_marker, sizeof r->run_marker, "REAPER_RUN=");
+	for (size_t i = 0; i < sizeof rnd; i++)
+		n += snprintf(r->run_marker + n, sizeof r->run_marker - (size_t)n, "%02x", rnd[i]);
+	r->st.run_id = r->run_marker + strlen("REAPER_RUN=");
+	r->finders[r->nfinders++] = reaper_find_env(r->run_marker);
+	r->finders[r->nfinders++] = reaper_find_tree(0);
+	for (size_t i = 0; i < r->nmarkers; i++)
+		r->finders[r->nfinders++] = reaper_find_env(r->markers[i]);
+}
+
+/* Everything of the run gets the cancellation signal (COMMAND's group as one), then grace,
+ * then SIGKILL; a second cancellation cuts the grace short (on_event). */
+static int terminate_run(struct run *r, struct reaper_report **rep)
+{
+	state_update(r, "terminating");
+	if (!r->cmd_done)
+		pidref_signal_group(&r->cmd, r->procfd, r->st.termination_signal);
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.timeout = 0;
+	o.grace = r->cancels > 1 ? 0 : (r->grace > 0 ? r->grace : 0.001);
+	o.term_signal = r->st.termination_signal;
+	o.term_skip_pgrp = r->cmd_done ? 0 : r->cmd.pid;
+	o.event_fd = r->sfd;
+	o.on_event = on_event;
+	o.on_escalate = on_escalate;
+	o.ctx = r;
+	return reaper_reap(r->finders, r->nfinders, &o, rep);
+}
+
+static int drain_run(struct run *r, struct reaper_report **rep)
+{
+	state_update(r, "draining");
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.timeout = r->timeout;
+	o.grace = r->grace;
+	o.event_fd = r->sfd;
+	o.on_event = on_event;
+	o.on_escalate = on_escalate;
+	o.ctx = r;
+	return reaper_reap(r->finders, r->nfinders, &o, rep);
+}
+
+/* Supervise until COMMAND exits or a cancellation arrives. */
+static void supervise(struct run *r)
+{
+	state_update(r, "running");
+	while (!r->cmd_done && !r->cancels) {
+		struct pollfd p[2] = { { .fd = r->sfd, .events = POLLIN }, { .fd = r->cmd.fd, .events = POLLIN } };
+		if (poll(p, r->cmd.fd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+			break;
+		drain_signals(r);
+		if (p[1].revents)
+			reap_children(r); /* COMMAND's exit, even when SIGCHLDs coalesced */
+		state_update(r, NULL);
+	}
+}
+
+static int setup_signals(struct run *r)
+{
+	sigemptyset(&r->mask);
+	sigaddset(&r->mask, SIGCHLD);
+	sigaddset(&r->mask, SIGTTOU);
+	sigaddset(&r->mask, SIGTTIN);
+	for (size_t i = 0; i < sizeof cancel_sigs / sizeof *cancel_sigs; i++)
+		sigaddset(&r->mask, cancel_sigs[i]);
+	for (size_t i = 0; i < sizeof forward_sigs / sizeof *forward_sigs; i++)
+		sigaddset(&r->mask, forward_sigs[i]);
+	if (sigprocmask(SIG_BLOCK, &r->mask, &r->oldmask) < 0)
+		return -errno;
+	sigset_t fdmask = r->mask;
+	sigdelset(&fdmask, SIGTTOU);
+	sigdelset(&fdmask, SIGTTIN);
+	r->sfd = signalfd(-1, &fdmask, SFD_NONBLOCK | SFD_CLOEXEC);
+	return r->sfd < 0 ? -errno : 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run r = { .sfd = -1, .tty = -1, .guardian_fd = -1, .cmd = PIDREF_NULL };
+	r.st.runner_exit_code = -1;
+	r.st.phase = "starting";
+	int pr = parse(&r, argc, argv);
+	if (pr < 0) {
+		run_usage(stdout);
+		return 0;
+	}
+	if (pr > 0)
+		return pr;
+	setup_finders(&r);
+	if (r.home) {
+		int e = make_home(r.home);
+		if (e < 0) {
+			fprintf(stderr, "reaper: cannot create --home %s: %s\n", r.home, strerror(-e));
+			return EXIT_CANNOT_EXEC;
+		}
+	}
+	r.procfd = procfs_open();
+	if (r.procfd < 0) {
+		fprintf(stderr, "reaper: cannot open /proc: %s\n", strerror(-r.procfd));
+		return EXIT_CANNOT_EXEC;
+	}
+	/* Before we become a subreaper, so the guardian's orphaned self is not ours. */
+	if (getpid() != 1)
+		r.guardian_fd = guardian_start(r.run_marker);
+	int e = reaper_adopt();
+	if (e < 0 && getpid() != 1)
+		fprintf(stderr, "reaper: warning: cannot become a child subreaper: %s; orphans go to init\n",
+			strerror(-e));
+	getrlimit(RLIMIT_NOFILE, &r.nofile);
+	struct rlimit raised = { r.nofile.rlim_max, r.nofile.rlim_max };
+	setrlimit(RLIMIT_NOFILE, &raised); /* a pidfd per leftover */
+	if ((e = setup_signals(&r)) < 0) {
+		fprintf(stderr, "reaper: cannot set up signals: %s\n", strerror(-e));
+		return EXIT_CANNOT_EXEC;
+	}
+	if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp())
+		r.tty = STDIN_FILENO;
+	state_update(&r, "starting");
+	if ((e = start_command(&r)) < 0) {
+		reap_children(&r);
+		r.st.runner_exit_code = r.cmd_done ? status_to_code(r.cmd_status)
+				       : (-e == ENOENT || -e == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
+		if (r.tty >= 0)
+			tcsetpgrp(r.tty, getpgrp());
+		state_update(&r, "exited");
+		guardian_stop(r.guardian_fd);
+		return r.st.runner_exit_code;
+	}
+	supervise(&r);
+	struct reaper_report *rep = NULL;
+	int rr = r.cancels ? terminate_run(&r, &rep) : drain_run(&r, &rep);
+	if (rr == 0 && r.cancels && !r.cmd_done) {
+		/* the reap collected COMMAND itself: take its status from the report */
+		for (size_t i = 0; i < rep->n; i++)
+			if (rep->procs[i].pid == r.cmd.pid && rep->procs[i].start_time == r.cmd.start_time &&
+			    rep->procs[i].exit_status >= 0) {
+				r.cmd_status = rep->procs[i].exit_status;
+				r.cmd_done = 1;
+				r.st.reaped_children_total++;
+			}
+	}
+	if (rr == 0)
+		for (size_t i = 0; i < rep->n; i++)
+			if (rep->procs[i].exit_status >= 0 && rep->procs[i].pid != r.cmd.pid) {
+				r.st.reaped_children_total++;
+				r.st.reaped_orphans_total++;
+			}
+	if (!r.cmd_done) /* still not collected: wait for COMMAND (it was killed or exited) */
+		while (waitpid(r.cmd.pid, &r.cmd_status, 0) < 0 && errno == EINTR)
+			;
+	r.cmd_done = 1;
+	reap_children(&r);
+	if (r.tty >= 0)
+		tcsetpgrp(r.tty, getpgrp());
+	int code = status_to_code(r.cmd_status);
+	if (rr < 0) {
+		fprintf(stderr, "reaper: the reap failed: %s\n", strerror(-rr));
+		if (code == 0)
+			code = r.leak_code;
+	} else {
+		human_report(stderr, rep, r.finders, r.nfinders);
+		r.st.leaks = rep->leaks;
+		r.st.escalated = rep->escalated;
+		if (code == 0 && rep->leaks)
+			code = r.leak_code;
+	}
+	r.st.runner_exit_code = status_to_code(r.cmd_status);
+	state_update(&r, "exited");
+	guardian_stop(r.guardian_fd);
+	reaper_report_free(rep);
+	pidref_done(&r.cmd);
+	pbuf_free(&r.buf);
+	return code;
+}
+
+void run_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: reaper run [OPTIONS] -- COMMAND [ARG...]\n"
+		"Run COMMAND as a child subreaper, then wait for, kill and report what it left behind.\n\n"
+		"  --home DIR           run COMMAND with HOME=DIR (created 0700); find leftovers by it\n"
+		"  --marker NAME=VALUE  also set NAME=VALUE for COMMAND and find leftovers by it (repeatable)\n"
+		"  --timeout S          seconds leftovers get to exit by themselves (REAPER_TIMEOUT, default 10)\n"
+		"  --grace S            seconds between SIGTERM and SIGKILL (REAPER_GRACE, default 5)\n"
+		"  --state FILE         keep a JSON state document at FILE (REAPER_STATE)\n"
+		"  --leak-exit-code N   exit status when COMMAND succeeded but leaked (REAPER_LEAK_EXIT_CODE,\n"
+		"                       default %d; 3..125, not 64)\n\n"
+		"Every process of the run carries REAPER_RUN=<random id> and is found by it or by descent.\n"
+		"Exit status: COMMAND's own; 128+N when signal N ended it; the leak exit code when it\n"
+		"succeeded but left processes behind; 126 COMMAND cannot be executed; 127 not found;\n"
+		"64 usage error.\n",
+		DEFAULT_LEAK_EXIT);
+}

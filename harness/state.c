@@ -1,0 +1,71 @@
+/* state: see state.h. Written to PATH.tmp.PID with O_EXCL and 0600, then renamed over PATH,
+ * so a reader sees the old document or the new one, never half of one. */
+#define _GNU_SOURCE
+#include "state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+void state_write(struct run_state *s, FILE *err)
+{
+	if (!s->path || s->failed)
+		return;
+	char doc[1024], when[64], code[16], sig[16], tmp[4096];
+	struct timespec ts;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	size_t wl = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(when + wl, sizeof when - wl, ".%03ldZ", ts.tv_nsec / 1000000);
+	snprintf(code, sizeof code, s->runner_exit_code < 0 ? "null" : "%d", s->runner_exit_code);
+	snprintf(sig, sizeof sig, s->termination_signal ? "%d" : "null", s->termination_signal);
+	int len = snprintf(doc, sizeof doc,
+			   "{\"version\": 1, \"phase\": \"%s\", \"run_id\": \"%s\", \"reaper_pid\": %d, "
+			   "\"command_pid\": %d, \"active_children\": %ld, \"adopted_children\": %ld, "
+			   "\"orphaned_children_total\": %lu, \"reaped_children_total\": %lu, "
+			   "\"reaped_orphans_total\": %lu, \"escalated\": %s, \"termination_signal\": %s, "
+			   "\"runner_exit_code\": %s, \"leaks\": %lu, \"updated_at\": \"%s\"}\n",
+			   s->phase, s->run_id ? s->run_id : "", (int)getpid(), (int)s->command_pid,
+			   s->active_children, s->adopted_children, s->orphaned_children_total,
+			   s->reaped_children_total, s->reaped_orphans_total, s->escalated ? "true" : "false",
+			   sig, code, s->leaks, when);
+	int r = -ENAMETOOLONG;
+	if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", s->path, (int)getpid()) < sizeof tmp) {
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0) {
+			r = -errno;
+		} else {
+			r = fchmod(fd, 0600) < 0 ? -errno : write_all(fd, doc, (size_t)len);
+			if (close(fd) < 0 && r == 0)
+				r = -errno;
+			if (r == 0 && rename(tmp, s->path) < 0)
+				r = -errno;
+			if (r < 0)
+				unlink(tmp);
+		}
+	}
+	if (r < 0) {
+		fprintf(err, "reaper: warning: process state unavailable: %s: %s\n", s->path, strerror(-r));
+		s->failed = 1;
+	}
+}

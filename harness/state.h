@@ -1,0 +1,26 @@
+/* state: the --state document of `reaper run` (JSON, mode 0600, replaced atomically). */
+#ifndef HARNESS_STATE_H
+#define HARNESS_STATE_H
+
+#include <stdio.h>
+#include <sys/types.h>
+
+struct run_state {
+	const char *path;     /* NULL: no document */
+	int failed;           /* warned once; written no more */
+	const char *phase;    /* starting running draining terminating exited */
+	const char *run_id;
+	pid_t command_pid;
+	long active_children, adopted_children;
+	unsigned long orphaned_children_total, reaped_children_total, reaped_orphans_total;
+	int escalated;
+	int termination_signal; /* 0: none */
+	int runner_exit_code;   /* -1: not known yet */
+	unsigned long leaks;
+};
+
+/* Write the document now (when a path is set). A failure is warned about once on err, with
+ * "process state unavailable", and never changes the exit status. */
+void state_write(struct run_state *s, FILE *err);
+
+#endif

@@ -1,0 +1,44 @@
+/* adoption: PR_SET_CHILD_SUBREAPER, refcounted. The only global state of libreaper. */
+#define _GNU_SOURCE
+#include "reaper.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sys/prctl.h>
+
+static pthread_mutex_t adopt_lock = PTHREAD_MUTEX_INITIALIZER;
+static int adopters;
+
+int reaper_adopt(void)
+{
+	int r;
+	pthread_mutex_lock(&adopt_lock);
+	if (adopters == 0 && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		r = -errno;
+	else
+		r = ++adopters;
+	pthread_mutex_unlock(&adopt_lock);
+	return r;
+}
+
+int reaper_release(void)
+{
+	int r;
+	pthread_mutex_lock(&adopt_lock);
+	if (adopters == 0)
+		r = -EINVAL;
+	else if (adopters == 1 && prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) < 0)
+		r = -errno;
+	else
+		r = --adopters;
+	pthread_mutex_unlock(&adopt_lock);
+	return r;
+}
+
+int reaper_adopted(void)
+{
+	pthread_mutex_lock(&adopt_lock);
+	int r = adopters;
+	pthread_mutex_unlock(&adopt_lock);
+	return r;
+}

@@ -1,0 +1,81 @@
+/* candset: an array of candidates plus a pid hash; see candset.h. */
+#include "candset.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t slot(pid_t pid, size_t hcap)
+{
+	return ((uint32_t)pid * 2654435761u) & (hcap - 1);
+}
+
+ssize_t candset_find(const struct candset *cs, pid_t pid)
+{
+	if (!cs->hcap)
+		return -1;
+	for (size_t i = slot(pid, cs->hcap);; i = (i + 1) & (cs->hcap - 1)) {
+		int32_t idx = cs->hash[i];
+		if (idx < 0)
+			return -1;
+		if (cs->v[idx].info.pid == pid)
+			return idx;
+	}
+}
+
+static int rehash(struct candset *cs, size_t hcap)
+{
+	int32_t *h = malloc(hcap * sizeof *h);
+	if (!h)
+		return -ENOMEM;
+	memset(h, 0xff, hcap * sizeof *h);
+	free(cs->hash);
+	cs->hash = h;
+	cs->hcap = hcap;
+	for (size_t k = 0; k < cs->n; k++) {
+		size_t i = slot(cs->v[k].info.pid, hcap);
+		while (h[i] >= 0 && cs->v[h[i]].info.pid != cs->v[k].info.pid)
+			i = (i + 1) & (hcap - 1);
+		h[i] = (int32_t)k; /* later entries (newer identities of a pid) win */
+	}
+	return 0;
+}
+
+/* Append c (taking its strings); the pid now maps to it. Returns its index or -errno. */
+ssize_t candset_add(struct candset *cs, const struct cand *c)
+{
+	if (cs->n == cs->cap) {
+		size_t ncap = cs->cap ? cs->cap * 2 : 64;
+		struct cand *nv = realloc(cs->v, ncap * sizeof *nv);
+		if (!nv)
+			return -ENOMEM;
+		cs->v = nv;
+		cs->cap = ncap;
+	}
+	if ((cs->n + 1) * 2 > cs->hcap && rehash(cs, cs->hcap ? cs->hcap * 2 : 128) < 0)
+		return -ENOMEM;
+	size_t idx = cs->n++;
+	cs->v[idx] = *c;
+	size_t i = slot(c->info.pid, cs->hcap);
+	while (cs->hash[i] >= 0 && cs->v[cs->hash[i]].info.pid != c->info.pid)
+		i = (i + 1) & (cs->hcap - 1);
+	cs->hash[i] = (int32_t)idx;
+	if (c->live)
+		cs->live++;
+	return (ssize_t)idx;
+}
+
+void cand_clear(struct cand *c)
+{
+	pidref_done(&c->ref);
+	proc_free(&c->info);
+}
+
+void candset_free(struct candset *cs)
+{
+	for (size_t i = 0; i < cs->n; i++)
+		cand_clear(&cs->v[i]);
+	free(cs->v);
+	free(cs->hash);
+	memset(cs, 0, sizeof *cs);
+}

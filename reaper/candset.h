@@ -1,0 +1,71 @@
+/* candset: the processes a reap has found, keyed by identity; and the scanner that finds them. */
+#ifndef REAPER_CANDSET_H
+#define REAPER_CANDSET_H
+
+#include "pidref.h"
+#include "procfs.h"
+#include "reaper.h"
+
+#include <dirent.h>
+
+struct cand {
+	struct pidref ref;
+	struct reaper_proc info;
+	unsigned live : 1;      /* not exited yet (and not kept) */
+	unsigned term_sent : 1;
+	unsigned kill_sent : 1;
+	unsigned stopped : 1;   /* we sent SIGSTOP */
+	unsigned collected : 1; /* its zombie was collected by us */
+};
+
+struct candset {
+	struct cand *v;
+	size_t n, cap, live;
+	int32_t *hash; /* open addressing: pid -> newest index, -1 empty */
+	size_t hcap;
+};
+
+/* What one scan needs; lives for a whole reap. */
+struct scanner {
+	int procfd;
+	DIR *dir;
+	pid_t self;
+	pid_t ancestors[64];
+	size_t nanc;
+	const struct reaper_finder *f;
+	size_t nf;
+	size_t elen[32];
+	uint32_t env_mask, tree_mask;
+	const struct reaper_pattern *patterns;
+	size_t npatterns;
+	size_t *pattern_hits;
+	struct pbuf buf, aux;
+	long ticks;
+	int starved; /* a pidfd could not be opened (EMFILE): rescan sooner */
+	/* called for each newly added live candidate (the reap registers its pidfd) */
+	void (*added)(void *ctx, size_t idx);
+	void *ctx;
+};
+
+int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
+		 const struct reaper_pattern *patterns, size_t npatterns);
+void scanner_done(struct scanner *sc);
+/* One pass of every finder; adds what is new. Returns how many were added, or -errno. */
+int scanner_scan(struct scanner *sc, struct candset *cs);
+
+/* Append c (taking its strings); returns its index or -errno. */
+ssize_t candset_add(struct candset *cs, const struct cand *c);
+/* Re-read what a live candidate is now (it may have exec'd since it was found). */
+void scanner_refresh(struct scanner *sc, struct cand *c);
+/* Index of the newest candidate with this pid, or -1. */
+ssize_t candset_find(const struct candset *cs, pid_t pid);
+void candset_free(struct candset *cs);
+/* Close a candidate's pidfd and free its strings. */
+void cand_clear(struct cand *c);
+
+/* Free a proc's strings. */
+void proc_free(struct reaper_proc *p);
+/* Build the report from the set (moves the strings out of cs). */
+int report_build(struct candset *cs, struct scanner *sc, struct reaper_report **out);
+
+#endif

@@ -1,0 +1,384 @@
+/* finder: one scan of every finder over /proc. The marker finder reads each process's
+ * environ (the hot path: one openat + read per process, nothing else); the tree finder
+ * follows /proc/PID/task/TID/children down from its root and from every descendant already
+ * known, so it costs what the tree holds, not what the system holds. */
+#define _GNU_SOURCE
+#include "candset.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
+		 const struct reaper_pattern *patterns, size_t npatterns)
+{
+	memset(sc, 0, sizeof *sc);
+	sc->procfd = -1;
+	if (nf > 32)
+		return -E2BIG;
+	for (size_t i = 0; i < nf; i++) {
+		if (f[i].kind == REAPER_FIND_ENV) {
+			if (!f[i].marker || !strchr(f[i].marker, '=') || f[i].marker[0] == '=')
+				return -EINVAL;
+			sc->elen[i] = strlen(f[i].marker);
+			sc->env_mask |= 1u << i;
+		} else if (f[i].kind == REAPER_FIND_TREE) {
+			if (f[i].root < 0)
+				return -EINVAL;
+			sc->tree_mask |= 1u << i;
+		} else {
+			return -EINVAL;
+		}
+	}
+	sc->f = f;
+	sc->nf = nf;
+	sc->patterns = patterns;
+	sc->npatterns = npatterns;
+	if (npatterns && !(sc->pattern_hits = calloc(npatterns, sizeof *sc->pattern_hits)))
+		return -ENOMEM;
+	sc->ticks = sysconf(_SC_CLK_TCK);
+	sc->self = getpid();
+	int r = procfs_open();
+	if (r < 0)
+		return r;
+	sc->procfd = r;
+	int dfd = openat(sc->procfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || !(sc->dir = fdopendir(dfd))) {
+		r = -errno;
+		if (dfd >= 0)
+			close(dfd);
+		return r;
+	}
+	/* The caller and its ancestors are never candidates. */
+	pid_t p = sc->self;
+	while (p > 0 && sc->nanc < 64) {
+		sc->ancestors[sc->nanc++] = p;
+		struct reaper_stat st;
+		if (procfs_stat(sc->procfd, p, &st) < 0)
+			break;
+		p = st.ppid;
+	}
+	return 0;
+}
+
+void scanner_done(struct scanner *sc)
+{
+	if (sc->dir)
+		closedir(sc->dir);
+	if (sc->procfd >= 0)
+		close(sc->procfd);
+	pbuf_free(&sc->buf);
+	pbuf_free(&sc->aux);
+	free(sc->pattern_hits);
+	sc->dir = NULL;
+	sc->procfd = -1;
+	sc->pattern_hits = NULL;
+}
+
+static int excluded(const struct scanner *sc, pid_t pid)
+{
+	for (size_t i = 0; i < sc->nanc; i++)
+		if (sc->ancestors[i] == pid)
+			return 1;
+	return 0;
+}
+
+static char *cmdline_of(struct scanner *sc, pid_t pid, const char *comm)
+{
+	ssize_t n = procfs_read(sc->procfd, pid, "cmdline", &sc->aux);
+	while (n > 0 && sc->aux.p[n - 1] == 0)
+		n--;
+	if (n <= 0) {
+		char *s = NULL;
+		return asprintf(&s, "[%s]", comm) < 0 ? NULL : s;
+	}
+	for (ssize_t i = 0; i < n; i++)
+		if (sc->aux.p[i] == 0)
+			sc->aux.p[i] = ' ';
+	return strndup(sc->aux.p, (size_t)n);
+}
+
+static char *ancestry_of(struct scanner *sc, const struct reaper_stat *st)
+{
+	char buf[512];
+	size_t len = 0;
+	pid_t p = st->ppid;
+	for (int depth = 0; p > 0 && depth < 8 && len < sizeof buf - 64; depth++) {
+		struct reaper_stat a;
+		if (procfs_stat(sc->procfd, p, &a) < 0)
+			break;
+		len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%d %s", depth ? " < " : "",
+					(int)p, a.comm);
+		p = a.ppid;
+	}
+	buf[len] = 0;
+	return strdup(buf);
+}
+
+static int pattern_match(struct scanner *sc, const struct reaper_proc *info)
+{
+	for (size_t i = 0; i < sc->npatterns; i++) {
+		const char *g = sc->patterns[i].glob;
+		if (fnmatch(g, info->cmdline, 0) == 0 || (info->exe[0] && fnmatch(g, info->exe, 0) == 0)) {
+			sc->pattern_hits[i]++;
+			return (int)sc->patterns[i].kind;
+		}
+	}
+	return 0;
+}
+
+/* Identify pid (pidfd + start time) and record what it is. env: its environ when the
+ * caller already read it. Returns the new index, -1 when it is not a candidate, or -errno. */
+static ssize_t add(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mask, const char *env,
+		   ssize_t envlen)
+{
+	struct reaper_stat st;
+	if (procfs_stat(sc->procfd, pid, &st) < 0)
+		return -1;
+	/* A zombie child of ours was exited and left by the host before this scan: its exit
+	 * status is the host's, never ours to take. */
+	if (st.state == 'Z' && st.ppid == sc->self)
+		return -1;
+	struct cand c = { 0 };
+	int r = pidref_open(&c.ref, sc->procfd, pid, st.start_time);
+	if (r < 0) {
+		if (r == -EMFILE || r == -ENFILE)
+			sc->starved = 1;
+		return r == -ENOMEM ? r : -1;
+	}
+	struct reaper_proc *pi = &c.info;
+	pi->pid = pid;
+	pi->ppid = st.ppid;
+	pi->pgrp = st.pgrp;
+	pi->exit_status = -1;
+	pi->start_time = st.start_time;
+	pi->state = st.state;
+	pi->matched_by = mask;
+	double up = procfs_uptime(sc->procfd);
+	pi->age = up - (double)st.start_time / (double)sc->ticks;
+	if (pi->age < 0)
+		pi->age = 0;
+	char dir[16];
+	struct stat sb;
+	snprintf(dir, sizeof dir, "%d", (int)pid);
+	pi->uid = fstatat(sc->procfd, dir, &sb, 0) == 0 ? sb.st_uid : (uid_t)-1;
+	if (!env) {
+		envlen = procfs_read(sc->procfd, pid, "environ", &sc->buf);
+		env = sc->buf.p;
+		pi->environ_unreadable = envlen < 0 && (envlen == -EACCES || envlen == -EPERM);
+	}
+	size_t vlen = 0;
+	const char *test = envlen > 0 ? reaper_environ_get(env, (size_t)envlen, "REAPER_TEST", &vlen) : NULL;
+	pi->test = test ? strndup(test, vlen) : strdup("");
+	pi->comm = strdup(st.comm);
+	pi->cmdline = cmdline_of(sc, pid, st.comm);
+	pi->exe = procfs_link(sc->procfd, pid, "exe");
+	pi->cwd = procfs_link(sc->procfd, pid, "cwd");
+	pi->ancestry = ancestry_of(sc, &st);
+	if (!pi->test || !pi->comm || !pi->cmdline || !pi->exe || !pi->cwd || !pi->ancestry) {
+		cand_clear(&c);
+		return -ENOMEM;
+	}
+	int pol = pattern_match(sc, pi);
+	if (pol == REAPER_KEEP) {
+		pi->fate = REAPER_KEPT;
+		pidref_done(&c.ref);
+	} else {
+		pi->allowed = pol == REAPER_ALLOW;
+		pi->fate = REAPER_ALIVE;
+		c.live = st.state != 'Z' && st.state != 'X';
+		if (!c.live)
+			pi->fate = REAPER_EXITED;
+	}
+	ssize_t idx = candset_add(cs, &c);
+	if (idx < 0) {
+		cand_clear(&c);
+		return idx;
+	}
+	if (cs->v[idx].live && sc->added)
+		sc->added(sc->ctx, (size_t)idx);
+	return idx;
+}
+
+void scanner_refresh(struct scanner *sc, struct cand *c)
+{
+	struct reaper_stat st;
+	struct reaper_proc *pi = &c->info;
+	if (procfs_stat(sc->procfd, pi->pid, &st) < 0 || st.start_time != pi->start_time || st.state == 'Z')
+		return; /* gone: what we saw first is all there is */
+	char *cmd = cmdline_of(sc, pi->pid, st.comm), *comm = strdup(st.comm);
+	char *exe = procfs_link(sc->procfd, pi->pid, "exe"), *cwd = procfs_link(sc->procfd, pi->pid, "cwd");
+	if (!cmd || !comm || !exe || !cwd) {
+		free(cmd), free(comm), free(exe), free(cwd);
+		return;
+	}
+	free(pi->cmdline), free(pi->comm), free(pi->exe), free(pi->cwd);
+	pi->cmdline = cmd, pi->comm = comm, pi->exe = exe, pi->cwd = cwd;
+	pi->state = st.state;
+	pi->age = procfs_uptime(sc->procfd) - (double)st.start_time / (double)sc->ticks;
+}
+
+/* A pid is new unless a live candidate already holds it (a dead one's pid may be reused). */
+static int known(const struct candset *cs, pid_t pid)
+{
+	ssize_t i = candset_find(cs, pid);
+	return i >= 0 && (cs->v[i].live || cs->v[i].info.fate == REAPER_KEPT ||
+			  cs->v[i].ref.fd >= 0);
+}
+
+static int scan_env(struct scanner *sc, struct candset *cs)
+{
+	int added = 0;
+	rewinddir(sc->dir);
+	struct dirent *d;
+	while ((d = readdir(sc->dir))) {
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		pid_t pid = (pid_t)atoi(d->d_name);
+		if (excluded(sc, pid) || known(cs, pid))
+			continue;
+		ssize_t n = procfs_read(sc->procfd, pid, "environ", &sc->buf);
+		if (n <= 0)
+			continue; /* gone, a kernel thread, a zombie, or unreadable */
+		uint32_t mask = 0;
+		for (size_t i = 0; i < sc->nf; i++)
+			if ((sc->env_mask & (1u << i)) &&
+			    reaper_environ_has(sc->buf.p, (size_t)n, sc->f[i].marker, sc->elen[i]))
+				mask |= 1u << i;
+		if (!mask)
+			continue;
+		ssize_t r = add(sc, cs, pid, mask, sc->buf.p, n);
+		if (r == -ENOMEM)
+			return -ENOMEM;
+		added += r >= 0;
+	}
+	return added;
+}
+
+/* Children of every thread of pid, appended to *kids. */
+static int children_of(struct scanner *sc, pid_t pid, pid_t **kids, size_t *nk, size_t *ck)
+{
+	char path[48];
+	snprintf(path, sizeof path, "%d/task", (int)pid);
+	int tfd = openat(sc->procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tfd < 0)
+		return 0;
+	DIR *td = fdopendir(tfd);
+	if (!td) {
+		close(tfd);
+		return 0;
+	}
+	struct dirent *d;
+	while ((d = readdir(td))) {
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		char what[48];
+		snprintf(what, sizeof what, "task/%d/children", atoi(d->d_name));
+		ssize_t n = procfs_read(sc->procfd, pid, what, &sc->aux);
+		for (char *p = sc->aux.p, *end = p + (n > 0 ? n : 0); p < end;) {
+			char *e;
+			long v = strtol(p, &e, 10);
+			if (e == p)
+				break;
+			p = e;
+			if (*nk == *ck) {
+				size_t nc = *ck ? *ck * 2 : 64;
+				pid_t *nv = realloc(*kids, nc * sizeof *nv);
+				if (!nv) {
+					closedir(td);
+					return -ENOMEM;
+				}
+				*kids = nv;
+				*ck = nc;
+			}
+			(*kids)[(*nk)++] = (pid_t)v;
+		}
+	}
+	closedir(td);
+	return 0;
+}
+
+static int scan_tree(struct scanner *sc, struct candset *cs)
+{
+	/* queue of (pid, tree bits): the roots, then every live candidate found by a tree
+	 * finder (that is how orphans re-parented away from the root stay in the tree). */
+	struct item {
+		pid_t pid;
+		uint32_t bits;
+	} *q = NULL;
+	size_t qn = 0, qc = 0;
+	pid_t *kids = NULL;
+	size_t kc = 0;
+	int added = 0, r = 0;
+#define PUSH(P, B)                                                           \
+	do {                                                                 \
+		if (qn == qc) {                                              \
+			size_t nc = qc ? qc * 2 : 64;                        \
+			struct item *nq = realloc(q, nc * sizeof *nq);       \
+			if (!nq) {                                           \
+				r = -ENOMEM;                                 \
+				goto out;                                    \
+			}                                                    \
+			q = nq;                                              \
+			qc = nc;                                             \
+		}                                                            \
+		q[qn++] = (struct item){ (P), (B) };                         \
+	} while (0)
+	for (size_t i = 0; i < sc->nf; i++)
+		if (sc->tree_mask & (1u << i))
+			PUSH(sc->f[i].root ? sc->f[i].root : sc->self, 1u << i);
+	for (size_t i = 0; i < cs->n; i++)
+		if ((cs->v[i].live || cs->v[i].info.state == 'Z') && (cs->v[i].info.matched_by & sc->tree_mask))
+			PUSH(cs->v[i].info.pid, cs->v[i].info.matched_by & sc->tree_mask);
+	for (size_t qi = 0; qi < qn; qi++) {
+		size_t nk = 0;
+		if ((r = children_of(sc, q[qi].pid, &kids, &nk, &kc)) < 0)
+			goto out;
+		for (size_t k = 0; k < nk; k++) {
+			pid_t c = kids[k];
+			if (excluded(sc, c))
+				continue;
+			ssize_t idx = candset_find(cs, c);
+			if (idx >= 0 && known(cs, c)) {
+				cs->v[idx].info.matched_by |= q[qi].bits;
+				continue;
+			}
+			ssize_t a = add(sc, cs, c, q[qi].bits, NULL, 0);
+			if (a == -ENOMEM) {
+				r = -ENOMEM;
+				goto out;
+			}
+			if (a >= 0) {
+				added++;
+				PUSH(c, q[qi].bits);
+			}
+		}
+	}
+#undef PUSH
+out:
+	free(q);
+	free(kids);
+	return r < 0 ? r : added;
+}
+
+int scanner_scan(struct scanner *sc, struct candset *cs)
+{
+	int added = 0, r;
+	sc->starved = 0;
+	if (sc->env_mask) {
+		if ((r = scan_env(sc, cs)) < 0)
+			return r;
+		added += r;
+	}
+	if (sc->tree_mask) {
+		if ((r = scan_tree(sc, cs)) < 0)
+			return r;
+		added += r;
+	}
+	return added;
+}

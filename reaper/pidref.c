@@ -1,0 +1,98 @@
+/* pidref: pid + start time + pidfd; see pidref.h. */
+#define _GNU_SOURCE
+#include "pidref.h"
+#include "procfs.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+int pidref_open(struct pidref *p, int procfd, pid_t pid, uint64_t start_time)
+{
+	*p = PIDREF_NULL;
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return errno == ESRCH ? -ESRCH : -errno;
+	/* The fd names whatever held pid at open time; it is ours only if pid still
+	 * shows the start time we saw before opening. */
+	struct reaper_stat st;
+	if (procfs_stat(procfd, pid, &st) < 0 || st.start_time != start_time) {
+		close(fd);
+		return -ESRCH;
+	}
+	p->pid = pid;
+	p->start_time = start_time;
+	p->fd = fd;
+	return 0;
+}
+
+int pidref_verify(const struct pidref *p, int procfd)
+{
+	struct reaper_stat st;
+	if (p->fd < 0 || procfs_stat(procfd, p->pid, &st) < 0 || st.start_time != p->start_time)
+		return -ESRCH;
+	return 0;
+}
+
+int pidref_signal(const struct pidref *p, int procfd, int sig)
+{
+	int r = pidref_verify(p, procfd);
+	if (r < 0)
+		return r;
+	/* The pidfd itself pins the process: even if it died since the check, the signal
+	 * cannot reach a recycled pid. */
+	if (syscall(SYS_pidfd_send_signal, p->fd, sig, NULL, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+int pidref_signal_group(const struct pidref *leader, int procfd, int sig)
+{
+	struct reaper_stat st;
+	int r = pidref_verify(leader, procfd);
+	if (r < 0)
+		return r;
+	/* Only while the verified leader still leads its group is the group id ours to use;
+	 * a leader that is our unreaped child cannot be recycled under us. */
+	if (procfs_stat(procfd, leader->pid, &st) < 0 || st.pgrp != leader->pid)
+		return -ESRCH;
+	return killpg(leader->pid, sig) < 0 ? -errno : 0;
+}
+
+int pidref_exited(const struct pidref *p)
+{
+	if (p->fd < 0)
+		return 1;
+	struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
+	int r = poll(&pfd, 1, 0);
+	return r > 0 ? 1 : 0;
+}
+
+int pidref_collect(const struct pidref *p, int *status)
+{
+	if (p->fd < 0)
+		return -EBADF;
+	siginfo_t si = { 0 };
+	if (waitid((idtype_t)P_PIDFD, (id_t)p->fd, &si, WEXITED | WNOHANG) < 0)
+		return -errno;
+	if (si.si_pid == 0)
+		return 0;
+	if (status)
+		*status = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0)
+			: si.si_code == CLD_DUMPED ? (si.si_status | 0x80) : si.si_status;
+	return 1;
+}
+
+void pidref_done(struct pidref *p)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+}

@@ -1,0 +1,36 @@
+/* pidref: a process identity (pid + kernel start time + pidfd). Every signal, wait and
+ * identity comparison in libreaper goes through here; raw kill() lives nowhere else. */
+#ifndef REAPER_PIDREF_H
+#define REAPER_PIDREF_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct pidref {
+	pid_t pid;
+	uint64_t start_time; /* stat field 22, clock ticks since boot */
+	int fd;              /* pidfd, -1 when closed */
+};
+
+#define PIDREF_NULL ((struct pidref){ .pid = 0, .start_time = 0, .fd = -1 })
+
+/* Pin the process now at pid whose start time is start_time: open a pidfd, then re-read the
+ * start time, so the fd is known to refer to that very process. -ESRCH when it is gone or
+ * was replaced; -EMFILE etc. from pidfd_open. procfd: an open /proc (or -1). */
+int pidref_open(struct pidref *p, int procfd, pid_t pid, uint64_t start_time);
+/* 0 while pid still names the same process (zombies included), -ESRCH otherwise. */
+int pidref_verify(const struct pidref *p, int procfd);
+/* Verify, then pidfd_send_signal. -ESRCH: gone or replaced, nothing was signalled. */
+int pidref_signal(const struct pidref *p, int procfd, int sig);
+/* Signal the process group that the verified process leads (-ESRCH when it is gone,
+ * replaced, or no longer leads a group of its own). Only safe for an unreaped child. */
+int pidref_signal_group(const struct pidref *leader, int procfd, int sig);
+/* 1 when the process has exited (zombie or reaped), 0 while it runs. */
+int pidref_exited(const struct pidref *p);
+/* Collect its zombie when the caller is its parent: 1 collected, 0 not exited yet,
+ * -ECHILD not our child (or already collected). Never touches any other child. */
+int pidref_collect(const struct pidref *p, int *status);
+/* Close the pidfd. */
+void pidref_done(struct pidref *p);
+
+#endif

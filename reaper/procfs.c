@@ -1,0 +1,208 @@
+/* procfs: parsing and reading /proc; see procfs.h. */
+#define _GNU_SOURCE
+#include "procfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int procfs_open(void)
+{
+	int fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static int open_at(int procfd, pid_t pid, const char *what)
+{
+	char path[64];
+	snprintf(path, sizeof path, procfd >= 0 ? "%d/%s" : "/proc/%d/%s", (int)pid, what);
+	return openat(procfd >= 0 ? procfd : AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+}
+
+static uint64_t parse_u64(const char **s, const char *end, int *ok)
+{
+	uint64_t v = 0;
+	const char *p = *s;
+	int neg = 0;
+	if (p < end && *p == '-') {
+		neg = 1;
+		p++;
+	}
+	if (p >= end || *p < '0' || *p > '9')
+		*ok = 0;
+	while (p < end && *p >= '0' && *p <= '9') {
+		uint64_t d = (uint64_t)(*p - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			*ok = 0;
+		v = v * 10 + d;
+		p++;
+	}
+	*s = p;
+	return neg ? (uint64_t)0 - v : v;
+}
+
+int reaper_parse_stat(const char *buf, size_t len, struct reaper_stat *st)
+{
+	memset(st, 0, sizeof *st);
+	const char *end = buf + len;
+	const char *open = memchr(buf, '(', len);
+	/* comm may hold ')' and spaces: the real end of comm is the last ')' in the line. */
+	const char *close = NULL;
+	for (const char *p = end; p > buf; p--)
+		if (p[-1] == ')') {
+			close = p - 1;
+			break;
+		}
+	if (!open || !close || close < open)
+		return -EINVAL;
+	int ok = 1;
+	const char *p = buf;
+	st->pid = (pid_t)parse_u64(&p, open, &ok);
+	size_t clen = (size_t)(close - open - 1);
+	if (clen >= sizeof st->comm)
+		clen = sizeof st->comm - 1;
+	memcpy(st->comm, open + 1, clen);
+	st->comm[clen] = 0;
+	p = close + 1;
+	/* fields 3..22: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+	 * utime stime cutime cstime priority nice num_threads itrealvalue starttime */
+	for (int field = 3; field <= 22; field++) {
+		if (p >= end || *p != ' ')
+			return -EINVAL;
+		p++;
+		if (field == 3) {
+			if (p >= end || *p == ' ')
+				return -EINVAL;
+			st->state = *p++;
+			continue;
+		}
+		uint64_t v = parse_u64(&p, end, &ok);
+		if (!ok)
+			return -EINVAL;
+		if (field == 4)
+			st->ppid = (pid_t)v;
+		else if (field == 5)
+			st->pgrp = (pid_t)v;
+		else if (field == 6)
+			st->session = (pid_t)v;
+		else if (field == 22)
+			st->start_time = v;
+	}
+	return ok ? 0 : -EINVAL;
+}
+
+int procfs_stat(int procfd, pid_t pid, struct reaper_stat *st)
+{
+	char buf[1024];
+	int fd = open_at(procfd, pid, "stat");
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	int e = errno;
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -e : -ESRCH;
+	buf[n] = 0;
+	return reaper_parse_stat(buf, (size_t)n, st);
+}
+
+ssize_t procfs_read(int procfd, pid_t pid, const char *what, struct pbuf *b)
+{
+	int fd = open_at(procfd, pid, what);
+	if (fd < 0)
+		return -errno;
+	size_t len = 0;
+	for (;;) {
+		if (b->cap - len < 2) {
+			size_t ncap = b->cap ? b->cap * 2 : 8192;
+			char *np = realloc(b->p, ncap);
+			if (!np) {
+				close(fd);
+				return -ENOMEM;
+			}
+			b->p = np;
+			b->cap = ncap;
+		}
+		ssize_t n = read(fd, b->p + len, b->cap - len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = -errno;
+			close(fd);
+			return e;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	b->p[len] = 0;
+	return (ssize_t)len;
+}
+
+char *procfs_link(int procfd, pid_t pid, const char *what)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, procfd >= 0 ? "%d/%s" : "/proc/%d/%s", (int)pid, what);
+	ssize_t n = readlinkat(procfd >= 0 ? procfd : AT_FDCWD, path, buf, sizeof buf - 1);
+	if (n < 0)
+		n = 0;
+	buf[n] = 0;
+	return strdup(buf);
+}
+
+double procfs_uptime(int procfd)
+{
+	char buf[128];
+	int fd = openat(procfd >= 0 ? procfd : AT_FDCWD, procfd >= 0 ? "uptime" : "/proc/uptime",
+			O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return strtod(buf, NULL);
+}
+
+int reaper_environ_has(const char *env, size_t len, const char *entry, size_t elen)
+{
+	const char *p = env, *end = env + len;
+	if (elen == 0)
+		return 0;
+	while (p < end) {
+		const char *nul = memchr(p, 0, (size_t)(end - p));
+		size_t n = nul ? (size_t)(nul - p) : (size_t)(end - p);
+		if (n == elen && memcmp(p, entry, elen) == 0)
+			return 1;
+		p += n + 1;
+	}
+	return 0;
+}
+
+const char *reaper_environ_get(const char *env, size_t len, const char *name, size_t *vlen)
+{
+	size_t nlen = strlen(name);
+	const char *p = env, *end = env + len;
+	while (p < end) {
+		const char *nul = memchr(p, 0, (size_t)(end - p));
+		size_t n = nul ? (size_t)(nul - p) : (size_t)(end - p);
+		if (n > nlen && p[nlen] == '=' && memcmp(p, name, nlen) == 0) {
+			*vlen = n - nlen - 1;
+			return p + nlen + 1;
+		}
+		p += n + 1;
+	}
+	return NULL;
+}
+
+void pbuf_free(struct pbuf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->cap = 0;
+}

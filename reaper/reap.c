@@ -1,0 +1,273 @@
+/* reap: wait for what the finders found, then terminate, freeze and kill it until a rescan
+ * finds nothing new. Exits are events (pidfds in epoll); rescans only look for what forked
+ * meanwhile, on a backoff, and once more the moment everything known is gone. */
+#define _GNU_SOURCE
+#include "candset.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EVENT_KEY UINT64_MAX
+#define RESCAN_MIN 0.002
+#define RESCAN_MAX 0.100
+#define QUIESCE_ROUNDS 10000
+
+enum phase { WAIT, TERM, FREEZE, KILL };
+enum outcome { DONE, DEADLINE, ACT_TERM, ACT_KILL, FAILED };
+
+struct reap {
+	struct scanner sc;
+	struct candset cs;
+	const struct reaper_opts *o;
+	int ep;
+	enum phase phase;
+	int escalated;
+	int err;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void signal_cand(struct reap *rp, struct cand *c, int sig)
+{
+	if (rp->o->report_only || !c->live)
+		return;
+	if (sig == SIGTERM && rp->o->term_skip_pgrp && c->info.pgrp == rp->o->term_skip_pgrp) {
+		c->term_sent = 1; /* the caller signalled its group */
+		return;
+	}
+	if (sig == SIGTERM && rp->o->term_signal)
+		sig = rp->o->term_signal;
+	if (pidref_signal(&c->ref, rp->sc.procfd, sig) < 0)
+		return; /* gone or replaced: its pidfd reports the exit */
+	if (sig == SIGSTOP)
+		c->stopped = 1;
+	else if (sig == SIGKILL) {
+		c->kill_sent = 1;
+		rp->escalated = 1;
+	} else
+		c->term_sent = 1;
+}
+
+/* A new candidate: watch its pidfd, and bring it to the phase everyone else is in. */
+static void on_added(void *ctx, size_t idx)
+{
+	struct reap *rp = ctx;
+	struct cand *c = &rp->cs.v[idx];
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = idx };
+	if (epoll_ctl(rp->ep, EPOLL_CTL_ADD, c->ref.fd, &ev) < 0)
+		rp->err = -errno;
+	static const int sig_of[] = { [WAIT] = 0, [TERM] = SIGTERM, [FREEZE] = SIGSTOP, [KILL] = SIGKILL };
+	if (sig_of[rp->phase])
+		signal_cand(rp, c, sig_of[rp->phase]);
+}
+
+static void on_exit_event(struct reap *rp, struct cand *c)
+{
+	if (!c->live)
+		return;
+	c->live = 0;
+	rp->cs.live--;
+	c->info.fate = c->kill_sent ? REAPER_KILLED : c->term_sent ? REAPER_TERMINATED : REAPER_EXITED;
+	epoll_ctl(rp->ep, EPOLL_CTL_DEL, c->ref.fd, NULL);
+	int r = pidref_collect(&c->ref, &c->info.exit_status);
+	if (r == 1) {
+		c->collected = 1;
+		pidref_done(&c->ref);
+	} else if (pidref_verify(&c->ref, rp->sc.procfd) < 0) {
+		pidref_done(&c->ref); /* already collected by its parent */
+	} /* else a zombie of someone else: looked at again at the end */
+}
+
+static int scan(struct reap *rp)
+{
+	int r = scanner_scan(&rp->sc, &rp->cs);
+	if (r >= 0 && rp->err)
+		r = rp->err;
+	return r;
+}
+
+/* Wait until everything known has exited and a rescan finds nothing new (DONE), or until
+ * deadline, or until the host's event asks for more. */
+static enum outcome wait_until(struct reap *rp, double deadline)
+{
+	double interval = RESCAN_MIN, next_scan = now() + interval, next_tick = now() + 1.0;
+	struct epoll_event evs[256];
+	for (;;) {
+		double t = now();
+		if (rp->cs.live == 0 || t >= next_scan) {
+			int r = scan(rp);
+			if (r < 0) {
+				rp->err = r;
+				return FAILED;
+			}
+			if (rp->cs.live == 0 && r == 0)
+				return DONE;
+			interval = r > 0 || rp->sc.starved ? RESCAN_MIN : interval * 2;
+			if (interval > RESCAN_MAX)
+				interval = RESCAN_MAX;
+			next_scan = now() + interval;
+			continue;
+		}
+		if (t >= deadline)
+			return DEADLINE;
+		if (rp->o->on_progress && t >= next_tick) {
+			rp->o->on_progress(rp->o->ctx, rp->cs.live, deadline - t);
+			next_tick = t + 1.0;
+		}
+		double until = deadline < next_scan ? deadline : next_scan;
+		if (rp->o->on_progress && next_tick < until)
+			until = next_tick;
+		int ms = (int)((until - t) * 1000.0 + 0.999);
+		int n = epoll_wait(rp->ep, evs, 256, ms < 0 ? 0 : ms);
+		if (n < 0 && errno != EINTR) {
+			rp->err = -errno;
+			return FAILED;
+		}
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.u64 == EVENT_KEY) {
+				int act = rp->o->on_event ? rp->o->on_event(rp->o->ctx) : REAPER_CONTINUE;
+				if (act == REAPER_TERMINATE_NOW && rp->phase == WAIT)
+					return ACT_TERM;
+				if (act == REAPER_KILL_NOW && rp->phase < FREEZE)
+					return ACT_KILL;
+				continue;
+			}
+			on_exit_event(rp, &rp->cs.v[evs[i].data.u64]);
+		}
+	}
+}
+
+static void signal_all(struct reap *rp, int sig)
+{
+	for (size_t i = 0; i < rp->cs.n; i++)
+		if (rp->cs.v[i].live && !(sig == SIGSTOP && rp->cs.v[i].stopped))
+			signal_cand(rp, &rp->cs.v[i], sig);
+}
+
+/* Signal everything live, rescan (on_added signals the new), until a scan finds nothing. */
+static int quiesce(struct reap *rp, enum phase phase, int sig)
+{
+	if (rp->phase == WAIT)
+		for (size_t i = 0; i < rp->cs.n; i++)
+			if (rp->cs.v[i].live)
+				scanner_refresh(&rp->sc, &rp->cs.v[i]);
+	rp->phase = phase;
+	if (rp->o->on_escalate && rp->cs.live && sig != SIGSTOP)
+		rp->o->on_escalate(rp->o->ctx, sig == SIGTERM && rp->o->term_signal ? rp->o->term_signal : sig);
+	signal_all(rp, sig);
+	for (int round = 0; round < QUIESCE_ROUNDS; round++) {
+		int r = scan(rp);
+		if (r <= 0)
+			return r;
+		signal_all(rp, sig);
+	}
+	return 0;
+}
+
+/* What is left once the killing is over: collect our zombies, name the held ones. */
+static void finish(struct reap *rp)
+{
+	for (size_t i = 0; i < rp->cs.n; i++) {
+		struct cand *c = &rp->cs.v[i];
+		if (c->live) {
+			if (rp->phase == WAIT)
+				scanner_refresh(&rp->sc, c);
+			c->info.fate = rp->o->report_only ? REAPER_ALIVE : REAPER_UNKILLABLE;
+			continue;
+		}
+		if (c->ref.fd < 0)
+			continue;
+		if (pidref_collect(&c->ref, &c->info.exit_status) == 1) {
+			c->collected = 1;
+		} else if (c->info.state == 'Z' && pidref_verify(&c->ref, rp->sc.procfd) == 0) {
+			c->info.fate = REAPER_ZOMBIE_HELD; /* found dead, its parent lives outside the run */
+		}
+		pidref_done(&c->ref);
+	}
+}
+
+void reaper_opts_init(struct reaper_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->event_fd = -1;
+	o->settle = 5.0;
+}
+
+int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reaper_opts *opts,
+		struct reaper_report **out)
+{
+	struct reaper_opts defaults;
+	reaper_opts_init(&defaults);
+	if (!opts)
+		opts = &defaults;
+	*out = NULL;
+	if ((n && !finders) || opts->timeout < 0 || opts->grace < 0 || opts->settle < 0)
+		return -EINVAL;
+	struct reap rp = { .o = opts, .ep = -1 };
+	double t0 = now();
+	int r = scanner_init(&rp.sc, finders, n, opts->patterns, opts->npatterns);
+	if (r < 0)
+		goto out;
+	rp.sc.added = on_added;
+	rp.sc.ctx = &rp;
+	if ((rp.ep = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (opts->event_fd >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = EVENT_KEY };
+		if (epoll_ctl(rp.ep, EPOLL_CTL_ADD, opts->event_fd, &ev) < 0) {
+			r = -errno;
+			goto out;
+		}
+	}
+	enum outcome w = wait_until(&rp, t0 + opts->timeout);
+	if (w != FAILED && w != DONE && !opts->report_only) {
+		if (w != ACT_KILL && opts->grace > 0) {
+			if (quiesce(&rp, TERM, SIGTERM) < 0)
+				goto failed;
+			w = wait_until(&rp, now() + opts->grace);
+		}
+		if (w != DONE && w != FAILED) {
+			if (quiesce(&rp, FREEZE, SIGSTOP) < 0 || quiesce(&rp, KILL, SIGKILL) < 0)
+				goto failed;
+			double settle = opts->settle > 0 ? opts->settle : 5.0;
+			w = wait_until(&rp, now() + settle);
+		}
+	}
+failed:
+	if (w == FAILED || rp.err) {
+		r = rp.err ? rp.err : -EIO;
+		goto out;
+	}
+	finish(&rp);
+	r = report_build(&rp.cs, &rp.sc, out);
+	if (r == 0) {
+		(*out)->escalated = rp.escalated;
+		(*out)->waited = now() - t0;
+	}
+out:
+	if (rp.ep >= 0)
+		close(rp.ep);
+	candset_free(&rp.cs);
+	scanner_done(&rp.sc);
+	return r;
+}
+
+int reaper_scan(const struct reaper_finder *finders, size_t n, struct reaper_report **out)
+{
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.report_only = 1;
+	return reaper_reap(finders, n, &o, out);
+}

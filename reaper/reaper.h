@@ -1,0 +1,171 @@
+/* libreaper: find, wait for, kill and report the processes a test run left behind.
+ *
+ * Every function returns 0 (or a count) on success and a negative errno on failure.
+ * The library installs no signal handlers, never calls waitpid(-1, ...), and keeps no
+ * global state but the adoption refcount; all functions are safe to call from several
+ * threads at once.
+ *
+ * Zombies: reaper_reap() collects only the zombies of processes it found alive whose
+ * parent is the caller (adopted orphans, and what it killed). A child the caller still
+ * means to wait for must be waited for before reaper_reap(), or kept out of the finders. */
+#ifndef REAPER_REAPER_H
+#define REAPER_REAPER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define REAPER_VERSION "0.1.0"
+
+/* ---- adoption ------------------------------------------------------------------- */
+
+/* Make the calling process a child subreaper (refcounted: the first adopt turns
+ * PR_SET_CHILD_SUBREAPER on). Returns the new count, or -errno from prctl. */
+int reaper_adopt(void);
+/* Undo one reaper_adopt(); the last release turns subreaper off again. Processes already
+ * adopted stay our children. Returns the new count, -EINVAL when not adopted. */
+int reaper_release(void);
+/* The current adoption count. */
+int reaper_adopted(void);
+
+/* ---- finders -------------------------------------------------------------------- */
+
+enum reaper_finder_kind {
+	REAPER_FIND_ENV = 1,  /* an exact NAME=VALUE entry of /proc/PID/environ */
+	REAPER_FIND_TREE = 2, /* every descendant of root (0: the caller), orphans seen once included */
+};
+
+/* A finder is a plain value; pass several to combine them (a process matches when any
+ * finder matches; matched_by records which ones, bit i for finders[i]). */
+struct reaper_finder {
+	enum reaper_finder_kind kind;
+	const char *marker; /* REAPER_FIND_ENV: "NAME=VALUE" */
+	pid_t root;         /* REAPER_FIND_TREE */
+};
+
+/* Build finders (no allocation: marker is referenced, not copied). */
+struct reaper_finder reaper_find_env(const char *marker);
+struct reaper_finder reaper_find_tree(pid_t root);
+
+/* ---- reap --------------------------------------------------------------------------- */
+
+enum reaper_fate {
+	REAPER_ALIVE = 0,       /* still running: a scan result, or --report-only */
+	REAPER_EXITED,          /* exited by itself before the deadline: not a leak */
+	REAPER_TERMINATED,      /* ended by SIGTERM within the grace period: a leak */
+	REAPER_KILLED,          /* needed SIGKILL: a leak */
+	REAPER_UNKILLABLE,      /* still there at the settle deadline (D state): a leak */
+	REAPER_ZOMBIE_HELD,     /* a zombie whose live parent is outside the run */
+	REAPER_KEPT,            /* matched a keep pattern: left running, not a leak */
+	REAPER_GONE,            /* vanished between being seen and being identified */
+};
+
+/* One process the finders found. Strings are never NULL; bytes are as /proc gave them
+ * (cmdline with NULs turned into spaces), so they may hold any byte but NUL. */
+struct reaper_proc {
+	pid_t pid;
+	pid_t ppid;                  /* parent when first seen */
+	pid_t pgrp;                  /* process group when first seen */
+	int exit_status;             /* wait status when reaper_reap collected it, else -1 */
+	uint64_t start_time;         /* clock ticks since boot (stat field 22) */
+	double age;                  /* seconds alive when first seen */
+	char state;                  /* stat state when first seen: R S D Z T t ... */
+	uid_t uid;
+	uint32_t matched_by;         /* bit i: finders[i] matched */
+	enum reaper_fate fate;
+	int allowed;                 /* matched an allow pattern: cleaned up, not a leak */
+	int environ_unreadable;      /* found by descent, environ could not be read */
+	char *cmdline;
+	char *comm;
+	char *exe;                   /* "" when unreadable */
+	char *cwd;                   /* "" when unreadable */
+	char *test;                  /* REAPER_TEST value from its environment, "" if none */
+	char *ancestry;              /* "pid comm < ppid comm < ..." as first seen */
+};
+
+struct reaper_report {
+	struct reaper_proc *procs;
+	size_t n;
+	size_t leaks;                /* TERMINATED + KILLED + UNKILLABLE + ALIVE(report-only), not allowed */
+	size_t exited, terminated, killed, unkillable, zombies_held, kept, allowed;
+	int escalated;               /* SIGKILL was needed */
+	double waited;               /* seconds spent in reaper_reap */
+	size_t *pattern_hits;        /* per opts->patterns entry */
+	size_t npatterns;
+};
+
+/* What reaper_reap may be told while it waits. */
+enum reaper_action { REAPER_CONTINUE = 0, REAPER_TERMINATE_NOW, REAPER_KILL_NOW };
+
+enum reaper_pattern_kind { REAPER_ALLOW = 1, REAPER_KEEP = 2 };
+struct reaper_pattern {
+	enum reaper_pattern_kind kind;
+	const char *glob;            /* fnmatch(3) against the cmdline and the exe path */
+};
+
+struct reaper_opts {
+	double timeout;              /* seconds to exit by themselves (default 0: none) */
+	double grace;                /* > 0: SIGTERM, then this long, then SIGKILL; 0: SIGKILL */
+	double settle;               /* bound on waiting for the killed to be gone (0: 5 s) */
+	int report_only;             /* find, wait up to timeout, report; signal nothing */
+	int term_signal;             /* sent at the end of timeout when grace > 0 (0: SIGTERM) */
+	pid_t term_skip_pgrp;        /* members of this group get no term_signal (the caller
+	                                signalled the group itself); they still get SIGKILL */
+	const struct reaper_pattern *patterns;
+	size_t npatterns;
+	/* Optional: an fd polled beside the pidfds; when readable on_event(ctx) is called and
+	 * its return value (enum reaper_action) may cut the wait short. */
+	int event_fd;
+	int (*on_event)(void *ctx);
+	/* Optional: called when the reap starts sending term_signal (or SIGTERM) and SIGKILL. */
+	void (*on_escalate)(void *ctx, int sig);
+	/* Optional: called about once a second while waiting. */
+	void (*on_progress)(void *ctx, size_t alive, double seconds_left);
+	void *ctx;
+};
+
+/* Fill opts with the defaults (event_fd -1). */
+void reaper_opts_init(struct reaper_opts *opts);
+
+/* Find what the finders match, now; signal nothing. *out is allocated (free with
+ * reaper_report_free) with every match in fate REAPER_ALIVE. */
+int reaper_scan(const struct reaper_finder *finders, size_t n, struct reaper_report **out);
+
+/* The whole reap: wait (event-driven, rescanning for what forks meanwhile) until
+ * opts->timeout for every match to exit, then SIGTERM + grace if asked, then freeze and
+ * SIGKILL the identity-verified survivors until a rescan finds nothing new, wait up to
+ * settle for them to be gone, and collect their zombies when the caller is their parent.
+ * opts may be NULL for the defaults. */
+int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reaper_opts *opts,
+		struct reaper_report **out);
+
+void reaper_report_free(struct reaper_report *r);
+
+/* Names: "exited", "killed", ... */
+const char *reaper_fate_name(enum reaper_fate f);
+/* "env HOME=/x" or "tree 123" for finders[i] matched in mask, joined by ", " into buf. */
+int reaper_matched_by(const struct reaper_finder *finders, size_t n, uint32_t mask, char *buf, size_t len);
+
+/* ---- /proc primitives (exposed for tests, fuzzing and tools) ------------------------- */
+
+struct reaper_stat {
+	pid_t pid, ppid, pgrp, session;
+	char state;
+	uint64_t start_time;
+	char comm[64];
+};
+/* Parse the text of /proc/PID/stat (comm may hold spaces, newlines and ')'). */
+int reaper_parse_stat(const char *buf, size_t len, struct reaper_stat *st);
+/* 1 when the NUL-separated environ block holds exactly the entry "NAME=VALUE". */
+int reaper_environ_has(const char *environ, size_t len, const char *entry, size_t entry_len);
+/* The value of NAME in an environ block, or NULL; *vlen gets its length. */
+const char *reaper_environ_get(const char *environ, size_t len, const char *name, size_t *vlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

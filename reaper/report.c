@@ -1,0 +1,110 @@
+/* report: the result of a reap, and the small value helpers of the public API. */
+#define _GNU_SOURCE
+#include "candset.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct reaper_finder reaper_find_env(const char *marker)
+{
+	return (struct reaper_finder){ .kind = REAPER_FIND_ENV, .marker = marker };
+}
+
+struct reaper_finder reaper_find_tree(pid_t root)
+{
+	return (struct reaper_finder){ .kind = REAPER_FIND_TREE, .root = root };
+}
+
+const char *reaper_fate_name(enum reaper_fate f)
+{
+	static const char *const names[] = {
+		[REAPER_ALIVE] = "alive",           [REAPER_EXITED] = "exited",
+		[REAPER_TERMINATED] = "terminated", [REAPER_KILLED] = "killed",
+		[REAPER_UNKILLABLE] = "unkillable", [REAPER_ZOMBIE_HELD] = "zombie-held",
+		[REAPER_KEPT] = "kept",             [REAPER_GONE] = "gone",
+	};
+	return (unsigned)f < sizeof names / sizeof *names && names[f] ? names[f] : "unknown";
+}
+
+int reaper_matched_by(const struct reaper_finder *f, size_t n, uint32_t mask, char *buf, size_t len)
+{
+	size_t used = 0;
+	if (!len)
+		return -EINVAL;
+	buf[0] = 0;
+	for (size_t i = 0; i < n && i < 32; i++) {
+		if (!(mask & (1u << i)))
+			continue;
+		int w = f[i].kind == REAPER_FIND_ENV
+				? snprintf(buf + used, len - used, "%senv %s", used ? ", " : "", f[i].marker)
+				: snprintf(buf + used, len - used, "%stree %d", used ? ", " : "", (int)f[i].root);
+		if (w < 0 || (size_t)w >= len - used)
+			return -ENOSPC;
+		used += (size_t)w;
+	}
+	return 0;
+}
+
+void proc_free(struct reaper_proc *p)
+{
+	free(p->cmdline);
+	free(p->comm);
+	free(p->exe);
+	free(p->cwd);
+	free(p->test);
+	free(p->ancestry);
+	memset(p, 0, sizeof *p);
+}
+
+static int is_leak(const struct reaper_proc *p)
+{
+	if (p->allowed)
+		return 0;
+	return p->fate == REAPER_ALIVE || p->fate == REAPER_TERMINATED || p->fate == REAPER_KILLED ||
+	       p->fate == REAPER_UNKILLABLE;
+}
+
+int report_build(struct candset *cs, struct scanner *sc, struct reaper_report **out)
+{
+	struct reaper_report *r = calloc(1, sizeof *r);
+	if (!r)
+		return -ENOMEM;
+	if (cs->n && !(r->procs = calloc(cs->n, sizeof *r->procs))) {
+		free(r);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < cs->n; i++) {
+		struct reaper_proc *p = &r->procs[r->n++];
+		*p = cs->v[i].info;
+		memset(&cs->v[i].info, 0, sizeof cs->v[i].info); /* strings now belong to the report */
+		r->leaks += is_leak(p);
+		r->allowed += p->allowed;
+		switch (p->fate) {
+		case REAPER_EXITED: r->exited++; break;
+		case REAPER_TERMINATED: r->terminated++; break;
+		case REAPER_KILLED: r->killed++; break;
+		case REAPER_UNKILLABLE: r->unkillable++; break;
+		case REAPER_ZOMBIE_HELD: r->zombies_held++; break;
+		case REAPER_KEPT: r->kept++; break;
+		default: break;
+		}
+	}
+	r->pattern_hits = sc->pattern_hits;
+	r->npatterns = sc->npatterns;
+	sc->pattern_hits = NULL;
+	*out = r;
+	return 0;
+}
+
+void reaper_report_free(struct reaper_report *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n; i++)
+		proc_free(&r->procs[i]);
+	free(r->procs);
+	free(r->pattern_hits);
+	free(r);
+}
