@@ -221,6 +221,11 @@ void scanner_refresh(struct scanner *sc, struct cand *c)
 	pi->cmdline = cmd, pi->comm = comm, pi->exe = exe, pi->cwd = cwd;
 	pi->state = st.state;
 	pi->age = procfs_uptime(sc->procfd) - (double)st.start_time / (double)sc->ticks;
+	/* found early by descent, it may carry the markers only since its exec */
+	ssize_t n = sc->env_mask ? procfs_read(sc->procfd, pi->pid, "environ", &sc->buf) : 0;
+	for (size_t i = 0; n > 0 && i < sc->nf; i++)
+		if ((sc->env_mask & (1u << i)) && reaper_environ_has(sc->buf.p, (size_t)n, sc->f[i].marker, sc->elen[i]))
+			pi->matched_by |= 1u << i;
 }
 
 /* A pid is new unless a live candidate already holds it (a dead one's pid may be reused). */
