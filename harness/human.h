@@ -1,12 +1,15 @@
-/* human: the leak report for people, on stderr. */
+/* human: the leak report for people, on stderr: what was left behind drawn as a process
+ * tree (pstree-like, parents as first seen) with age, state, cwd, trimmed cmdline, how each
+ * was found and the test that started it; a SUMMARY: line with the leaks per test; then,
+ * when patterns were given, their hit counts. Colour only when o->color. */
 #ifndef HARNESS_HUMAN_H
 #define HARNESS_HUMAN_H
 
-#include "reaper/reaper.h"
+#include "output.h"
 
 #include <stdio.h>
 
-/* A block per leak (and per kept / zombie-held process), then a SUMMARY: line. */
-void human_report(FILE *out, const struct reaper_report *r, const struct reaper_finder *f, size_t nf);
+void human_report(FILE *out, const struct output *o, const struct reaper_report *r, const struct reaper_finder *f,
+		  size_t nf);
 
 #endif

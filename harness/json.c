@@ -1,0 +1,136 @@
+/* json: see json.h; the schema is documented in docs/report-schema.md. Every string goes
+ * through escape_json, and a string that was not valid UTF-8 also gets a NAME_hex twin
+ * holding its exact bytes, so nothing /proc said is lost. */
+#define _GNU_SOURCE
+#include "json.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SCHEMA "reaper-report/1"
+
+static void key(struct sbuf *b, const char *k)
+{
+	sbuf_printf(b, "\"%s\": ", k);
+}
+
+static void field_str(struct sbuf *b, const char *k, const char *s, const char *sep)
+{
+	size_t len = strlen(s);
+	key(b, k);
+	if (escape_json(b, s, len)) {
+		sbuf_printf(b, ", \"%s_hex\": \"", k);
+		for (size_t i = 0; i < len; i++)
+			sbuf_printf(b, "%02x", (unsigned char)s[i]);
+		sbuf_puts(b, "\"");
+	}
+	sbuf_puts(b, sep);
+}
+
+static const char *boolean(int v)
+{
+	return v ? "true" : "false";
+}
+
+/* The stat state letter; anything unexpected becomes '?' so it needs no escaping. */
+static char state_char(char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ? c : '?';
+}
+
+static void proc(struct sbuf *b, const struct reaper_proc *p, const struct reaper_finder *f, size_t nf)
+{
+	sbuf_printf(b, "    {\"pid\": %d, \"ppid\": %d, \"pgrp\": %d, \"uid\": %ld, \"start_time\": %llu, "
+		       "\"age\": %.3f, \"state\": \"%c\",\n      ",
+		    (int)p->pid, (int)p->ppid, (int)p->pgrp, p->uid == (uid_t)-1 ? -1L : (long)p->uid,
+		    (unsigned long long)p->start_time, p->age, state_char(p->state));
+	field_str(b, "cmdline", p->cmdline, ",\n      ");
+	field_str(b, "comm", p->comm, ", ");
+	field_str(b, "exe", p->exe, ",\n      ");
+	field_str(b, "cwd", p->cwd, ",\n      ");
+	key(b, "found_by");
+	sbuf_puts(b, "[");
+	char name[512];
+	int first = 1;
+	for (size_t i = 0; i < nf && i < 32; i++) {
+		if (!(p->matched_by & (1u << i)))
+			continue;
+		output_finder_name(f, i, name, sizeof name);
+		if (!first)
+			sbuf_puts(b, ", ");
+		escape_json(b, name, strlen(name));
+		first = 0;
+	}
+	sbuf_puts(b, "],\n      ");
+	field_str(b, "ancestry", p->ancestry, ",\n      ");
+	if (p->test[0])
+		field_str(b, "test", p->test, ", ");
+	else
+		sbuf_puts(b, "\"test\": null, ");
+	sbuf_printf(b, "\"fate\": \"%s\", \"leak\": %s, \"allowed\": %s, \"kept\": %s, ", reaper_fate_name(p->fate),
+		    boolean(output_is_leak(p)), boolean(p->allowed), boolean(p->fate == REAPER_KEPT));
+	if (p->exit_status >= 0)
+		sbuf_printf(b, "\"exit_status\": %d, ", p->exit_status);
+	else
+		sbuf_puts(b, "\"exit_status\": null, ");
+	sbuf_printf(b, "\"environ_unreadable\": %s}", boolean(p->environ_unreadable));
+}
+
+void json_report(struct sbuf *b, const struct output *o, const struct reaper_report *r,
+		 const struct reaper_finder *f, size_t nf)
+{
+	char when[32] = "";
+	time_t t = time(NULL);
+	struct tm tm;
+	if (gmtime_r(&t, &tm))
+		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	sbuf_printf(b, "{\n  \"schema\": \"%s\",\n  \"tool\": {\"name\": \"reaper\", \"version\": \"%s\"},\n", SCHEMA,
+		    REAPER_VERSION);
+	sbuf_printf(b, "  \"command\": \"%s\",\n  \"generated_at\": \"%s\",\n  \"clock_ticks_per_second\": %ld,\n",
+		    o->command ? o->command : "reaper", when, sysconf(_SC_CLK_TCK));
+	sbuf_printf(b, "  \"options\": {\"timeout\": %.3f, \"grace\": %.3f, \"report_only\": %s},\n", o->timeout,
+		    o->grace, boolean(o->report_only));
+	sbuf_puts(b, "  \"finders\": [");
+	char name[512];
+	for (size_t i = 0; i < nf && i < 32; i++) {
+		output_finder_name(f, i, name, sizeof name);
+		if (i)
+			sbuf_puts(b, ", ");
+		escape_json(b, name, strlen(name));
+	}
+	sbuf_puts(b, "],\n");
+	sbuf_printf(b,
+		    "  \"summary\": {\"processes\": %zu, \"leaks\": %zu, \"exited\": %zu, \"terminated\": %zu, "
+		    "\"killed\": %zu, \"unkillable\": %zu, \"zombies_held\": %zu, \"kept\": %zu, \"allowed\": %zu, "
+		    "\"escalated\": %s, \"waited\": %.3f},\n",
+		    r->n, r->leaks, r->exited, r->terminated, r->killed, r->unkillable, r->zombies_held, r->kept,
+		    r->allowed, boolean(r->escalated), r->waited);
+	struct test_count *tc;
+	size_t ntc = output_tests(r, &tc);
+	sbuf_puts(b, "  \"leaks_per_test\": [");
+	for (size_t i = 0; i < ntc; i++) {
+		sbuf_puts(b, i ? ", {" : "{");
+		if (tc[i].test[0])
+			field_str(b, "test", tc[i].test, ", ");
+		else
+			sbuf_puts(b, "\"test\": null, ");
+		sbuf_printf(b, "\"leaks\": %zu}", tc[i].leaks);
+	}
+	free(tc);
+	sbuf_puts(b, "],\n  \"patterns\": [");
+	for (size_t i = 0; i < o->npatterns; i++) {
+		sbuf_printf(b, "%s\n    {\"kind\": \"%s\", ", i ? "," : "",
+			    o->patterns[i].kind == REAPER_KEEP ? "keep" : "allow");
+		field_str(b, "pattern", o->patterns[i].glob, ", ");
+		field_str(b, "from", o->pattern_from[i], ", ");
+		sbuf_printf(b, "\"hits\": %zu}", i < r->npatterns && r->pattern_hits ? r->pattern_hits[i] : 0);
+	}
+	sbuf_puts(b, o->npatterns ? "\n  ],\n  \"processes\": [" : "],\n  \"processes\": [");
+	for (size_t i = 0; i < r->n; i++) {
+		sbuf_puts(b, i ? ",\n" : "\n");
+		proc(b, &r->procs[i], f, nf);
+	}
+	sbuf_puts(b, r->n ? "\n  ]\n}\n" : "]\n}\n");
+}

@@ -1,0 +1,112 @@
+/* junit: see junit.h. The layout follows what GitLab and Jenkins read: <testsuites> around
+ * one <testsuite name="reaper">, each <testcase> with classname (the test that started the
+ * process, else "reaper") and name ("leak: PID CMDLINE"), a <failure message= type=> whose
+ * text holds the details. Strings are first made visible single-line text (escape_text:
+ * control characters as \n, \t, \xNN; invalid UTF-8 bytes as \xNN), then XML-escaped, so
+ * the document is valid XML 1.0 whatever bytes a cmdline holds. */
+#define _GNU_SOURCE
+#include "junit.h"
+
+#include <string.h>
+#include <time.h>
+
+/* XML-escaped visible text of s, at most about max bytes (0: all). */
+static void text(struct sbuf *b, const char *s, size_t max)
+{
+	struct sbuf t = { 0 };
+	escape_text(&t, s, strlen(s), max);
+	escape_xml(b, sbuf_str(&t), t.oom ? 0 : t.len);
+	sbuf_free(&t);
+}
+
+static void detail(struct sbuf *b, const char *k, const char *v)
+{
+	sbuf_printf(b, "%-9s ", k);
+	text(b, v, 0);
+	sbuf_puts(b, "\n");
+}
+
+static void testcase(struct sbuf *b, const struct reaper_proc *p, const struct reaper_finder *f, size_t nf)
+{
+	int leak = output_is_leak(p);
+	sbuf_puts(b, "    <testcase classname=\"");
+	text(b, p->test[0] ? p->test : "reaper", 200);
+	sbuf_printf(b, "\" name=\"%s: %d ", leak ? "leak" : p->fate == REAPER_KEPT ? "kept" : "allowed", (int)p->pid);
+	text(b, p->cmdline, 200);
+	sbuf_puts(b, "\" time=\"0\">\n");
+	if (leak) {
+		sbuf_printf(b, "      <failure type=\"process leak\" message=\"pid %d leaked (%s): ", (int)p->pid,
+			    reaper_fate_name(p->fate));
+		text(b, p->cmdline, 200);
+		sbuf_puts(b, "\">");
+	} else {
+		sbuf_printf(b, "      <skipped message=\"pid %d %s: ", (int)p->pid,
+			    p->fate == REAPER_KEPT ? "kept running by a --keep pattern" : "allowed by an --allow pattern");
+		text(b, p->cmdline, 200);
+		sbuf_puts(b, "\">");
+	}
+	char tmp[512];
+	snprintf(tmp, sizeof tmp, "%d", (int)p->pid);
+	detail(b, "pid:", tmp);
+	snprintf(tmp, sizeof tmp, "%llu (clock ticks since boot)", (unsigned long long)p->start_time);
+	detail(b, "started:", tmp);
+	snprintf(tmp, sizeof tmp, "%.1f s when first seen", p->age);
+	detail(b, "age:", tmp);
+	snprintf(tmp, sizeof tmp, "%c", p->state >= 'A' && p->state <= 'z' ? p->state : '?');
+	detail(b, "state:", tmp);
+	detail(b, "fate:", reaper_fate_name(p->fate));
+	detail(b, "cmdline:", p->cmdline);
+	detail(b, "exe:", p->exe[0] ? p->exe : "?");
+	detail(b, "cwd:", p->cwd[0] ? p->cwd : "?");
+	struct sbuf by = { 0 };
+	char name[512];
+	for (size_t i = 0; i < nf && i < 32; i++) {
+		if (!(p->matched_by & (1u << i)))
+			continue;
+		output_finder_name(f, i, name, sizeof name);
+		sbuf_printf(&by, "%s%s", by.len ? ", " : "", name);
+	}
+	detail(b, "found by:", sbuf_str(&by));
+	sbuf_free(&by);
+	detail(b, "ancestry:", p->ancestry[0] ? p->ancestry : "?");
+	detail(b, "test:", p->test[0] ? p->test : "(unknown: no REAPER_TEST in its environment)");
+	sbuf_puts(b, leak ? "</failure>\n" : "</skipped>\n");
+	sbuf_puts(b, "    </testcase>\n");
+}
+
+void junit_report(struct sbuf *b, const struct output *o, const struct reaper_report *r,
+		  const struct reaper_finder *f, size_t nf)
+{
+	size_t tests = 0, skipped = 0;
+	for (size_t i = 0; i < r->n; i++) {
+		const struct reaper_proc *p = &r->procs[i];
+		if (output_is_leak(p))
+			tests++;
+		else if (p->allowed || p->fate == REAPER_KEPT)
+			tests++, skipped++;
+	}
+	if (!r->leaks)
+		tests++; /* the passing "no leaked processes" case */
+	char when[32] = "";
+	time_t t = time(NULL);
+	struct tm tm;
+	if (gmtime_r(&t, &tm))
+		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+	sbuf_puts(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+	sbuf_printf(b, "<testsuites name=\"reaper\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"%zu\" time=\"%.3f\">\n",
+		    tests, r->leaks, skipped, r->waited);
+	sbuf_printf(b,
+		    "  <testsuite name=\"reaper\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"%zu\" "
+		    "time=\"%.3f\" timestamp=\"%s\">\n",
+		    tests, r->leaks, skipped, r->waited, when);
+	for (size_t i = 0; i < r->n; i++) {
+		const struct reaper_proc *p = &r->procs[i];
+		if (output_is_leak(p) || p->allowed || p->fate == REAPER_KEPT)
+			testcase(b, p, f, nf);
+	}
+	if (!r->leaks)
+		sbuf_printf(b, "    <testcase classname=\"reaper\" name=\"no leaked processes\" time=\"%.3f\"/>\n",
+			    r->waited);
+	sbuf_puts(b, "  </testsuite>\n</testsuites>\n");
+	(void)o;
+}

@@ -1,0 +1,337 @@
+/* output: see output.h. */
+#define _GNU_SOURCE
+#include "output.h"
+
+#include "escape.h"
+#include "human.h"
+#include "json.h"
+#include "junit.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The countdown is called back without our context (opts->ctx belongs to the caller). */
+static struct output *progress_out;
+
+void output_init(struct output *o, const char *command)
+{
+	memset(o, 0, sizeof *o);
+	o->command = command;
+	const char *gh = getenv("GITHUB_ACTIONS");
+	o->github = gh && !strcmp(gh, "true");
+	o->tty = isatty(STDERR_FILENO);
+	const char *nc = getenv("NO_COLOR");
+	const char *term = getenv("TERM");
+	o->color = o->tty && !(nc && *nc) && !(term && !strcmp(term, "dumb"));
+}
+
+__attribute__((format(printf, 2, 3))) static int fail(struct output *o, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(o->err, sizeof o->err, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static int add_pattern(struct output *o, enum reaper_pattern_kind kind, const char *glob, char *from)
+{
+	if (!from)
+		return fail(o, "out of memory");
+	if (o->npatterns == o->cap) {
+		size_t nc = o->cap ? o->cap * 2 : 8;
+		struct reaper_pattern *np = realloc(o->patterns, nc * sizeof *np);
+		if (np)
+			o->patterns = np;
+		char **nf = np ? realloc(o->pattern_from, nc * sizeof *nf) : NULL;
+		if (!np || !nf) {
+			free(from);
+			return fail(o, "out of memory");
+		}
+		o->pattern_from = nf;
+		o->cap = nc;
+	}
+	o->patterns[o->npatterns] = (struct reaper_pattern){ .kind = kind, .glob = glob };
+	o->pattern_from[o->npatterns++] = from;
+	return 0;
+}
+
+static char *own(struct output *o, char *s)
+{
+	char **n = s ? realloc(o->owned, (o->nowned + 1) * sizeof *n) : NULL;
+	if (!n) {
+		free(s);
+		return NULL;
+	}
+	o->owned = n;
+	o->owned[o->nowned++] = s;
+	return s;
+}
+
+static char *trim(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	size_t n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
+		s[--n] = 0;
+	return s;
+}
+
+/* Lines "allow: GLOB" and "keep: GLOB"; blank lines and lines starting with '#' are skipped.
+ * Any other line is an error naming FILE:LINE, and nothing of the file is used. */
+static int load_allow_file(struct output *o, const char *path)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return fail(o, "--allow-file %s: cannot read it: %s", path, strerror(errno));
+	size_t before = o->npatterns;
+	char *line = NULL;
+	size_t cap = 0;
+	long lineno = 0;
+	int r = 0;
+	while (r == 0 && getline(&line, &cap, f) >= 0) {
+		lineno++;
+		char *s = trim(line);
+		if (!*s || *s == '#')
+			continue;
+		enum reaper_pattern_kind kind;
+		if (!strncmp(s, "allow:", 6))
+			kind = REAPER_ALLOW, s += 6;
+		else if (!strncmp(s, "keep:", 5))
+			kind = REAPER_KEEP, s += 5;
+		else {
+			r = fail(o, "--allow-file %s:%ld: %s", path, lineno,
+				 "expected 'allow: PATTERN' or 'keep: PATTERN' (or a # comment)");
+			break;
+		}
+		s = trim(s);
+		if (!*s) {
+			r = fail(o, "--allow-file %s:%ld: %s", path, lineno, "empty pattern");
+			break;
+		}
+		char *glob = own(o, strdup(s)), *from = NULL;
+		if (!glob || asprintf(&from, "%s:%ld", path, lineno) < 0)
+			r = fail(o, "out of memory");
+		else
+			r = add_pattern(o, kind, glob, from);
+	}
+	if (r == 0 && ferror(f))
+		r = fail(o, "--allow-file %s: read error", path);
+	free(line);
+	fclose(f);
+	if (r < 0) {
+		while (o->npatterns > before)
+			free(o->pattern_from[--o->npatterns]);
+	}
+	return r;
+}
+
+int output_option(struct output *o, int c, const char *arg)
+{
+	switch (c) {
+	case OUTPUT_OPT_REPORT:
+		if (!*arg)
+			return fail(o, "--report wants a file name");
+		o->report_path = arg;
+		return 1;
+	case OUTPUT_OPT_JUNIT:
+		if (!*arg)
+			return fail(o, "--junit wants a file name");
+		o->junit_path = arg;
+		return 1;
+	case OUTPUT_OPT_ALLOW:
+	case OUTPUT_OPT_KEEP:
+		if (!*arg)
+			return fail(o, "%s wants a non-empty pattern", c == OUTPUT_OPT_ALLOW ? "--allow" : "--keep");
+		return add_pattern(o, c == OUTPUT_OPT_ALLOW ? REAPER_ALLOW : REAPER_KEEP, arg,
+				   strdup(c == OUTPUT_OPT_ALLOW ? "--allow" : "--keep")) < 0
+			       ? -1
+			       : 1;
+	case OUTPUT_OPT_ALLOW_FILE:
+		return load_allow_file(o, arg) < 0 ? -1 : 1;
+	case OUTPUT_OPT_REPORT_ONLY:
+		o->report_only = 1;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static void clear_progress(struct output *o)
+{
+	if (o->progress_shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		o->progress_shown = 0;
+	}
+}
+
+static void on_progress(void *ctx, size_t alive, double left)
+{
+	struct output *o = progress_out;
+	if (!o || !o->tty)
+		return;
+	fprintf(stderr, "\r\033[Kreaper: waiting for %zu process%s, %.0f s left", alive, alive == 1 ? "" : "es",
+		left < 0 ? 0.0 : left);
+	fflush(stderr);
+	o->progress_shown = 1;
+}
+
+void output_reap_opts(struct output *o, struct reaper_opts *opts)
+{
+	opts->patterns = o->patterns;
+	opts->npatterns = o->npatterns;
+	opts->report_only = o->report_only;
+	o->timeout = opts->timeout;
+	o->grace = opts->grace;
+	if (o->tty) {
+		progress_out = o;
+		opts->on_progress = on_progress;
+	}
+}
+
+int output_is_leak(const struct reaper_proc *p)
+{
+	if (p->allowed)
+		return 0;
+	return p->fate == REAPER_ALIVE || p->fate == REAPER_TERMINATED || p->fate == REAPER_KILLED ||
+	       p->fate == REAPER_UNKILLABLE;
+}
+
+size_t output_tests(const struct reaper_report *r, struct test_count **out)
+{
+	struct test_count *v = r->n ? calloc(r->n, sizeof *v) : NULL;
+	size_t n = 0;
+	*out = v;
+	if (!v)
+		return 0;
+	for (size_t i = 0; i < r->n; i++) {
+		const struct reaper_proc *p = &r->procs[i];
+		if (!output_is_leak(p))
+			continue;
+		size_t j = 0;
+		while (j < n && strcmp(v[j].test, p->test))
+			j++;
+		if (j == n)
+			v[n++].test = p->test;
+		v[j].leaks++;
+	}
+	return n;
+}
+
+void output_finder_name(const struct reaper_finder *f, size_t i, char *buf, size_t len)
+{
+	if (reaper_matched_by(f, i + 1, 1u << i, buf, len) < 0)
+		snprintf(buf, len, "%s", f[i].kind == REAPER_FIND_ENV ? "env (marker too long)" : "tree");
+}
+
+/* Write text to path whole; an error is said on stderr. */
+static int write_file(const char *what, const char *path, struct sbuf *b)
+{
+	if (b->oom) {
+		fprintf(stderr, "reaper: error: cannot write the %s %s: out of memory\n", what, path);
+		return -1;
+	}
+	FILE *f = fopen(path, "we");
+	if (!f) {
+		fprintf(stderr, "reaper: error: cannot write the %s %s: %s\n", what, path, strerror(errno));
+		return -1;
+	}
+	size_t w = fwrite(b->p, 1, b->len, f);
+	int e = w == b->len ? 0 : errno;
+	if (fclose(f) != 0 && !e)
+		e = errno;
+	if (e) {
+		fprintf(stderr, "reaper: error: cannot write the %s %s: %s\n", what, path, strerror(e));
+		return -1;
+	}
+	return 0;
+}
+
+static void github_annotations(const struct reaper_report *r)
+{
+	struct sbuf line = { 0 }, msg = { 0 };
+	for (size_t i = 0; i < r->n; i++) {
+		const struct reaper_proc *p = &r->procs[i];
+		if (!output_is_leak(p))
+			continue;
+		msg.len = 0;
+		sbuf_printf(&msg, "pid %d (%s, age %.1f s", (int)p->pid, reaper_fate_name(p->fate), p->age);
+		if (p->test[0]) {
+			sbuf_puts(&msg, ", test ");
+			escape_text(&msg, p->test, strlen(p->test), 200);
+		}
+		sbuf_puts(&msg, ") leaked: ");
+		escape_text(&msg, p->cmdline, strlen(p->cmdline), 300);
+		if (p->cwd[0]) {
+			sbuf_puts(&msg, " (cwd ");
+			escape_text(&msg, p->cwd, strlen(p->cwd), 200);
+			sbuf_puts(&msg, ")");
+		}
+		line.len = 0;
+		sbuf_puts(&line, "::error title=process leak::");
+		escape_github(&line, sbuf_str(&msg), msg.oom ? 0 : msg.len, 0);
+		printf("%s\n", sbuf_str(&line));
+	}
+	fflush(stdout);
+	sbuf_free(&line);
+	sbuf_free(&msg);
+}
+
+int output_emit(struct output *o, const struct reaper_report *r, const struct reaper_finder *f, size_t nf,
+		unsigned what)
+{
+	int rc = 0;
+	clear_progress(o);
+	progress_out = NULL;
+	if (what & OUT_HUMAN)
+		human_report(stderr, o, r, f, nf);
+	if ((what & OUT_FILES) && o->report_path) {
+		struct sbuf b = { 0 };
+		json_report(&b, o, r, f, nf);
+		rc |= write_file("JSON report", o->report_path, &b);
+		sbuf_free(&b);
+	}
+	if ((what & OUT_FILES) && o->junit_path) {
+		struct sbuf b = { 0 };
+		junit_report(&b, o, r, f, nf);
+		rc |= write_file("JUnit report", o->junit_path, &b);
+		sbuf_free(&b);
+	}
+	if ((what & OUT_GITHUB) && o->github)
+		github_annotations(r);
+	return rc ? -1 : 0;
+}
+
+void output_done(struct output *o)
+{
+	for (size_t i = 0; i < o->npatterns; i++)
+		free(o->pattern_from[i]);
+	for (size_t i = 0; i < o->nowned; i++)
+		free(o->owned[i]);
+	free(o->pattern_from);
+	free(o->patterns);
+	free(o->owned);
+	if (progress_out == o)
+		progress_out = NULL;
+	memset(o, 0, sizeof *o);
+}
+
+void output_usage(FILE *out)
+{
+	fprintf(out,
+		"Report options (run, reap, scan):\n"
+		"  --report FILE        write the JSON report (schema reaper-report/1) to FILE\n"
+		"  --junit FILE         write a JUnit XML report (testsuite 'reaper') to FILE\n"
+		"  --allow PATTERN      a leftover matching PATTERN is cleaned up but is not a leak\n"
+		"  --keep PATTERN       a leftover matching PATTERN is left running and is not a leak\n"
+		"  --allow-file FILE    'allow: PATTERN' and 'keep: PATTERN' lines, '#' comments\n"
+		"  --report-only        find, wait and report; signal nothing\n"
+		"PATTERNs are fnmatch(3) globs matched against the cmdline and the exe path; the first\n"
+		"matching pattern wins. With GITHUB_ACTIONS=true each leak is also an ::error line on\n"
+		"stdout. NO_COLOR disables colour.\n");
+}

@@ -1,0 +1,82 @@
+/* output: the report flags that `reaper run`, `reaper reap` and `reaper scan` share
+ * (--report, --junit, --allow, --keep, --allow-file, --report-only), GitHub Actions
+ * annotations, the countdown on a tty, and output_emit(), which writes every output that
+ * was asked for from one struct reaper_report. */
+#ifndef HARNESS_OUTPUT_H
+#define HARNESS_OUTPUT_H
+
+#include "reaper/reaper.h"
+
+#include <getopt.h>
+#include <stdio.h>
+
+/* A requested report file that cannot be written, when nothing else decides the status
+ * (EX_IOERR of sysexits.h; see reaper(1), EXIT STATUS). */
+#define EXIT_REPORT_FAILED 74
+
+#define OUTPUT_OPT_BASE 0x4000
+enum {
+	OUTPUT_OPT_REPORT = OUTPUT_OPT_BASE,
+	OUTPUT_OPT_JUNIT,
+	OUTPUT_OPT_ALLOW,
+	OUTPUT_OPT_KEEP,
+	OUTPUT_OPT_ALLOW_FILE,
+	OUTPUT_OPT_REPORT_ONLY,
+};
+/* Entries for a getopt_long table; output_option() handles what they return. */
+#define OUTPUT_LONG_OPTIONS                                                     \
+	{ "report", required_argument, 0, OUTPUT_OPT_REPORT },                  \
+	{ "junit", required_argument, 0, OUTPUT_OPT_JUNIT },                    \
+	{ "allow", required_argument, 0, OUTPUT_OPT_ALLOW },                    \
+	{ "keep", required_argument, 0, OUTPUT_OPT_KEEP },                      \
+	{ "allow-file", required_argument, 0, OUTPUT_OPT_ALLOW_FILE },          \
+	{ "report-only", no_argument, 0, OUTPUT_OPT_REPORT_ONLY }
+
+struct output {
+	const char *command;           /* "run", "reap" or "scan": named in the JSON report */
+	const char *report_path;       /* --report FILE: JSON */
+	const char *junit_path;        /* --junit FILE */
+	struct reaper_pattern *patterns;
+	char **pattern_from;           /* per pattern: "--allow", "--keep" or "FILE:LINE" */
+	size_t npatterns, cap;
+	char **owned;                  /* strings read from allow files */
+	size_t nowned;
+	int report_only;
+	int github;                    /* GITHUB_ACTIONS=true: ::error lines on stdout */
+	int color;                     /* stderr is a tty and NO_COLOR is unset or empty */
+	int tty;                       /* stderr is a tty: the countdown line */
+	int progress_shown;            /* a countdown line is on the screen now */
+	double timeout, grace;         /* recorded in the JSON report */
+	char err[512];                 /* the message of a failed output_option() */
+};
+
+/* What output_emit writes. */
+enum { OUT_HUMAN = 1, OUT_FILES = 2, OUT_GITHUB = 4, OUT_ALL = 7 };
+
+void output_init(struct output *o, const char *command);
+/* Handle a getopt_long value c (OUTPUT_OPT_*) with its argument: 1 handled, 0 not a
+ * report flag, -1 a usage error described in o->err. */
+int output_option(struct output *o, int c, const char *arg);
+/* Patterns, report_only and the countdown into opts (which the caller initialised). */
+void output_reap_opts(struct output *o, struct reaper_opts *opts);
+/* Every requested output: the human report on stderr, the JSON and JUnit files, the GitHub
+ * annotations. A file that cannot be written is an error on stderr and the others are
+ * still written. Returns 0, or -1 when a requested file was not written. */
+int output_emit(struct output *o, const struct reaper_report *r, const struct reaper_finder *f, size_t nf,
+		unsigned what);
+void output_done(struct output *o);
+/* The report flags for --help. */
+void output_usage(FILE *out);
+
+/* Shared by the report writers. */
+int output_is_leak(const struct reaper_proc *p);
+/* Leaks per test, in the order the tests first appear; test "" means unattributed. */
+struct test_count {
+	const char *test;
+	size_t leaks;
+};
+size_t output_tests(const struct reaper_report *r, struct test_count **out);
+/* "env HOME=/x" for the single finder bit i. */
+void output_finder_name(const struct reaper_finder *f, size_t i, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,264 @@
+/* scan: `reaper scan FINDERS [--json]` and `reaper reap FINDERS [--timeout S] [--grace S]`.
+ * Both take their finders from the command line (--home DIR, --env NAME=VALUE, --tree PID)
+ * and the report flags of output.h. Exit codes: see scan_usage(), reap_usage(), reaper(1). */
+#define _GNU_SOURCE
+#include "scan.h"
+
+#include "config.h"
+#include "escape.h"
+#include "json.h"
+#include "output.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#define MAX_FINDERS 32
+
+enum { OPT_HOME = 1, OPT_ENV, OPT_TREE, OPT_JSON, OPT_TIMEOUT, OPT_GRACE, OPT_LEAK, OPT_HELP };
+
+struct cli {
+	const char *name;                /* "scan" or "reap" */
+	struct reaper_finder f[MAX_FINDERS];
+	char *owned[MAX_FINDERS];        /* "HOME=DIR" strings built for --home */
+	size_t nf, nowned;
+	int json;
+	const char *timeout, *grace, *leak;
+	struct output out;
+};
+
+static int usage_error(struct cli *c, const char *fmt, const char *arg)
+{
+	fprintf(stderr, "reaper %s: ", c->name);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	if (!strcmp(c->name, "scan"))
+		fprintf(stderr, "usage: reaper scan [--home DIR] [--env NAME=VALUE] [--tree PID] [--json] [REPORT OPTIONS]\n");
+	else
+		fprintf(stderr, "usage: reaper reap [--home DIR] [--env NAME=VALUE] [--tree PID] [--timeout S] [--grace S] "
+				"[--leak-exit-code N] [REPORT OPTIONS]\n");
+	return EXIT_USAGE;
+}
+
+static int add_finder(struct cli *c, struct reaper_finder f)
+{
+	if (c->nf == MAX_FINDERS)
+		return usage_error(c, "too many finders (at most %s)", "32");
+	c->f[c->nf++] = f;
+	return 0;
+}
+
+/* 0, -1 for --help, or EXIT_USAGE (message printed). */
+static int parse(struct cli *c, int argc, char **argv, int reap)
+{
+	static const struct option opts[] = {
+		{ "home", required_argument, 0, OPT_HOME },
+		{ "env", required_argument, 0, OPT_ENV },
+		{ "tree", required_argument, 0, OPT_TREE },
+		{ "json", no_argument, 0, OPT_JSON },
+		{ "timeout", required_argument, 0, OPT_TIMEOUT },
+		{ "grace", required_argument, 0, OPT_GRACE },
+		{ "leak-exit-code", required_argument, 0, OPT_LEAK },
+		{ "help", no_argument, 0, OPT_HELP },
+		OUTPUT_LONG_OPTIONS,
+		{ 0, 0, 0, 0 },
+	};
+	int opt, h;
+	long pid;
+	char *s;
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_HOME:
+			if (optarg[0] != '/')
+				return usage_error(c, "--home wants an absolute path, not '%s'", optarg);
+			if (asprintf(&s, "HOME=%s", optarg) < 0)
+				return usage_error(c, "%s", "out of memory");
+			c->owned[c->nowned++] = s;
+			if (add_finder(c, reaper_find_env(s)))
+				return EXIT_USAGE;
+			break;
+		case OPT_ENV:
+			if (!strchr(optarg, '=') || optarg[0] == '=')
+				return usage_error(c, "--env wants NAME=VALUE, not '%s'", optarg);
+			if (add_finder(c, reaper_find_env(optarg)))
+				return EXIT_USAGE;
+			break;
+		case OPT_TREE:
+			if (config_parse_int(optarg, &pid) < 0 || pid <= 0 || pid > 0x7fffffff)
+				return usage_error(c, "--tree wants a process id, not '%s'", optarg);
+			if (add_finder(c, reaper_find_tree((pid_t)pid)))
+				return EXIT_USAGE;
+			break;
+		case OPT_JSON:
+			if (reap)
+				return usage_error(c, "%s", "--json is for scan; use --report FILE");
+			c->json = 1;
+			break;
+		case OPT_TIMEOUT:
+		case OPT_GRACE:
+		case OPT_LEAK:
+			if (!reap)
+				return usage_error(c, "'%s' is for reap, not scan", argv[optind - 1]);
+			*(opt == OPT_TIMEOUT ? &c->timeout : opt == OPT_GRACE ? &c->grace : &c->leak) = optarg;
+			break;
+		case 'h':
+		case OPT_HELP:
+			return -1;
+		default:
+			if ((h = output_option(&c->out, opt, optarg)) > 0)
+				break;
+			if (h < 0)
+				return usage_error(c, "%s", c->out.err);
+			return usage_error(c, "unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return usage_error(c, "unexpected argument '%s'", argv[optind]);
+	if (!c->nf)
+		return usage_error(c, "%s", "no finder given: use --home DIR, --env NAME=VALUE or --tree PID");
+	return 0;
+}
+
+static void cli_done(struct cli *c)
+{
+	for (size_t i = 0; i < c->nowned; i++)
+		free(c->owned[i]);
+	output_done(&c->out);
+}
+
+/* A pidfd per match: with thousands of leftovers the soft limit of 1024 is too low. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int matched(const struct reaper_proc *p)
+{
+	return p->fate != REAPER_EXITED && p->fate != REAPER_GONE;
+}
+
+int cmd_scan(int argc, char **argv)
+{
+	struct cli c = { .name = "scan" };
+	output_init(&c.out, "scan");
+	int code = parse(&c, argc, argv, 0);
+	if (code) {
+		if (code < 0)
+			scan_usage(stdout);
+		cli_done(&c);
+		return code < 0 ? 0 : code;
+	}
+	raise_nofile();
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	output_reap_opts(&c.out, &o);
+	o.report_only = 1; /* a scan never signals */
+	o.on_progress = NULL;
+	struct reaper_report *rep = NULL;
+	int r = reaper_reap(c.f, c.nf, &o, &rep);
+	if (r < 0) {
+		fprintf(stderr, "reaper scan: cannot scan: %s\n", strerror(-r));
+		cli_done(&c);
+		return EXIT_CANNOT_EXEC;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < rep->n; i++)
+		n += matched(&rep->procs[i]);
+	if (c.json) {
+		struct sbuf b = { 0 };
+		json_report(&b, &c.out, rep, c.f, c.nf);
+		fwrite(sbuf_str(&b), 1, b.len, stdout);
+		sbuf_free(&b);
+	} else {
+		struct sbuf b = { 0 };
+		for (size_t i = 0; i < rep->n; i++) {
+			const struct reaper_proc *p = &rep->procs[i];
+			if (!matched(p))
+				continue;
+			b.len = 0;
+			sbuf_printf(&b, "%d ", (int)p->pid);
+			escape_text(&b, p->cmdline, strlen(p->cmdline), 0);
+			printf("%s\n", sbuf_str(&b));
+		}
+		sbuf_free(&b);
+	}
+	fflush(stdout);
+	int failed = output_emit(&c.out, rep, c.f, c.nf, OUT_FILES) < 0;
+	reaper_report_free(rep);
+	cli_done(&c);
+	return failed ? EXIT_REPORT_FAILED : n ? 0 : 1;
+}
+
+int cmd_reap(int argc, char **argv)
+{
+	struct cli c = { .name = "reap" };
+	output_init(&c.out, "reap");
+	int code = parse(&c, argc, argv, 1);
+	if (code) {
+		if (code < 0)
+			reap_usage(stdout);
+		cli_done(&c);
+		return code < 0 ? 0 : code;
+	}
+	raise_nofile();
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.timeout = config_seconds(stderr, "--timeout", c.timeout, "REAPER_TIMEOUT", 10.0, 0, 86400);
+	o.grace = config_seconds(stderr, "--grace", c.grace, "REAPER_GRACE", 5.0, 0, 3600);
+	int leak_code = config_leak_exit_code(stderr, c.leak);
+	output_reap_opts(&c.out, &o);
+	struct reaper_report *rep = NULL;
+	int r = reaper_reap(c.f, c.nf, &o, &rep);
+	if (r < 0) {
+		fprintf(stderr, "reaper reap: the reap failed: %s\n", strerror(-r));
+		cli_done(&c);
+		return 1;
+	}
+	int failed = output_emit(&c.out, rep, c.f, c.nf, OUT_ALL) < 0;
+	code = rep->leaks ? leak_code : failed ? EXIT_REPORT_FAILED : 0;
+	reaper_report_free(rep);
+	cli_done(&c);
+	return code;
+}
+
+void scan_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: reaper scan [--home DIR] [--env NAME=VALUE] [--tree PID] [--json] [REPORT OPTIONS]\n"
+		"List the live processes the finders match, as 'PID CMDLINE' lines (--json: the JSON\n"
+		"report on stdout). Signals nothing.\n\n"
+		"  --home DIR           processes whose environment holds HOME=DIR\n"
+		"  --env NAME=VALUE     processes whose environment holds NAME=VALUE (repeatable)\n"
+		"  --tree PID           descendants of PID (repeatable)\n"
+		"  --json               print the JSON report (schema reaper-report/1) on stdout\n\n"
+		"Exit status: 0 some process matched; 1 none did; 64 usage error; 74 a --report or\n"
+		"--junit file could not be written; 126 /proc could not be scanned.\n");
+}
+
+void reap_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: reaper reap [--home DIR] [--env NAME=VALUE] [--tree PID] [--timeout S] [--grace S]\n"
+		"                   [--leak-exit-code N] [REPORT OPTIONS]\n"
+		"Wait for the processes the finders match to exit, then SIGTERM, then SIGKILL them, and\n"
+		"report them: the reap phase of 'reaper run' on its own.\n\n"
+		"  --home DIR           processes whose environment holds HOME=DIR\n"
+		"  --env NAME=VALUE     processes whose environment holds NAME=VALUE (repeatable)\n"
+		"  --tree PID           descendants of PID (repeatable)\n"
+		"  --timeout S          seconds to exit by themselves (REAPER_TIMEOUT, default 10)\n"
+		"  --grace S            seconds between SIGTERM and SIGKILL (REAPER_GRACE, default 5)\n"
+		"  --leak-exit-code N   exit status when something leaked (REAPER_LEAK_EXIT_CODE,\n"
+		"                       default %d; 3..125, not 64)\n\n"
+		"Exit status: 0 nothing leaked; the leak exit code when something did; 64 usage error;\n"
+		"74 nothing leaked but a --report or --junit file could not be written; 1 the reap\n"
+		"failed.\n",
+		DEFAULT_LEAK_EXIT);
+}
