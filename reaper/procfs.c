@@ -91,6 +91,10 @@ int reaper_parse_stat(const char *buf, size_t len, struct reaper_stat *st)
 		else if (field == 22)
 			st->start_time = v;
 	}
+	/* the kernel always writes fields after 22: a text that ends inside it was cut short,
+	 * and a cut start time would be another process's identity */
+	if (p >= end || (*p != ' ' && *p != '\n'))
+		return -EINVAL;
 	return ok ? 0 : -EINVAL;
 }
 

@@ -1,0 +1,419 @@
+/* testutil: see testutil.h. Plain /proc reads of its own, so a test never checks the library
+ * with the library's own parser (marker matching aside, which has its own unit tests). */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include "reaper/reaper.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+double tu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void nap(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+	nanosleep(&ts, NULL);
+}
+
+const char *tu_build_dir(void)
+{
+	static char dir[PATH_MAX];
+	const char *env = getenv("REAPER_BUILD");
+	if (env && *env)
+		return env;
+	if (!dir[0]) {
+		ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+		dir[n > 0 ? n : 0] = 0;
+		for (int up = 0; up < 2; up++) { /* BUILD/tests/check_x -> BUILD */
+			char *slash = strrchr(dir, '/');
+			if (slash)
+				*slash = 0;
+		}
+	}
+	return dir;
+}
+
+int tu_build_path(char *buf, size_t len, const char *name)
+{
+	int n = snprintf(buf, len, strcmp(name, "reaper") ? "%s/fixtures/%s" : "%s/%s", tu_build_dir(), name);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int tu_unique_marker(char *buf, size_t len, const char *name, const char *prefix)
+{
+	static unsigned counter;
+	unsigned rnd = 0;
+	if (getrandom(&rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+		rnd = (unsigned)tu_now();
+	int n = snprintf(buf, len, "%s=%s-%d-%u-%08x", name, prefix, (int)getpid(), ++counter, rnd);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* The whole text of /proc/PID/stat, 0-terminated; length or -errno. */
+static ssize_t read_stat(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, len - 1);
+	int e = errno;
+	close(fd);
+	if (n < 0)
+		return -e;
+	buf[n] = 0;
+	return n;
+}
+
+/* Field k (1-based) after the comm, which ends at the last ')'. */
+static const char *stat_field(const char *buf, int k)
+{
+	const char *p = strrchr(buf, ')');
+	if (!p)
+		return NULL;
+	p++;
+	for (int f = 3; f <= k; f++) {
+		if (*p != ' ')
+			return NULL;
+		p++;
+		if (f < k)
+			p += strcspn(p, " ");
+	}
+	return p;
+}
+
+uint64_t tu_start_time(pid_t pid)
+{
+	char buf[1024];
+	if (read_stat(pid, buf, sizeof buf) <= 0)
+		return 0;
+	const char *f = stat_field(buf, 22);
+	return f ? strtoull(f, NULL, 10) : 0;
+}
+
+char tu_state(pid_t pid)
+{
+	char buf[1024];
+	if (read_stat(pid, buf, sizeof buf) <= 0)
+		return 0;
+	const char *f = stat_field(buf, 3);
+	return f ? *f : 0;
+}
+
+int tu_exists(pid_t pid, uint64_t start_time)
+{
+	uint64_t st = tu_start_time(pid);
+	return st != 0 && (start_time == 0 || st == start_time);
+}
+
+int tu_alive(pid_t pid, uint64_t start_time)
+{
+	char s = tu_state(pid);
+	return tu_exists(pid, start_time) && s != 'Z' && s != 'X' && s != 0;
+}
+
+int tu_wait_present(pid_t pid, double timeout)
+{
+	for (double end = tu_now() + timeout; tu_now() < end; nap(0.002))
+		if (tu_start_time(pid))
+			return 0;
+	return -ETIMEDOUT;
+}
+
+int tu_wait_gone(pid_t pid, uint64_t start_time, double timeout)
+{
+	for (double end = tu_now() + timeout;; nap(0.002)) {
+		if (!tu_exists(pid, start_time))
+			return 0;
+		if (tu_now() >= end)
+			return -ETIMEDOUT;
+	}
+}
+
+int tu_pin(struct tu_proc *p, pid_t pid, uint64_t start_time)
+{
+	p->pid = pid;
+	p->pidfd = -1;
+	p->start_time = 0;
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return -errno;
+	/* the fd is the process we mean only if pid still has the start time we were told */
+	uint64_t st = tu_start_time(pid);
+	if (!st || (start_time && st != start_time)) {
+		close(fd);
+		return -ESRCH;
+	}
+	p->start_time = st;
+	p->pidfd = fd;
+	return 0;
+}
+
+void tu_proc_close(struct tu_proc *p)
+{
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	p->pidfd = -1;
+}
+
+int tu_wait_exit(struct tu_proc *p)
+{
+	siginfo_t si;
+	if (p->pidfd < 0)
+		return -EBADF;
+	for (;;) {
+		memset(&si, 0, sizeof si);
+		if (waitid((idtype_t)P_PIDFD, (id_t)p->pidfd, &si, WEXITED) == 0)
+			break;
+		if (errno != EINTR) {
+			int e = -errno;
+			tu_proc_close(p);
+			return e;
+		}
+	}
+	tu_proc_close(p);
+	if (si.si_code == CLD_EXITED)
+		return W_EXITCODE(si.si_status, 0);
+	return si.si_status | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+}
+
+int tu_kill_wait(struct tu_proc *p)
+{
+	if (p->pidfd < 0)
+		return -EBADF;
+	int r = 0;
+	if (syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+		r = -errno;
+	siginfo_t si = { 0 };
+	if (waitid((idtype_t)P_PIDFD, (id_t)p->pidfd, &si, WEXITED) < 0) {
+		/* not our child: its exit shows on the pidfd, its zombie is someone else's */
+		struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
+		poll(&pfd, 1, 10000);
+		if (tu_wait_gone(p->pid, p->start_time, 10) < 0 && r == 0)
+			r = -ETIMEDOUT;
+	}
+	tu_proc_close(p);
+	return r;
+}
+
+int tu_spawn(struct tu_proc *p, char *const argv[], char *const envp[], int out_fd, int err_fd)
+{
+	p->pid = 0;
+	p->pidfd = -1;
+	p->start_time = 0;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		if (out_fd >= 0)
+			dup2(out_fd, 1);
+		if (err_fd >= 0)
+			dup2(err_fd, 2);
+		execve(argv[0], argv, envp ? envp : environ);
+		_exit(127);
+	}
+	/* our unwaited child: its pid cannot be reused under us */
+	p->pid = pid;
+	p->start_time = tu_start_time(pid);
+	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	return p->pidfd < 0 ? -errno : 0;
+}
+
+int tu_run_pids(char *const argv[], char *const envp[], pid_t *pids, size_t max, int *status)
+{
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return -errno;
+	struct tu_proc p;
+	int r = tu_spawn(&p, argv, envp, pfd[1], -1);
+	close(pfd[1]);
+	if (r < 0 && !p.pid) {
+		close(pfd[0]);
+		return r;
+	}
+	FILE *in = fdopen(pfd[0], "r");
+	int n = 0, pid;
+	while (in && fscanf(in, "%d", &pid) == 1)
+		if ((size_t)n < max)
+			pids[n++] = pid;
+	if (in)
+		fclose(in);
+	else
+		close(pfd[0]);
+	int st;
+	if (p.pidfd >= 0)
+		st = tu_wait_exit(&p);
+	else
+		while (waitpid(p.pid, &st, 0) < 0 && errno == EINTR)
+			;
+	if (status)
+		*status = st;
+	return n;
+}
+
+int tu_fixture(const char *name, char *const args[], char *const envp[], pid_t *pids, size_t max)
+{
+	char path[PATH_MAX];
+	char *argv[32] = { path };
+	size_t i = 1;
+	if (tu_build_path(path, sizeof path, name) < 0)
+		return -ENAMETOOLONG;
+	for (; args && args[i - 1] && i < 31; i++)
+		argv[i] = args[i - 1];
+	argv[i] = NULL;
+	int status = 0;
+	int n = tu_run_pids(argv, envp, pids, max, &status);
+	if (n >= 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+		return -ECHILD; /* the fixture itself failed: its stderr says why */
+	return n;
+}
+
+/* Calls fn(pid, ctx) for every live process but us whose environ holds entry. */
+static int each_marked(const char *entry, int (*fn)(pid_t, void *), void *ctx)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return -errno;
+	size_t cap = 1 << 16, elen = strlen(entry);
+	char *buf = malloc(cap);
+	int count = 0;
+	struct dirent *de;
+	while (buf && (de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		pid_t pid = (pid_t)atoi(de->d_name);
+		if (pid == getpid())
+			continue;
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		size_t len = 0;
+		ssize_t n;
+		while ((n = read(fd, buf + len, cap - len)) > 0) {
+			len += (size_t)n;
+			if (len == cap) {
+				char *nb = realloc(buf, cap * 2);
+				if (!nb)
+					break;
+				buf = nb;
+				cap *= 2;
+			}
+		}
+		close(fd);
+		if (len && reaper_environ_has(buf, len, entry, elen) && tu_alive(pid, 0)) {
+			int r = fn(pid, ctx);
+			if (r < 0) {
+				count = r;
+				break;
+			}
+			count++;
+		}
+	}
+	free(buf);
+	closedir(d);
+	return count;
+}
+
+struct collect {
+	pid_t *pids;
+	size_t max, n;
+};
+
+static int collect_pid(pid_t pid, void *ctx)
+{
+	struct collect *c = ctx;
+	if (c->pids && c->n < c->max)
+		c->pids[c->n] = pid;
+	c->n++;
+	return 0;
+}
+
+int tu_marked(const char *entry, pid_t *pids, size_t max)
+{
+	struct collect c = { pids, max, 0 };
+	return each_marked(entry, collect_pid, &c);
+}
+
+static int kill_pid(pid_t pid, void *ctx)
+{
+	struct tu_proc p;
+	if (tu_pin(&p, pid, 0) == 0)
+		tu_kill_wait(&p);
+	return 0;
+}
+
+int tu_kill_marked(const char *entry)
+{
+	int total = 0;
+	/* what we kill may have forked meanwhile: again until nothing carries the marker */
+	for (int round = 0; round < 50; round++) {
+		int n = each_marked(entry, kill_pid, NULL);
+		if (n <= 0)
+			return n < 0 ? n : total;
+		total += n;
+	}
+	return total;
+}
+
+/* Our children (every thread's children file), zombies or live ones. */
+static int count_children(int zombies)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return -errno;
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		char path[300];
+		snprintf(path, sizeof path, "/proc/self/task/%s/children", de->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		int pid;
+		while (fscanf(f, "%d", &pid) == 1) {
+			char s = tu_state(pid);
+			if (s && (s == 'Z') == (zombies != 0))
+				n++;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+int tu_zombie_children(void)
+{
+	return count_children(1);
+}
+
+int tu_live_children(void)
+{
+	return count_children(0);
+}

@@ -1,0 +1,72 @@
+/* testutil: small helpers the Check suites share to run real processes and look at them in
+ * /proc. Every helper returns 0 (or a count) or a negative errno; none of them signals a
+ * process it was not handed by identity (pid + start time). */
+#ifndef TESTS_TESTUTIL_H
+#define TESTS_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* A process we started (or were told about), pinned by identity. */
+struct tu_proc {
+	pid_t pid;
+	uint64_t start_time; /* stat field 22; 0 when it was gone before we looked */
+	int pidfd;           /* -1 when closed */
+};
+
+/* The build directory: $REAPER_BUILD, else the directory above this test binary's. */
+const char *tu_build_dir(void);
+/* "<build>/fixtures/NAME" (or "<build>/NAME" for "reaper") into buf. */
+int tu_build_path(char *buf, size_t len, const char *name);
+
+/* A marker unique to this process and call: "NAME=<prefix>-<pid>-<n>-<random>" into buf. */
+int tu_unique_marker(char *buf, size_t len, const char *name, const char *prefix);
+
+/* Fork and execve argv[0] (a path) with exactly envp as the environment (NULL: ours).
+ * out_fd/err_fd >= 0 become its stdout/stderr. p gets pid, start time and a pidfd. */
+int tu_spawn(struct tu_proc *p, char *const argv[], char *const envp[], int out_fd, int err_fd);
+/* Spawn argv, read every pid it prints on stdout (up to max), wait for it; *status gets its
+ * wait status. Returns how many pids were read, or -errno. */
+int tu_run_pids(char *const argv[], char *const envp[], pid_t *pids, size_t max, int *status);
+/* The same for fixture NAME with args (NULL-terminated, may be NULL). */
+int tu_fixture(const char *name, char *const args[], char *const envp[], pid_t *pids, size_t max);
+
+/* Stat field 22 of pid, 0 when there is no such process. */
+uint64_t tu_start_time(pid_t pid);
+/* Its state letter (R S D Z T ...), 0 when there is no such process. */
+char tu_state(pid_t pid);
+/* 1 while pid is a live (not zombie) process with this start time (0: any start time). */
+int tu_alive(pid_t pid, uint64_t start_time);
+/* 1 while pid exists at all with this start time, zombie or not. */
+int tu_exists(pid_t pid, uint64_t start_time);
+/* Wait until pid shows up in /proc (0) or timeout seconds pass (-ETIMEDOUT). */
+int tu_wait_present(pid_t pid, double timeout);
+/* Wait until pid with this start time is no longer in /proc at all, zombie included (0),
+ * or timeout seconds pass (-ETIMEDOUT). */
+int tu_wait_gone(pid_t pid, uint64_t start_time, double timeout);
+
+/* Pin pid (verifying start_time when not 0): fills p. -ESRCH when gone or replaced. */
+int tu_pin(struct tu_proc *p, pid_t pid, uint64_t start_time);
+/* SIGKILL a pinned process through its pidfd and wait until it is gone (collecting it when it
+ * is our child). Safe on a process that already exited. Closes the pidfd. */
+int tu_kill_wait(struct tu_proc *p);
+/* Collect our child p without signalling it: its wait status, or -errno. Closes the pidfd. */
+int tu_wait_exit(struct tu_proc *p);
+void tu_proc_close(struct tu_proc *p);
+
+/* Live (not zombie) processes whose environ holds exactly entry "NAME=VALUE"; up to max pids
+ * into pids (may be NULL). Returns how many there are. */
+int tu_marked(const char *entry, pid_t *pids, size_t max);
+/* Kill (pidfd, identity-checked) every live process carrying entry and wait until each is
+ * gone; for test teardown. Returns how many were killed. */
+int tu_kill_marked(const char *entry);
+/* Zombie children of the calling process, as /proc shows them. */
+int tu_zombie_children(void);
+/* Live children of the calling process. */
+int tu_live_children(void);
+
+/* Seconds on the monotonic clock. */
+double tu_now(void);
+
+#endif
