@@ -22,6 +22,8 @@ int config_parse_seconds(const char *s, double *out)
 		v *= 60.0;
 	else if (*end && strcmp(end, "s") != 0)
 		return -EINVAL;
+	if (!isfinite(v)) /* "1e308m" overflows only after the unit is applied */
+		return -EINVAL;
 	*out = v;
 	return 0;
 }
