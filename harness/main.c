@@ -1,6 +1,8 @@
 /* reaper: the command.  `reaper run|scan|reap ...`; see usage() and reaper(1). */
 #include "config.h"
+#include "output.h"
 #include "run.h"
+#include "scan.h"
 #include "reaper/reaper.h"
 
 #include <stdio.h>
@@ -9,8 +11,17 @@
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: reaper run [OPTIONS] -- COMMAND [ARG...]\n"
+		     "       reaper scan FINDERS [--json] [REPORT OPTIONS]\n"
+		     "       reaper reap FINDERS [--timeout S] [--grace S] [REPORT OPTIONS]\n"
 		     "       reaper --help | --version\n\n");
 	run_usage(out);
+	fputc('\n', out);
+	scan_usage(out);
+	fputc('\n', out);
+	reap_usage(out);
+	fputc('\n', out);
+	output_usage(out);
+	fprintf(out, "\nSee reaper(1).\n");
 }
 
 int main(int argc, char **argv)
@@ -30,6 +41,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(sub, "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(sub, "scan"))
+		return cmd_scan(argc - 1, argv + 1);
+	if (!strcmp(sub, "reap"))
+		return cmd_reap(argc - 1, argv + 1);
 	fprintf(stderr, "reaper: unknown command '%s'\n", sub);
 	usage(stderr);
 	return EXIT_USAGE;

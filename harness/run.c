@@ -6,7 +6,7 @@
 
 #include "config.h"
 #include "guardian.h"
-#include "human.h"
+#include "output.h"
 #include "state.h"
 #include "reaper/pidref.h"
 #include "reaper/procfs.h"
@@ -48,6 +48,7 @@ struct run {
 	int guardian_fd;
 	struct run_state st;
 	struct pbuf buf;
+	struct output out;          /* report flags and outputs (output.h) */
 };
 
 static const int cancel_sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
@@ -263,7 +264,8 @@ static int parse(struct run *r, int argc, char **argv)
 		{ "home", required_argument, 0, 'H' },    { "marker", required_argument, 0, 'm' },
 		{ "timeout", required_argument, 0, 't' }, { "grace", required_argument, 0, 'g' },
 		{ "state", required_argument, 0, 's' },   { "leak-exit-code", required_argument, 0, 'l' },
-		{ "help", no_argument, 0, 'h' },          { 0, 0, 0, 0 },
+		{ "help", no_argument, 0, 'h' },          OUTPUT_LONG_OPTIONS,
+		{ 0, 0, 0, 0 },
 	};
 	const char *timeout = NULL, *grace = NULL, *leak = NULL;
 	int c;
@@ -285,6 +287,11 @@ static int parse(struct run *r, int argc, char **argv)
 		case 'l': leak = optarg; break;
 		case 'h': return -1;
 		default: {
+			int h = output_option(&r->out, c, optarg);
+			if (h < 0)
+				return usage_error(r->out.err);
+			if (h > 0)
+				break;
 			char msg[128];
 			snprintf(msg, sizeof msg, "unknown or incomplete option '%s'", argv[optind - 1]);
 			return usage_error(msg);
@@ -336,6 +343,7 @@ static int terminate_run(struct run *r, struct reaper_report **rep)
 	o.on_event = on_event;
 	o.on_escalate = on_escalate;
 	o.ctx = r;
+	output_reap_opts(&r->out, &o);
 	return reaper_reap(r->finders, r->nfinders, &o, rep);
 }
 
@@ -350,6 +358,7 @@ static int drain_run(struct run *r, struct reaper_report **rep)
 	o.on_event = on_event;
 	o.on_escalate = on_escalate;
 	o.ctx = r;
+	output_reap_opts(&r->out, &o);
 	return reaper_reap(r->finders, r->nfinders, &o, rep);
 }
 
@@ -392,6 +401,7 @@ int cmd_run(int argc, char **argv)
 	struct run r = { .sfd = -1, .tty = -1, .guardian_fd = -1, .cmd = PIDREF_NULL };
 	r.st.runner_exit_code = -1;
 	r.st.phase = "starting";
+	output_init(&r.out, "run");
 	int pr = parse(&r, argc, argv);
 	if (pr < 0) {
 		run_usage(stdout);
@@ -471,7 +481,9 @@ int cmd_run(int argc, char **argv)
 		if (code == 0)
 			code = r.leak_code;
 	} else {
-		human_report(stderr, rep, r.finders, r.nfinders);
+		/* a report file that cannot be written decides only what nothing else does */
+		if (output_emit(&r.out, rep, r.finders, r.nfinders, OUT_ALL) < 0 && code == 0 && !rep->leaks)
+			code = EXIT_REPORT_FAILED;
 		r.st.leaks = rep->leaks;
 		r.st.escalated = rep->escalated;
 		if (code == 0 && rep->leaks)
@@ -483,6 +495,7 @@ int cmd_run(int argc, char **argv)
 	reaper_report_free(rep);
 	pidref_done(&r.cmd);
 	pbuf_free(&r.buf);
+	output_done(&r.out);
 	return code;
 }
 
