@@ -23,6 +23,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -45,6 +46,7 @@ struct run {
 	struct pidref cmd;
 	int cmd_status, cmd_done;
 	int cancels;                /* cancellation signals received */
+	int supervising;            /* COMMAND runs under our job control (not yet being reaped) */
 	int guardian_fd;
 	struct run_state st;
 	struct pbuf buf;
@@ -86,7 +88,7 @@ static long count_children(struct run *r)
 static void state_update(struct run *r, const char *phase)
 {
 	if (phase)
-		r->st.phase = phase;
+		state_phase(&r->st, phase);
 	if (!r->st.path)
 		return;
 	r->st.active_children = count_children(r);
@@ -102,8 +104,12 @@ static void reap_children(struct run *r)
 {
 	int status;
 	pid_t pid;
-	int flags = WNOHANG | (r->tty >= 0 ? WUNTRACED : 0);
+	/* Stops matter only while COMMAND is under job control: once the reap runs, its own
+	 * SIGSTOP (the freeze before SIGKILL) must not stop us too. */
+	int flags = WNOHANG | (r->tty >= 0 && r->supervising ? WUNTRACED : 0);
 	while ((pid = waitpid(-1, &status, flags)) > 0) {
+		if (WIFSTOPPED(status) && pid != r->cmd.pid)
+			continue; /* a stopped orphan is not gone */
 		if (pid == r->cmd.pid && WIFSTOPPED(status)) {
 			/* Ctrl-Z reached COMMAND: take the terminal back and stop too, so the shell
 			 * sees the job stop; on `fg` hand the terminal over again and continue it. */
@@ -308,6 +314,9 @@ static int parse(struct run *r, int argc, char **argv)
 	r->timeout = config_seconds(stderr, "--timeout", timeout, "REAPER_TIMEOUT", 10.0, 0, 86400);
 	r->grace = config_seconds(stderr, "--grace", grace, "REAPER_GRACE", 5.0, 0, 3600);
 	r->leak_code = config_leak_exit_code(stderr, leak);
+	r->st.timeout = r->timeout;
+	r->st.grace = r->grace;
+	r->st.leak_exit_code = r->leak_code;
 	return 0;
 }
 
@@ -362,19 +371,43 @@ static int drain_run(struct run *r, struct reaper_report **rep)
 	return reaper_reap(r->finders, r->nfinders, &o, rep);
 }
 
-/* Supervise until COMMAND exits or a cancellation arrives. */
+/* Supervise until COMMAND exits or a cancellation arrives. Orphans adopted meanwhile are
+ * collected as their SIGCHLDs arrive; nothing is kept per orphan. */
 static void supervise(struct run *r)
 {
+	/* Adoption raises no event, so while a state document is kept its counts are refreshed
+	 * once a second; without one only signals and COMMAND's pidfd wake us. */
+	int tfd = -1;
+	if (r->st.path && !r->st.failed &&
+	    (tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)) >= 0) {
+		struct itimerspec its = { .it_interval = { 1, 0 }, .it_value = { 1, 0 } };
+		timerfd_settime(tfd, 0, &its, NULL);
+	}
+	r->supervising = 1;
 	state_update(r, "running");
 	while (!r->cmd_done && !r->cancels) {
-		struct pollfd p[2] = { { .fd = r->sfd, .events = POLLIN }, { .fd = r->cmd.fd, .events = POLLIN } };
-		if (poll(p, r->cmd.fd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+		struct pollfd p[3] = { { .fd = r->sfd, .events = POLLIN },
+				       { .fd = r->cmd.fd, .events = POLLIN },
+				       { .fd = tfd, .events = POLLIN } };
+		if (poll(p, 3, -1) < 0 && errno != EINTR)
 			break;
 		drain_signals(r);
 		if (p[1].revents)
 			reap_children(r); /* COMMAND's exit, even when SIGCHLDs coalesced */
+		if (p[2].revents) {
+			uint64_t ticks;
+			if (read(tfd, &ticks, sizeof ticks) < 0) {
+				/* EAGAIN: nothing to consume */
+			}
+		}
 		state_update(r, NULL);
 	}
+	r->supervising = 0;
+	if (tfd >= 0)
+		close(tfd);
+	/* COMMAND is gone: the terminal is ours again, so Ctrl-C now cancels the drain. */
+	if (r->cmd_done && r->tty >= 0)
+		tcsetpgrp(r->tty, getpgrp());
 }
 
 static int setup_signals(struct run *r)

@@ -26,11 +26,22 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+void state_phase(struct run_state *s, const char *phase)
+{
+	if (s->nphases && !strcmp(s->phases[s->nphases - 1], phase))
+		return;
+	if (s->nphases < (int)(sizeof s->phases / sizeof *s->phases))
+		s->phases[s->nphases++] = phase;
+	s->phase = phase;
+}
+
 void state_write(struct run_state *s, FILE *err)
 {
 	if (!s->path || s->failed)
 		return;
-	char doc[1024], when[64], code[16], sig[16], tmp[4096];
+	char doc[1024], when[64], code[16], sig[16], tmp[4096], seen[160] = "";
+	for (int i = 0, o = 0; i < s->nphases && o < (int)sizeof seen; i++)
+		o += snprintf(seen + o, sizeof seen - (size_t)o, "%s\"%s\"", i ? ", " : "", s->phases[i]);
 	struct timespec ts;
 	struct tm tm;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -44,14 +55,17 @@ void state_write(struct run_state *s, FILE *err)
 			   "\"command_pid\": %d, \"active_children\": %ld, \"adopted_children\": %ld, "
 			   "\"orphaned_children_total\": %lu, \"reaped_children_total\": %lu, "
 			   "\"reaped_orphans_total\": %lu, \"escalated\": %s, \"termination_signal\": %s, "
-			   "\"runner_exit_code\": %s, \"leaks\": %lu, \"updated_at\": \"%s\"}\n",
+			   "\"runner_exit_code\": %s, \"leaks\": %lu, \"phases\": [%s], \"timeout\": %g, "
+			   "\"grace\": %g, \"leak_exit_code\": %d, \"updated_at\": \"%s\"}\n",
 			   s->phase, s->run_id ? s->run_id : "", (int)getpid(), (int)s->command_pid,
 			   s->active_children, s->adopted_children, s->orphaned_children_total,
 			   s->reaped_children_total, s->reaped_orphans_total, s->escalated ? "true" : "false",
-			   sig, code, s->leaks, when);
+			   sig, code, s->leaks, seen, s->timeout, s->grace, s->leak_exit_code, when);
 	int r = -ENAMETOOLONG;
 	if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", s->path, (int)getpid()) < sizeof tmp) {
-		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		/* A stale or planted file at tmp is removed, never written through: ours is new. */
+		unlink(tmp);
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd < 0) {
 			r = -errno;
 		} else {

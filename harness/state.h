@@ -9,6 +9,8 @@ struct run_state {
 	const char *path;     /* NULL: no document */
 	int failed;           /* warned once; written no more */
 	const char *phase;    /* starting running draining terminating exited */
+	const char *phases[8]; /* every phase entered, in order: a poller cannot miss one */
+	int nphases;
 	const char *run_id;
 	pid_t command_pid;
 	long active_children, adopted_children;
@@ -17,8 +19,12 @@ struct run_state {
 	int termination_signal; /* 0: none */
 	int runner_exit_code;   /* -1: not known yet */
 	unsigned long leaks;
+	double timeout, grace;  /* the settings in effect, after flags, environment and clamping */
+	int leak_exit_code;
 };
 
+/* Enter phase (recorded once in phases[] when it differs from the current one). */
+void state_phase(struct run_state *s, const char *phase);
 /* Write the document now (when a path is set). A failure is warned about once on err, with
  * "process state unavailable", and never changes the exit status. */
 void state_write(struct run_state *s, FILE *err);
