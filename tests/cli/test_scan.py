@@ -1,0 +1,85 @@
+"""`reaper scan`: lists live matches as pgrep does (0 some, 1 none, 64 usage), --json."""
+import json
+import os
+
+from cli_util import PY, SLEEPER, by_pid, reaper
+
+
+def test_scan_nothing_matches_exits_1(home):
+    r = reaper("scan", "--home", home)
+    assert r.returncode == 1, r.stderr
+    assert r.stdout == b""
+
+
+def test_scan_lists_live_matches_and_signals_nothing(spawn, home):
+    a = spawn.sleeper("first")
+    b = spawn.sleeper("second")
+    other = spawn.sleeper("elsewhere", env={"HOME": home + "-other"})
+    r = reaper("scan", "--home", home)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.decode().splitlines()
+    pids = {int(line.split()[0]) for line in lines}
+    assert pids == {a.pid, b.pid}
+    assert any(line.startswith("%d " % a.pid) and "first" in line for line in lines)
+    assert a.alive and b.alive and other.alive
+
+
+def test_scan_json_on_live_processes(spawn, home):
+    a = spawn.sleeper("x", env={"REAPER_TEST": "tests/test_a.py::test_one"})
+    b = spawn.sleeper("y", cwd="/tmp")
+    r = reaper("scan", "--home", home, "--json")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout.decode("utf-8"))
+    assert rep["schema"] == "reaper-report/1"
+    assert rep["command"] == "scan"
+    assert rep["finders"] == ["env HOME=" + home]
+    procs = by_pid(rep)
+    assert set(procs) == {a.pid, b.pid}
+    pa, pb = procs[a.pid], procs[b.pid]
+    assert pa["fate"] == "alive" and pa["leak"] is True
+    assert pa["test"] == "tests/test_a.py::test_one" and pb["test"] is None
+    assert pa["exe"] == os.path.realpath(PY)
+    assert pb["cwd"] == "/tmp"
+    assert pa["cmdline"] == "%s -c %s x" % (PY, SLEEPER)
+    assert pa["found_by"] == ["env HOME=" + home]
+    assert pa["state"] in "SR"
+    assert pa["age"] >= 0 and pa["start_time"] > 0
+    with open("/proc/%d/stat" % a.pid) as f:
+        assert int(f.read().rsplit(")", 1)[1].split()[19]) == pa["start_time"]
+    assert rep["summary"]["processes"] == 2 and rep["summary"]["leaks"] == 2
+    assert a.alive and b.alive
+
+
+def test_scan_by_env_and_tree(spawn, home):
+    a = spawn.sleeper(env={"MY_MARK": "42"})
+    b = spawn.sleeper()
+    r = reaper("scan", "--env", "MY_MARK=42")
+    assert r.returncode == 0, r.stderr
+    assert [int(x.split()[0]) for x in r.stdout.decode().splitlines()] == [a.pid]
+    # a parent with a child: --tree PARENT finds the child
+    child_file = os.path.join(home, "child")
+    parent = spawn.orphan([PY, "-c", "import os, time\npid = os.fork()\nif pid == 0:\n    time.sleep(600)\n    os._exit(0)\n"
+                           "open(%r + '.tmp', 'w').write(str(pid)); os.rename(%r + '.tmp', %r)\ntime.sleep(600)\n"
+                           % (child_file, child_file, child_file)], ready=child_file)
+    child = spawn.adopt(int(open(child_file).read()))
+    r = reaper("scan", "--tree", str(parent.pid))
+    assert r.returncode == 0, r.stderr
+    assert [int(x.split()[0]) for x in r.stdout.decode().splitlines()] == [child.pid]
+    assert b.alive
+
+
+def test_scan_usage_errors_exit_64(home):
+    for args in (["scan"], ["scan", "--tree", "abc"], ["scan", "--tree", "0"], ["scan", "--env", "NOEQUALS"],
+                 ["scan", "--home", "relative/dir"], ["scan", "--home", home, "--bogus"],
+                 ["scan", "--home", home, "--timeout", "1"], ["scan", "--home", home, "extra"],
+                 ["reap", "--home", home, "--json"], ["reap"]):
+        r = reaper(*args)
+        assert r.returncode == 64, (args, r.returncode, r.stderr)
+        assert b"usage: reaper " in r.stderr, args
+
+
+def test_scan_and_reap_help_exit_0():
+    for sub in ("scan", "reap"):
+        r = reaper(sub, "--help")
+        assert r.returncode == 0
+        assert r.stdout.startswith(b"usage: reaper " + sub.encode())
