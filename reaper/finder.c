@@ -350,7 +350,12 @@ static int scan_tree(struct scanner *sc, struct candset *cs)
 				continue;
 			ssize_t idx = candset_find(cs, c);
 			if (idx >= 0 && known(cs, c)) {
+				uint32_t had = cs->v[idx].info.matched_by;
 				cs->v[idx].info.matched_by |= q[qi].bits;
+				/* found by a marker first, it is in this tree only now: walk its
+				 * children in this very pass (one reaper_scan is one pass) */
+				if ((had & q[qi].bits) != q[qi].bits)
+					PUSH(c, q[qi].bits);
 				continue;
 			}
 			ssize_t a = add(sc, cs, c, q[qi].bits, NULL, 0);
