@@ -1,0 +1,467 @@
+/* Recycled pids. Inside a PID namespace of its own (where this test is pid 1 and owns every
+ * pid), a reaper is held (ptrace) at the very pidfd_send_signal it aims at a leftover it
+ * found; the leftover is then killed and collected, /proc/sys/kernel/ns_last_pid makes an
+ * unrelated process take its pid, and the reaper is let go. The unrelated process must never
+ * be signalled: through reaper_reap, through `reaper run`'s cancellation (SIGTERM to reaper),
+ * and through the owner-death guardian (reaper SIGKILLed). */
+#include "check_hard.h"
+
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+
+/* ---- inside the namespace: failures go out as text on msgfd ------------------------- */
+
+static int msgfd = -1;
+
+#define NS_FAIL(...)                                                                     \
+	do {                                                                             \
+		dprintf(msgfd, __VA_ARGS__);                                             \
+		dprintf(msgfd, " (%s:%d)\n", __FILE__, __LINE__);                        \
+		return 1;                                                                \
+	} while (0)
+#define NS_CHECK(cond, ...)                                                              \
+	do {                                                                             \
+		if (!(cond))                                                             \
+			NS_FAIL(__VA_ARGS__);                                            \
+	} while (0)
+
+struct sigproc {
+	pid_t pid;
+	int rd; /* its signal report pipe (non-blocking) */
+};
+
+/* A hard_sig child of ours with exactly envp, ready (handlers installed) when this returns. */
+static int ns_sig_spawn(struct sigproc *sp, char *const envp[])
+{
+	char *argv[] = { (char *)hard_path("hard_sig"), "-f", "3", NULL };
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return -errno;
+	sp->pid = hard_spawn_raw(argv, envp, pfd[1]);
+	close(pfd[1]);
+	char c = 0;
+	if (sp->pid < 0 || read(pfd[0], &c, 1) != 1 || c != 'R') {
+		close(pfd[0]);
+		return -EIO;
+	}
+	fcntl(pfd[0], F_SETFL, O_NONBLOCK);
+	sp->rd = pfd[0];
+	return 0;
+}
+
+/* The pid a pidfd of process `holder` refers to (fdinfo "Pid:"), or 0. */
+static pid_t pidfd_target(pid_t holder, int fd)
+{
+	char path[64], line[128];
+	snprintf(path, sizeof path, "/proc/%d/fdinfo/%d", (int)holder, fd);
+	FILE *f = fopen(path, "re");
+	pid_t pid = 0;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "Pid: %d", &pid) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return pid;
+}
+
+static int wait_stopped(pid_t pid, int *st, double timeout)
+{
+	double end = tu_now() + timeout;
+	for (;;) {
+		pid_t w = waitpid(pid, st, __WALL | WNOHANG);
+		if (w == pid)
+			return 0;
+		if (w < 0 && errno != EINTR)
+			return -errno;
+		if (tu_now() > end)
+			return -ETIMEDOUT;
+		hard_nap(0.0005);
+	}
+}
+
+/* Attach to tracee and follow its system calls (call before it starts to reap). */
+static int trace_begin(pid_t tracee)
+{
+	int st;
+	if (ptrace(PTRACE_SEIZE, tracee, 0, PTRACE_O_TRACESYSGOOD) < 0 || ptrace(PTRACE_INTERRUPT, tracee, 0, 0) < 0)
+		return -errno;
+	int r = wait_stopped(tracee, &st, 10);
+	if (r < 0)
+		return r;
+	return ptrace(PTRACE_SYSCALL, tracee, 0, 0) < 0 ? -errno : 0;
+}
+
+/* Let tracee run until it enters pidfd_send_signal on a pidfd that refers to victim; it stays
+ * stopped right there, with the signal not sent yet. */
+static int trace_until_signal_to(pid_t tracee, pid_t victim, int *sig)
+{
+	for (;;) {
+		int st;
+		int r = wait_stopped(tracee, &st, 30);
+		if (r < 0)
+			return r;
+		if (!WIFSTOPPED(st))
+			return -ECHILD; /* it ended without ever signalling the victim */
+		int deliver = 0;
+		if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
+			struct __ptrace_syscall_info si;
+			memset(&si, 0, sizeof si);
+			if (ptrace(PTRACE_GET_SYSCALL_INFO, tracee, sizeof si, &si) > 0 &&
+			    si.op == PTRACE_SYSCALL_INFO_ENTRY && si.entry.nr == SYS_pidfd_send_signal &&
+			    pidfd_target(tracee, (int)si.entry.args[0]) == victim) {
+				*sig = (int)si.entry.args[1];
+				return 0;
+			}
+		} else if ((st >> 16) == 0) {
+			deliver = WSTOPSIG(st); /* a signal on its way in: pass it on */
+		}
+		if (ptrace(PTRACE_SYSCALL, tracee, 0, deliver) < 0)
+			return -errno;
+	}
+}
+
+/* Kill and collect victim (our child), then fork an unrelated hard_sig onto its pid. */
+static int take_over_pid(struct sigproc *victim, struct sigproc *u)
+{
+	int st;
+	if (kill(victim->pid, SIGKILL) < 0 || waitpid(victim->pid, &st, 0) != victim->pid)
+		return -errno;
+	close(victim->rd);
+	int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char buf[16];
+	int n = snprintf(buf, sizeof buf, "%d", (int)victim->pid - 1);
+	ssize_t w = write(fd, buf, (size_t)n);
+	close(fd);
+	if (w != n)
+		return -EIO;
+	char *env[] = { "PATH=/usr/bin:/bin", "HARD_ROLE=unrelated", NULL };
+	int r = ns_sig_spawn(u, env);
+	if (r < 0)
+		return r;
+	return u->pid == victim->pid ? 0 : -EAGAIN;
+}
+
+/* The unrelated process is alive, not stopped, and caught no signal at all. */
+static int unrelated_untouched(struct sigproc *u)
+{
+	int st;
+	NS_CHECK(waitpid(u->pid, &st, WNOHANG) == 0, "the unrelated process %d died (status %#x)", (int)u->pid, st);
+	char s = tu_state(u->pid);
+	NS_CHECK(s != 'T' && s != 't', "the unrelated process %d is stopped (%c)", (int)u->pid, s);
+	const char *seen = hard_signals_seen(u->rd);
+	NS_CHECK(!*seen, "the unrelated process %d was signalled: %s", (int)u->pid, seen);
+	kill(u->pid, SIGKILL);
+	waitpid(u->pid, &st, 0);
+	close(u->rd);
+	return 0;
+}
+
+/* Hold `holder` at its signal to victim, swap victim for an unrelated process on the same
+ * pid, let holder go, then (after `after` ran) check the unrelated one was never touched. */
+static int swap_and_release(pid_t holder, struct sigproc *victim, struct sigproc *u)
+{
+	int sig = 0, r;
+	pid_t vpid = victim->pid;
+	NS_CHECK((r = trace_until_signal_to(holder, vpid, &sig)) == 0,
+		 "never caught %d signalling the leftover %d: %s", (int)holder, (int)vpid, strerror(-r));
+	NS_CHECK((r = take_over_pid(victim, u)) == 0, "could not put a new process on pid %d: %s (got %d)", (int)vpid,
+		 strerror(-r), (int)u->pid);
+	fprintf(stderr, "hard: %d held at signal %d to %d; pid %d now belongs to an unrelated process\n", (int)holder,
+		sig, (int)vpid, (int)u->pid);
+	NS_CHECK(ptrace(PTRACE_DETACH, holder, 0, 0) == 0, "detach: %s", strerror(errno));
+	return 0;
+}
+
+/* Collect every child of ours that has ended (this is pid 1 here). */
+static void ns_collect(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+/* ---- the three paths ------------------------------------------------------------------ */
+
+static int path_library(void)
+{
+	char m[128];
+	tu_unique_marker(m, sizeof m, "HARD_NS", "lib");
+	char *venv[] = { "PATH=/usr/bin:/bin", m, NULL };
+	struct sigproc v, u = { 0, -1 };
+	NS_CHECK(ns_sig_spawn(&v, venv) == 0, "spawn the leftover");
+	int go[2], res[2];
+	NS_CHECK(pipe2(go, O_CLOEXEC) == 0 && pipe2(res, O_CLOEXEC) == 0, "pipe");
+	pid_t reaper = fork();
+	if (reaper == 0) {
+		char c;
+		if (read(go[0], &c, 1) != 1)
+			_exit(2);
+		struct reaper_finder f = reaper_find_env(m);
+		struct reaper_opts o;
+		reaper_opts_init(&o);
+		o.timeout = 0;
+		o.grace = 0.3;
+		o.settle = 3;
+		struct reaper_report *r = NULL;
+		int e = reaper_reap(&f, 1, &o, &r);
+		dprintf(res[1], "%d\n", e);
+		for (size_t i = 0; e == 0 && i < r->n; i++)
+			dprintf(res[1], "%d %llu %s\n", (int)r->procs[i].pid, (unsigned long long)r->procs[i].start_time,
+				reaper_fate_name(r->procs[i].fate));
+		reaper_report_free(r);
+		_exit(0);
+	}
+	close(res[1]);
+	uint64_t vst = tu_start_time(v.pid);
+	NS_CHECK(trace_begin(reaper) == 0, "trace the reaper: %s", strerror(errno));
+	NS_CHECK(write(go[1], "g", 1) == 1, "go");
+	if (swap_and_release(reaper, &v, &u))
+		return 1;
+	int st;
+	NS_CHECK(waitpid(reaper, &st, 0) == reaper && WIFEXITED(st) && WEXITSTATUS(st) == 0, "reaper status %#x", st);
+	char out[2048] = "";
+	ssize_t n = read(res[0], out, sizeof out - 1);
+	out[n > 0 ? n : 0] = 0;
+	NS_CHECK(atoi(out) == 0, "reaper_reap failed: %s", out);
+	/* the leftover is in the report by its own identity, and was not signalled either */
+	char want[64];
+	snprintf(want, sizeof want, "\n%d %llu ", (int)v.pid, (unsigned long long)vst);
+	char *line = strstr(out, want);
+	NS_CHECK(line, "the leftover %d is not in the report:\n%s", (int)v.pid, out);
+	line += strlen(want);
+	NS_CHECK(!strncmp(line, "exited", 6), "the replaced leftover's fate is not 'exited': %.20s", line);
+	NS_CHECK(!strstr(out, "killed") && !strstr(out, "terminated"), "something was reported signalled:\n%s", out);
+	return unrelated_untouched(&u);
+}
+
+/* `reaper run --marker M -- hard_sig`: its COMMAND, once it runs. */
+static pid_t start_reaper_run(const char *marker, pid_t *reaper, int errfd)
+{
+	char mflag[160];
+	snprintf(mflag, sizeof mflag, "%s", marker);
+	char *argv[] = { (char *)hard_path("reaper"), "run", "--timeout", "30", "--grace", "1", "--marker", mflag,
+			 "--", (char *)hard_path("hard_sig"), NULL };
+	char *env[] = { "PATH=/usr/bin:/bin", NULL };
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(errfd, 2);
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0);
+		dup2(null, 1);
+		execve(argv[0], argv, env);
+		_exit(127);
+	}
+	*reaper = pid;
+	/* COMMAND is up once a child of reaper shows the marker in its environment */
+	char what[64];
+	snprintf(what, sizeof what, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	for (int i = 0; i < 2000; i++) {
+		FILE *f = fopen(what, "re");
+		int c = 0;
+		if (f && fscanf(f, "%d", &c) == 1 && c > 0) {
+			fclose(f);
+			pid_t pids[4];
+			if (tu_marked(marker, pids, 4) > 0)
+				return c;
+		} else if (f) {
+			fclose(f);
+		}
+		hard_nap(0.005);
+	}
+	return -1;
+}
+
+/* The REAPER_RUN=... entry of pid's environment into buf. */
+static int run_marker_of(pid_t pid, char *buf, size_t len)
+{
+	char path[64], env[65536];
+	snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, env, sizeof env - 1);
+	close(fd);
+	for (ssize_t i = 0; i < n;) {
+		const char *e = env + i;
+		size_t l = strnlen(e, (size_t)(n - i));
+		if (!strncmp(e, "REAPER_RUN=", 11) && l < len) {
+			memcpy(buf, e, l);
+			buf[l] = 0;
+			return 0;
+		}
+		i += (ssize_t)l + 1;
+	}
+	return -ENOENT;
+}
+
+static int path_cancel(void)
+{
+	char m[128], errpath[] = "/tmp/hard-ns-run-XXXXXX";
+	tu_unique_marker(m, sizeof m, "HARD_NS", "cancel");
+	int errfd = mkstemp(errpath);
+	NS_CHECK(errfd >= 0, "mkstemp");
+	unlink(errpath);
+	pid_t reaper;
+	pid_t cmd = start_reaper_run(m, &reaper, errfd);
+	NS_CHECK(cmd > 0, "reaper run did not start its command");
+	char *venv[] = { "PATH=/usr/bin:/bin", m, NULL };
+	struct sigproc v, u = { 0, -1 };
+	NS_CHECK(ns_sig_spawn(&v, venv) == 0, "spawn the leftover");
+	NS_CHECK(trace_begin(reaper) == 0, "trace reaper: %s", strerror(errno));
+	NS_CHECK(kill(reaper, SIGTERM) == 0, "SIGTERM to reaper");
+	if (swap_and_release(reaper, &v, &u))
+		return 1;
+	int st;
+	NS_CHECK(waitpid(reaper, &st, 0) == reaper, "wait reaper");
+	char log[4096] = "";
+	ssize_t n = pread(errfd, log, sizeof log - 1, 0);
+	log[n > 0 ? n : 0] = 0;
+	/* COMMAND died of the forwarded SIGTERM: reaper exits 128 + 15 */
+	NS_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 143, "reaper run status %#x; its stderr:\n%s", st, log);
+	ns_collect();
+	return unrelated_untouched(&u);
+}
+
+static int path_owner_death(void)
+{
+	char m[128], errpath[] = "/tmp/hard-ns-run-XXXXXX";
+	tu_unique_marker(m, sizeof m, "HARD_NS", "owner");
+	int errfd = mkstemp(errpath);
+	NS_CHECK(errfd >= 0, "mkstemp");
+	unlink(errpath);
+	pid_t reaper;
+	pid_t cmd = start_reaper_run(m, &reaper, errfd);
+	NS_CHECK(cmd > 0, "reaper run did not start its command");
+	/* the guardian reaps by REAPER_RUN only: the leftover carries the run's own marker */
+	char runm[96];
+	NS_CHECK(run_marker_of(cmd, runm, sizeof runm) == 0, "no REAPER_RUN in the command's environment");
+	char *venv[] = { "PATH=/usr/bin:/bin", runm, NULL };
+	struct sigproc v, u = { 0, -1 };
+	NS_CHECK(ns_sig_spawn(&v, venv) == 0, "spawn the leftover");
+	/* the guardian was orphaned to us (pid 1 here) when reaper started it */
+	pid_t guard = 0;
+	for (int i = 0; i < 1000 && !guard; i++) {
+		FILE *f = fopen("/proc/1/task/1/children", "re");
+		int c;
+		while (f && !guard && fscanf(f, "%d", &c) == 1) {
+			char path[64], comm[32] = "";
+			snprintf(path, sizeof path, "/proc/%d/comm", c);
+			FILE *cf = fopen(path, "re");
+			if (cf && fgets(comm, sizeof comm, cf) && !strcmp(comm, "reaper-guard\n"))
+				guard = c;
+			if (cf)
+				fclose(cf);
+		}
+		if (f)
+			fclose(f);
+		if (!guard)
+			hard_nap(0.005);
+	}
+	NS_CHECK(guard > 0, "no reaper-guard process found");
+	NS_CHECK(trace_begin(guard) == 0, "trace the guardian: %s", strerror(errno));
+	int st;
+	NS_CHECK(kill(reaper, SIGKILL) == 0 && waitpid(reaper, &st, 0) == reaper, "SIGKILL reaper");
+	if (swap_and_release(guard, &v, &u))
+		return 1;
+	NS_CHECK(waitpid(guard, &st, 0) == guard, "wait guardian");
+	NS_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "guardian status %#x", st);
+	/* the guardian did its work: the orphaned COMMAND (ours now) died of SIGKILL */
+	NS_CHECK(waitpid(cmd, &st, 0) == cmd && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "command status %#x", st);
+	ns_collect();
+	return unrelated_untouched(&u);
+}
+
+/* ---- namespace plumbing ---------------------------------------------------------------- */
+
+/* Run fn as pid 1 of a new PID namespace with its own /proc; fails the test with fn's
+ * message when it returns non-zero. */
+static void in_pid_namespace(int (*fn)(void))
+{
+	int mp[2];
+	ck_assert_int_eq(pipe2(mp, O_CLOEXEC), 0);
+	pid_t h = fork();
+	ck_assert_int_ge(h, 0);
+	if (h == 0) {
+		close(mp[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0) {
+			dprintf(mp[1], "unshare(CLONE_NEWPID|CLONE_NEWNS): %s\n", strerror(errno));
+			_exit(1);
+		}
+		pid_t init = fork();
+		if (init == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			msgfd = mp[1];
+			if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+			    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+				dprintf(msgfd, "mount /proc in the namespace: %s\n", strerror(errno));
+				_exit(1);
+			}
+			/* leaving pid 1 ends every process of the namespace (the kernel kills them) */
+			_exit(fn());
+		}
+		int st = 0;
+		while (init > 0 && waitpid(init, &st, 0) < 0 && errno == EINTR)
+			;
+		_exit(init < 0 ? 1 : WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st));
+	}
+	close(mp[1]);
+	char msg[4096] = "";
+	size_t len = 0;
+	ssize_t n;
+	while ((n = read(mp[0], msg + len, sizeof msg - 1 - len)) > 0)
+		len += (size_t)n;
+	msg[len] = 0;
+	close(mp[0]);
+	int st;
+	ck_assert_int_eq(waitpid(h, &st, 0), h);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "in the PID namespace (status %#x): %s", st, msg);
+}
+
+static int need_root(const char *test)
+{
+	if (geteuid() == 0)
+		return 1;
+	fprintf(stderr, "SKIP %s: a PID namespace and ns_last_pid need root\n", test);
+	return 0;
+}
+
+START_TEST(recycled_pid_reap)
+{
+	if (need_root("recycled_pid_reap"))
+		in_pid_namespace(path_library);
+}
+END_TEST
+
+START_TEST(recycled_pid_run_cancellation)
+{
+	if (need_root("recycled_pid_run_cancellation"))
+		in_pid_namespace(path_cancel);
+}
+END_TEST
+
+START_TEST(recycled_pid_owner_death)
+{
+	if (need_root("recycled_pid_owner_death"))
+		in_pid_namespace(path_owner_death);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("hard_pidns");
+	TCase *tc = tcase_create("recycled");
+	tcase_set_timeout(tc, 90);
+	tcase_add_test(tc, recycled_pid_reap);
+	tcase_add_test(tc, recycled_pid_run_cancellation);
+	tcase_add_test(tc, recycled_pid_owner_death);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
