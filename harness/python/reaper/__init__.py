@@ -1,0 +1,255 @@
+"""reaper for Python: find, wait for, kill and report the processes a test left behind.
+
+A drop-in for the hand-written ``_reaper.py`` modules of e2e suites (same calls, same
+meanings), over libreaper through ctypes::
+
+    import reaper
+    reaper.adopt_orphans()
+    leaked = reaper.reap(reaper.with_home(sandbox), timeout=5)   # ["PID: cmdline", ...]
+    assert not leaked, leaked
+
+``reap_report()`` gives typed records instead of strings. Waiting is event-driven inside the
+library (pidfds), every signal is identity-checked (pid + start time through a pidfd), and the
+zombies of adopted orphans and of what was killed are collected. The GIL is released while the
+library waits.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import asdict, dataclass
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from . import _lib
+
+__version__ = "0.1.0"
+__all__ = [
+    "REAP_TIMEOUT", "Finder", "Process", "ReapReport", "ReaperError", "adopt_orphans",
+    "release_orphans", "adopted", "with_home", "with_env", "descendants", "reap",
+    "reap_report", "scan", "library_path",
+]
+
+REAP_TIMEOUT = 30.0
+_clib, library_path = _lib.load()
+
+Identity = Tuple[int, int]  # (pid, kernel start time in clock ticks), as the seed module
+
+
+class ReaperError(OSError):
+    """A libreaper call failed; errno and strerror say why."""
+
+
+def _check(rc: int, what: str) -> int:
+    if rc < 0:
+        raise ReaperError(-rc, f"{what}: {os.strerror(-rc)}")
+    return rc
+
+
+# ---- adoption -------------------------------------------------------------------------
+
+def adopt_orphans() -> None:
+    """Start adopting orphaned descendants (PR_SET_CHILD_SUBREAPER; refcounted, pair each
+    call with ``release_orphans``)."""
+    _check(_clib.reaper_adopt(), "reaper_adopt")
+
+
+def release_orphans() -> None:
+    """Undo one ``adopt_orphans``; the last one stops adopting. Processes already adopted stay
+    our children. Like the seed module, a release without an adopt is harmless."""
+    if _clib.reaper_adopted() > 0:
+        _check(_clib.reaper_release(), "reaper_release")
+
+
+def adopted() -> int:
+    """How many ``adopt_orphans`` calls are in force."""
+    return _clib.reaper_adopted()
+
+
+# ---- finders --------------------------------------------------------------------------
+
+class Finder:
+    """What to look for; pass several to ``reap`` to combine them. Calling one scans now and
+    returns ``{(pid, start_time): cmdline}`` like the seed module's finders."""
+
+    __slots__ = ("kind", "marker", "root")
+
+    def __init__(self, kind: int, marker: Optional[str] = None, root: int = 0):
+        self.kind = kind
+        self.marker = marker
+        self.root = root
+
+    def describe(self) -> str:
+        return f"env {self.marker}" if self.kind == _lib.FIND_ENV else f"tree {self.root}"
+
+    def __repr__(self) -> str:
+        return f"<reaper.Finder {self.describe()}>"
+
+    def __call__(self) -> Dict[Identity, str]:
+        return {(p.pid, p.start_time): p.cmdline for p in scan(self).processes if p.fate == "alive"}
+
+
+def with_env(name: str, value: str) -> Finder:
+    """Every live process whose environment holds exactly ``name=value``, except us."""
+    if not name or "=" in name or "\0" in name or "\0" in str(value):
+        raise ValueError(f"reaper.with_env: bad variable name or value: {name!r}={value!r}")
+    return Finder(_lib.FIND_ENV, marker=f"{name}={value}")
+
+
+def with_home(home: "os.PathLike[str] | str") -> Finder:
+    """Every live process whose environment points HOME at ``home`` (the sandbox), except us."""
+    return with_env("HOME", os.fspath(home))
+
+
+def descendants(pid: Optional[int] = None) -> Finder:
+    """Every descendant of ``pid`` (default: this process), adopted orphans included."""
+    if pid is not None and pid <= 0:
+        raise ValueError(f"reaper.descendants: bad pid {pid!r}")
+    return Finder(_lib.FIND_TREE, root=pid or 0)
+
+
+# ---- results --------------------------------------------------------------------------
+
+def _text(p) -> str:
+    return ctypes.string_at(p).decode("utf-8", errors="replace") if p else ""
+
+
+@dataclass(frozen=True)
+class Process:
+    """One process the finders found, as the library first saw it, and what became of it."""
+    pid: int
+    start_time: int
+    cmdline: str
+    cwd: str
+    state: str
+    found_by: Tuple[str, ...]
+    test: Optional[str]
+    fate: str
+    allowed: bool
+    ppid: int
+    pgrp: int
+    uid: int
+    age: float
+    comm: str
+    exe: str
+    ancestry: str
+    exit_status: Optional[int]
+    environ_unreadable: bool
+
+    @property
+    def leaked(self) -> bool:
+        return self.fate in _lib.LEAK_FATES and not self.allowed
+
+    def line(self) -> str:
+        """``"PID: cmdline"``, the seed module's format."""
+        return f"{self.pid}: {self.cmdline[:160]}"
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["found_by"] = list(self.found_by)
+        d["leaked"] = self.leaked
+        return d
+
+
+@dataclass(frozen=True)
+class ReapReport:
+    processes: Tuple[Process, ...]
+    escalated: bool
+    waited: float
+    pattern_hits: Tuple[int, ...]
+
+    @property
+    def leaks(self) -> List[Process]:
+        return [p for p in self.processes if p.leaked]
+
+    def lines(self) -> List[str]:
+        return [p.line() for p in self.leaks]
+
+    def count(self, fate: str) -> int:
+        return sum(1 for p in self.processes if p.fate == fate)
+
+
+def _convert(rep: "_lib.Report", finders: Tuple[Finder, ...]) -> ReapReport:
+    procs = []
+    for i in range(rep.n):
+        c = rep.procs[i]
+        test = _text(c.test)
+        procs.append(Process(
+            pid=c.pid, start_time=c.start_time, cmdline=_text(c.cmdline), cwd=_text(c.cwd),
+            state=c.state.decode("ascii", errors="replace"),
+            found_by=tuple(f.describe() for b, f in enumerate(finders) if c.matched_by & (1 << b)),
+            test=test or None, fate=_lib.FATES[c.fate] if 0 <= c.fate < len(_lib.FATES) else "unknown",
+            allowed=bool(c.allowed), ppid=c.ppid, pgrp=c.pgrp, uid=c.uid, age=c.age,
+            comm=_text(c.comm), exe=_text(c.exe), ancestry=_text(c.ancestry),
+            exit_status=None if c.exit_status < 0 else c.exit_status,
+            environ_unreadable=bool(c.environ_unreadable)))
+    hits = tuple(rep.pattern_hits[i] for i in range(rep.npatterns)) if rep.pattern_hits else ()
+    return ReapReport(tuple(procs), bool(rep.escalated), rep.waited, hits)
+
+
+def _finder_array(finders: Tuple[Finder, ...]):
+    for f in finders:
+        if not isinstance(f, Finder):
+            raise TypeError(f"reaper: {f!r} is not a reaper finder (use with_home, with_env or "
+                            "descendants)")
+    arr = (_lib.Finder * max(1, len(finders)))()
+    for i, f in enumerate(finders):
+        arr[i].kind = f.kind
+        arr[i].marker = f.marker.encode("utf-8", errors="surrogateescape") if f.marker else None
+        arr[i].root = f.root
+    return arr
+
+
+def _patterns(allow: Iterable[str], keep: Iterable[str]):
+    pats = [(_lib.ALLOW, g) for g in allow] + [(_lib.KEEP, g) for g in keep]
+    arr = (_lib.Pattern * max(1, len(pats)))()
+    for i, (kind, glob) in enumerate(pats):
+        arr[i].kind = kind
+        arr[i].glob = glob.encode("utf-8", errors="surrogateescape")
+    return arr, len(pats)
+
+
+def reap_report(*finders: Finder, timeout: float = REAP_TIMEOUT, grace: float = 0.0,
+                settle: float = 0.0, allow: Iterable[str] = (), keep: Iterable[str] = (),
+                report_only: bool = False) -> ReapReport:
+    """Wait up to ``timeout`` s for everything the finders match to exit by itself, then
+    (after SIGTERM and ``grace`` s when grace > 0) SIGKILL the identity-verified survivors,
+    rescanning until nothing new appears. ``allow`` globs (on cmdline or exe) are cleaned up
+    but not leaks; ``keep`` globs are left running. Returns every process found."""
+    if timeout < 0 or grace < 0 or settle < 0:
+        raise ValueError("reaper: timeout, grace and settle must be >= 0")
+    farr = _finder_array(finders)
+    parr, npat = _patterns(tuple(allow), tuple(keep))
+    opts = _lib.Opts()
+    _clib.reaper_opts_init(ctypes.byref(opts))
+    opts.timeout = float(timeout)
+    opts.grace = float(grace)
+    if settle:
+        opts.settle = float(settle)
+    opts.report_only = int(bool(report_only))
+    opts.patterns = ctypes.cast(parr, ctypes.POINTER(_lib.Pattern))
+    opts.npatterns = npat
+    out = ctypes.POINTER(_lib.Report)()
+    _check(_clib.reaper_reap(farr, len(finders), ctypes.byref(opts), ctypes.byref(out)), "reaper_reap")
+    try:
+        return _convert(out.contents, finders)
+    finally:
+        _clib.reaper_report_free(out)
+
+
+def scan(*finders: Finder) -> ReapReport:
+    """What the finders match right now; signals nothing (every process in fate "alive")."""
+    farr = _finder_array(finders)
+    out = ctypes.POINTER(_lib.Report)()
+    _check(_clib.reaper_scan(farr, len(finders), ctypes.byref(out)), "reaper_scan")
+    try:
+        return _convert(out.contents, finders)
+    finally:
+        _clib.reaper_report_free(out)
+
+
+def reap(*finders: Finder, timeout: float = REAP_TIMEOUT) -> List[str]:
+    """Wait up to ``timeout`` s for every process the finders report to exit by itself, then
+    kill the survivors (identity-checked). Returns ``"PID: cmdline"`` for each one it had to
+    kill: an empty list means nothing leaked."""
+    return reap_report(*finders, timeout=timeout).lines()

@@ -1,0 +1,178 @@
+"""ctypes view of libreaper: the structs of reaper/reaper.h field for field, and the loader.
+
+The layouts here must match the header exactly; tests/test_layout.py compiles a C program
+that prints every sizeof/offsetof and compares them with these definitions, so a field
+added to the header without being added here fails the Python suite.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+from pathlib import Path
+
+pid_t = ctypes.c_int32
+uid_t = ctypes.c_uint32
+c_enum = ctypes.c_int
+
+# enum reaper_finder_kind
+FIND_ENV = 1
+FIND_TREE = 2
+# enum reaper_pattern_kind
+ALLOW = 1
+KEEP = 2
+# enum reaper_fate
+FATES = ("alive", "exited", "terminated", "killed", "unkillable", "zombie-held", "kept", "gone")
+LEAK_FATES = frozenset({"alive", "terminated", "killed", "unkillable"})
+
+
+class Finder(ctypes.Structure):
+    _fields_ = [
+        ("kind", c_enum),
+        ("marker", ctypes.c_char_p),
+        ("root", pid_t),
+    ]
+
+
+class Proc(ctypes.Structure):
+    _fields_ = [
+        ("pid", pid_t),
+        ("ppid", pid_t),
+        ("pgrp", pid_t),
+        ("exit_status", ctypes.c_int),
+        ("start_time", ctypes.c_uint64),
+        ("age", ctypes.c_double),
+        ("state", ctypes.c_char),
+        ("uid", uid_t),
+        ("matched_by", ctypes.c_uint32),
+        ("fate", c_enum),
+        ("allowed", ctypes.c_int),
+        ("environ_unreadable", ctypes.c_int),
+        # char * rather than c_char_p: the bytes may be anything but NUL and are decoded by us
+        ("cmdline", ctypes.POINTER(ctypes.c_char)),
+        ("comm", ctypes.POINTER(ctypes.c_char)),
+        ("exe", ctypes.POINTER(ctypes.c_char)),
+        ("cwd", ctypes.POINTER(ctypes.c_char)),
+        ("test", ctypes.POINTER(ctypes.c_char)),
+        ("ancestry", ctypes.POINTER(ctypes.c_char)),
+    ]
+
+
+class Report(ctypes.Structure):
+    _fields_ = [
+        ("procs", ctypes.POINTER(Proc)),
+        ("n", ctypes.c_size_t),
+        ("leaks", ctypes.c_size_t),
+        ("exited", ctypes.c_size_t),
+        ("terminated", ctypes.c_size_t),
+        ("killed", ctypes.c_size_t),
+        ("unkillable", ctypes.c_size_t),
+        ("zombies_held", ctypes.c_size_t),
+        ("kept", ctypes.c_size_t),
+        ("allowed", ctypes.c_size_t),
+        ("escalated", ctypes.c_int),
+        ("waited", ctypes.c_double),
+        ("pattern_hits", ctypes.POINTER(ctypes.c_size_t)),
+        ("npatterns", ctypes.c_size_t),
+    ]
+
+
+class Pattern(ctypes.Structure):
+    _fields_ = [
+        ("kind", c_enum),
+        ("glob", ctypes.c_char_p),
+    ]
+
+
+ON_EVENT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+ON_ESCALATE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int)
+ON_PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_double)
+
+
+class Opts(ctypes.Structure):
+    _fields_ = [
+        ("timeout", ctypes.c_double),
+        ("grace", ctypes.c_double),
+        ("settle", ctypes.c_double),
+        ("report_only", ctypes.c_int),
+        ("term_signal", ctypes.c_int),
+        ("term_skip_pgrp", pid_t),
+        ("patterns", ctypes.POINTER(Pattern)),
+        ("npatterns", ctypes.c_size_t),
+        ("event_fd", ctypes.c_int),
+        ("on_event", ON_EVENT),
+        ("on_escalate", ON_ESCALATE),
+        ("on_progress", ON_PROGRESS),
+        ("ctx", ctypes.c_void_p),
+    ]
+
+
+# Python name -> C struct name, for the layout test.
+STRUCTS = {
+    "reaper_finder": Finder,
+    "reaper_proc": Proc,
+    "reaper_report": Report,
+    "reaper_pattern": Pattern,
+    "reaper_opts": Opts,
+}
+
+
+def _checkout_root() -> Path:
+    # harness/python/reaper/_lib.py -> the checkout
+    return Path(__file__).resolve().parents[3]
+
+
+def candidates() -> list[str]:
+    """Where libreaper is looked for, in order: REAPER_LIBRARY, the build tree (REAPER_BUILD,
+    else build/ of the checkout this package sits in), then the installed library."""
+    out = []
+    explicit = os.environ.get("REAPER_LIBRARY")
+    if explicit:
+        return [explicit]
+    root = _checkout_root()
+    build = os.environ.get("REAPER_BUILD")
+    if build:
+        out.append(str((root / build if not os.path.isabs(build) else Path(build)) / "libreaper.so"))
+    out.append(str(root / "build" / "libreaper.so"))
+    found = ctypes.util.find_library("reaper")
+    if found:
+        out.append(found)
+    out.append("libreaper.so.0")
+    return out
+
+
+def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
+    sig = {
+        "reaper_adopt": (ctypes.c_int, []),
+        "reaper_release": (ctypes.c_int, []),
+        "reaper_adopted": (ctypes.c_int, []),
+        "reaper_opts_init": (None, [ctypes.POINTER(Opts)]),
+        "reaper_scan": (ctypes.c_int, [ctypes.POINTER(Finder), ctypes.c_size_t,
+                                       ctypes.POINTER(ctypes.POINTER(Report))]),
+        "reaper_reap": (ctypes.c_int, [ctypes.POINTER(Finder), ctypes.c_size_t, ctypes.POINTER(Opts),
+                                       ctypes.POINTER(ctypes.POINTER(Report))]),
+        "reaper_report_free": (None, [ctypes.POINTER(Report)]),
+        "reaper_fate_name": (ctypes.c_char_p, [c_enum]),
+        "reaper_matched_by": (ctypes.c_int, [ctypes.POINTER(Finder), ctypes.c_size_t, ctypes.c_uint32,
+                                             ctypes.c_char_p, ctypes.c_size_t]),
+    }
+    for name, (res, args) in sig.items():
+        fn = getattr(lib, name)
+        fn.restype = res
+        fn.argtypes = args
+    return lib
+
+
+def load() -> tuple[ctypes.CDLL, str]:
+    tried = []
+    for path in candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append(f"{path}: not found")
+            continue
+        try:
+            return _bind(ctypes.CDLL(path, use_errno=True)), path
+        except OSError as e:
+            tried.append(f"{path}: {e}")
+    raise ImportError("reaper: cannot load libreaper (set REAPER_LIBRARY, build it with `make`, "
+                      "or `make install`); tried:\n  " + "\n  ".join(tried))

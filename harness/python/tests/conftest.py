@@ -1,0 +1,127 @@
+"""Helpers of the reaper Python suite: an independent /proc oracle and cleanup by identity.
+
+The cleanup here does not use the library under test: it reads /proc itself and signals
+only through a pidfd after re-checking the start time, so a test that leaves something
+behind cannot hide it by the same bug that made it."""
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+HERE = Path(__file__).resolve().parent
+LEAKER = str(HERE / "leaker.py")
+TAG_VAR = "REAPER_SELFTEST"
+
+
+def stat(pid: int):
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text(errors="replace")
+    except OSError:
+        return None
+    f = text.rsplit(")", 1)[1].split()
+    return {"state": f[0], "ppid": int(f[1]), "start": int(f[19])}
+
+
+def alive(pid: int, start: int) -> bool:
+    s = stat(pid)
+    return bool(s) and s["start"] == start and s["state"] not in ("Z", "X")
+
+
+def with_tag(tag: str):
+    """(pid, start) of every live process whose environ holds TAG_VAR=tag."""
+    needle = f"{TAG_VAR}={tag}".encode()
+    out = []
+    for e in os.listdir("/proc"):
+        if not e.isdigit() or int(e) == os.getpid():
+            continue
+        try:
+            env = Path(f"/proc/{e}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        s = stat(int(e))
+        if needle in env and s and s["state"] not in ("Z", "X"):
+            out.append((int(e), s["start"]))
+    return out
+
+
+def zombie_children():
+    me = os.getpid()
+    return [int(e) for e in os.listdir("/proc") if e.isdigit()
+            and (s := stat(int(e))) and s["state"] == "Z" and s["ppid"] == me]
+
+
+def kill_identified(pid: int, start: int) -> None:
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return
+    try:
+        if alive(pid, start):
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def wait_file(path: Path, timeout: float = 30.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            return int(path.read_text())
+        time.sleep(0.01)
+    raise AssertionError(f"{path} never appeared")
+
+
+class Spawner:
+    """Starts leaker.py processes carrying this test's tag; kills leftovers at teardown."""
+
+    def __init__(self, tmp: Path):
+        self.tag = secrets.token_hex(6)
+        self.tmp = tmp
+        self.n = 0
+
+    def env(self, **extra):
+        env = dict(os.environ)
+        env[TAG_VAR] = self.tag
+        env.update(extra)
+        return env
+
+    def start(self, *flags, env=None, wait_pid=True):
+        """Run leaker.py with flags; returns (pid of the worker, its start time, cmdline)."""
+        self.n += 1
+        pidfile = self.tmp / f"leaker-{self.n}.pid"
+        argv = [sys.executable, LEAKER, *flags, "--pidfile", str(pidfile), f"{self.tag}-{self.n}"]
+        p = subprocess.Popen(argv, env=env or self.env())
+        if "--daemon" in flags:
+            assert p.wait(timeout=30) == 0  # the first parent exits at once
+        pid = wait_file(pidfile)
+        return pid, stat(pid)["start"], " ".join(argv)
+
+    def cleanup(self):
+        for pid, start in with_tag(self.tag):
+            kill_identified(pid, start)
+        deadline = time.monotonic() + 10
+        while with_tag(self.tag) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for z in zombie_children():
+            try:
+                os.waitpid(z, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+@pytest.fixture
+def spawner(tmp_path):
+    s = Spawner(tmp_path)
+    yield s
+    s.cleanup()
