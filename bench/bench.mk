@@ -1,0 +1,28 @@
+# Benchmarks (issue 6): `make bench` builds the drivers, runs every scenario beside its anchors,
+# prints the table, writes bench/results.json (and bench/growth.png when gnuplot exists).
+# BENCH_QUICK=1: fewer repetitions and sizes, for iterating. Not part of make check.
+BENCH_DIR     := $(BUILD)/bench
+BENCH_LIBPROC := $(shell pkg-config --libs libproc2 2>/dev/null || echo -lproc2)
+BENCH_COMMON  := bench/benchlib.c bench/benchlib.h
+BENCH_BINS    := $(addprefix $(BENCH_DIR)/,bench-spawn bench-scan bench-reap bench-wrap)
+
+$(BENCH_DIR)/bench-spawn: bench/spawn.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $<
+
+$(BENCH_DIR)/bench-scan: bench/scan.c $(BENCH_COMMON) $(BUILD)/libreaper.a | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< bench/benchlib.c $(BUILD)/libreaper.a $(BENCH_LIBPROC) $(LDLIBS)
+
+$(BENCH_DIR)/bench-reap: bench/reap.c $(BENCH_COMMON) $(BUILD)/libreaper.a | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< bench/benchlib.c $(BUILD)/libreaper.a $(LDLIBS)
+
+$(BENCH_DIR)/bench-wrap: bench/wrap.c $(BENCH_COMMON) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< bench/benchlib.c $(LDLIBS)
+
+bench-build: all $(BENCH_BINS)
+bench: bench-build
+	$(PYTHON) bench/bench.py --build $(BUILD) $(if $(BENCH_QUICK),--quick)
+.PHONY: bench-build

@@ -1,0 +1,168 @@
+/* bench-reap: libreaper's reaper_reap() on leftovers of bench-spawn, orphans of this driver
+ * (a subreaper, as `reaper run` and a pytest session with adopt_orphans() are).  One JSON
+ * line per repetition on stdout.
+ *   bench-reap SPAWN exit N REPS   N leftovers exit by themselves at a known moment while the
+ *                                  reap waits: seconds from the last exit to reap() returning
+ *   bench-reap SPAWN kill N REPS   N SIGTERM-ignoring leftovers plus one that keeps forking;
+ *                                  timeout 0.2 s, grace 0.1 s: seconds from the deadline
+ *                                  (timeout + grace) to the report; what is left; zombies
+ *   bench-reap SPAWN reap N REPS   N SIGTERM-ignoring leftovers, timeout 0, no grace: the
+ *                                  whole reap (find, identify, kill, collect) */
+#define _GNU_SOURCE
+#include "bench/benchlib.h"
+#include "reaper/reaper.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct closer {
+	struct pop *pop;
+	double at;
+};
+
+static void *close_at(void *arg)
+{
+	struct closer *c = arg;
+	double d = c->at - bench_now();
+	if (d > 0) {
+		struct timespec ts = { (time_t)d, (long)((d - (double)(time_t)d) * 1e9) };
+		nanosleep(&ts, NULL);
+	}
+	pop_release(c->pop);
+	return NULL;
+}
+
+/* Zombie children of ours that the reap left (a leftover it never saw alive would be one). */
+static long zombies_left(void)
+{
+	long n = 0;
+	for (;;) {
+		siginfo_t si = { 0 };
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0)
+			return n;
+		/* count it, then take it out of the way to look for the next */
+		waitpid(si.si_pid, NULL, 0);
+		n++;
+	}
+}
+
+static int run_exit(const char *spawn, const char *home, long n)
+{
+	struct pop pop;
+	int shm_fd;
+	uint64_t *shm = bench_shm((size_t)n, &shm_fd);
+	if (!shm || pop_init(&pop) < 0 || pop_spawn(&pop, spawn, "hold", n, bench_env(home), shm_fd, 0) < 0)
+		return -1;
+	close(shm_fd);
+	char entry[4200];
+	snprintf(entry, sizeof entry, "HOME=%s", home);
+	struct reaper_finder f = reaper_find_env(entry);
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.timeout = 30;
+	struct closer c = { &pop, bench_now() + 0.15 };
+	pthread_t th;
+	pthread_create(&th, NULL, close_at, &c);
+	struct reaper_report *rep = NULL;
+	int r = reaper_reap(&f, 1, &o, &rep);
+	double t_ret = bench_now();
+	pthread_join(th, NULL);
+	uint64_t last = 0;
+	for (long i = 0; i < n; i++)
+		if (shm[i] > last)
+			last = shm[i];
+	double t_last = (double)last / 1e9;
+	long zombies = zombies_left();
+	printf("{\"n\": %ld, \"latency\": %.9f, \"since_release\": %.9f, \"found\": %ld, \"exited\": %ld, "
+	       "\"leaks\": %ld, \"zombies\": %ld, \"rc\": %d}\n",
+	       n, t_ret - t_last, t_ret - c.at, r < 0 ? -1 : (long)rep->n, r < 0 ? -1 : (long)rep->exited,
+	       r < 0 ? -1 : (long)rep->leaks, zombies, r);
+	fflush(stdout);
+	reaper_report_free(rep);
+	munmap(shm, (size_t)n * sizeof *shm);
+	bench_collect(1);
+	return r;
+}
+
+static int run_kill(const char *spawn, const char *home, long n, int forker, double timeout, double grace)
+{
+	struct pop pop;
+	char **env = bench_env(home);
+	if (pop_init(&pop) < 0 || pop_spawn(&pop, spawn, "ignterm", n, env, -1, 0) < 0 ||
+	    (forker && pop_spawn(&pop, spawn, "forker", 1, env, -1, 0) < 0))
+		return -1;
+	char entry[4200];
+	snprintf(entry, sizeof entry, "HOME=%s", home);
+	struct reaper_finder f = reaper_find_env(entry);
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.timeout = timeout;
+	o.grace = grace;
+	struct reaper_report *rep = NULL;
+	double t0 = bench_now();
+	int r = reaper_reap(&f, 1, &o, &rep);
+	double t_ret = bench_now();
+	int procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	long left = floor_scan(procfd, entry);
+	close(procfd);
+	long zombies = zombies_left();
+	printf("{\"n\": %ld, \"forker\": %d, \"after_deadline\": %.9f, \"total\": %.9f, \"found\": %ld, "
+	       "\"killed\": %ld, \"leaks\": %ld, \"left\": %ld, \"zombies\": %ld, \"rc\": %d}\n",
+	       n, forker, t_ret - (t0 + timeout + grace), t_ret - t0, r < 0 ? -1 : (long)rep->n,
+	       r < 0 ? -1 : (long)(rep->killed + rep->terminated), r < 0 ? -1 : (long)rep->leaks, left, zombies, r);
+	fflush(stdout);
+	reaper_report_free(rep);
+	pop_release(&pop); /* whatever survived exits by itself now */
+	bench_collect(1);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 5) {
+		fprintf(stderr, "usage: bench-reap SPAWN exit|kill|reap N REPS\n");
+		return 64;
+	}
+	const char *spawn = argv[1], *what = argv[2];
+	long n = atol(argv[3]), reps = atol(argv[4]);
+	struct rlimit rl;
+	getrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_max < 65536) {
+		struct rlimit want = { 65536, 65536 };
+		if (setrlimit(RLIMIT_NOFILE, &want) < 0) /* not root: the hard limit is the ceiling */
+			want.rlim_cur = want.rlim_max = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &want);
+	} else {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (reaper_adopt() < 0) {
+		fprintf(stderr, "bench-reap: cannot become a subreaper\n");
+		return 1;
+	}
+	for (long i = 0; i < reps; i++) {
+		char home[128];
+		snprintf(home, sizeof home, "/tmp/reaper-bench-%d-%s-%ld/home", (int)getpid(), what, i);
+		int r;
+		if (strcmp(what, "exit") == 0)
+			r = run_exit(spawn, home, n);
+		else if (strcmp(what, "kill") == 0)
+			r = run_kill(spawn, home, n, 1, 0.2, 0.1);
+		else if (strcmp(what, "reap") == 0)
+			r = run_kill(spawn, home, n, 0, 0, 0);
+		else
+			return 64;
+		if (r < 0)
+			return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,191 @@
+/* bench-scan: the marker-scan contenders, one round each per command, so the driver can
+ * interleave them (and the seed) on the same processes.  Reads commands on stdin, answers one
+ * JSON line each:
+ *   scan ENTRY      floor, reaper_scan, rescan, libproc2 (reap and get) over every process
+ *   details ENTRY   per-candidate details of every process holding ENTRY: raw reads as
+ *                   libreaper does them, beside libproc2 procps_pids_select
+ * Times are seconds; "n" is what each one found (they must agree). */
+#define _GNU_SOURCE
+#include "bench/benchlib.h"
+#include "reaper/candset.h"
+#include "reaper/procfs.h"
+#include "reaper/reaper.h"
+
+#include <libproc2/pids.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int procfd;
+
+static double t_floor(const char *entry, long *n)
+{
+	double t = bench_now();
+	*n = floor_scan(procfd, entry);
+	return bench_now() - t;
+}
+
+static double t_reaper_scan(const char *entry, long *n)
+{
+	struct reaper_finder f = reaper_find_env(entry);
+	struct reaper_report *rep = NULL;
+	double t = bench_now();
+	int r = reaper_scan(&f, 1, &rep);
+	t = bench_now() - t;
+	*n = r < 0 ? r : (long)rep->n;
+	reaper_report_free(rep);
+	return t;
+}
+
+/* What every rescan of a reap's wait loop costs once the matches are known. */
+static double t_rescan(const char *entry, long *n)
+{
+	struct reaper_finder f = reaper_find_env(entry);
+	struct scanner sc;
+	struct candset cs = { 0 };
+	double t = -1;
+	if (scanner_init(&sc, &f, 1, NULL, 0) == 0 && scanner_scan(&sc, &cs) >= 0) {
+		t = bench_now();
+		int r = scanner_scan(&sc, &cs);
+		t = bench_now() - t;
+		*n = r < 0 ? r : (long)cs.n;
+	}
+	candset_free(&cs);
+	scanner_done(&sc);
+	return t;
+}
+
+static int has(char **v, const char *entry)
+{
+	for (; v && *v; v++)
+		if (strcmp(*v, entry) == 0)
+			return 1;
+	return 0;
+}
+
+static double t_libproc2_reap(const char *entry, long *n)
+{
+	enum pids_item items[] = { PIDS_ID_PID, PIDS_ENVIRON_V };
+	struct pids_info *info = NULL;
+	double t = bench_now();
+	*n = 0;
+	if (procps_pids_new(&info, items, 2) < 0)
+		return -1;
+	struct pids_fetch *f = procps_pids_reap(info, PIDS_FETCH_TASKS_ONLY);
+	for (int i = 0; f && i < f->counts->total; i++)
+		*n += has(PIDS_VAL(1, strv, f->stacks[i], info), entry);
+	procps_pids_unref(&info);
+	return bench_now() - t;
+}
+
+static double t_libproc2_get(const char *entry, long *n)
+{
+	enum pids_item items[] = { PIDS_ID_PID, PIDS_ENVIRON_V };
+	struct pids_info *info = NULL;
+	double t = bench_now();
+	*n = 0;
+	if (procps_pids_new(&info, items, 2) < 0)
+		return -1;
+	struct pids_stack *s;
+	while ((s = procps_pids_get(info, PIDS_FETCH_TASKS_ONLY)))
+		*n += has(PIDS_VAL(1, strv, s, info), entry);
+	procps_pids_unref(&info);
+	return bench_now() - t;
+}
+
+typedef double (*contender)(const char *, long *);
+
+static void cmd_scan(const char *entry, unsigned round)
+{
+	static const char *names[] = { "floor", "reaper_scan", "rescan", "libproc2_reap", "libproc2_get" };
+	static const contender fns[] = { t_floor, t_reaper_scan, t_rescan, t_libproc2_reap, t_libproc2_get };
+	enum { K = sizeof fns / sizeof *fns };
+	double t[K];
+	long n[K];
+	/* rotate the order each round: no contender always runs on a cold or warm cache */
+	for (unsigned k = 0; k < K; k++) {
+		unsigned i = (k + round) % K;
+		t[i] = fns[i](entry, &n[i]);
+	}
+	printf("{");
+	for (unsigned i = 0; i < K; i++)
+		printf("%s\"%s\": [%.9f, %ld]", i ? ", " : "", names[i], t[i], n[i]);
+	printf("}\n");
+	fflush(stdout);
+}
+
+/* The raw detail reads libreaper's add() makes for one candidate (besides its pidfd). */
+static int raw_details(pid_t pid, struct pbuf *b)
+{
+	struct reaper_stat st;
+	if (procfs_stat(procfd, pid, &st) < 0)
+		return -1;
+	char dir[16];
+	struct stat sb;
+	snprintf(dir, sizeof dir, "%d", (int)pid);
+	fstatat(procfd, dir, &sb, 0);
+	procfs_read(procfd, pid, "cmdline", b);
+	free(procfs_link(procfd, pid, "exe"));
+	free(procfs_link(procfd, pid, "cwd"));
+	return 0;
+}
+
+static void cmd_details(const char *entry)
+{
+	/* the pids holding entry, found once */
+	enum pids_item env_items[] = { PIDS_ID_PID, PIDS_ENVIRON_V };
+	struct pids_info *info = NULL;
+	unsigned *pids = NULL;
+	int np = 0;
+	if (procps_pids_new(&info, env_items, 2) == 0) {
+		struct pids_fetch *f = procps_pids_reap(info, PIDS_FETCH_TASKS_ONLY);
+		pids = calloc(f ? (size_t)f->counts->total + 1 : 1, sizeof *pids);
+		for (int i = 0; f && pids && i < f->counts->total; i++)
+			if (has(PIDS_VAL(1, strv, f->stacks[i], info), entry))
+				pids[np++] = (unsigned)PIDS_VAL(0, s_int, f->stacks[i], info);
+		procps_pids_unref(&info);
+	}
+	struct pbuf b = { 0 };
+	double t_raw = bench_now();
+	long n_raw = 0;
+	for (int i = 0; i < np; i++)
+		n_raw += raw_details((pid_t)pids[i], &b) == 0;
+	t_raw = bench_now() - t_raw;
+	pbuf_free(&b);
+	enum pids_item items[] = { PIDS_ID_PID, PIDS_ID_PPID, PIDS_ID_PGRP, PIDS_STATE, PIDS_TICS_BEGAN,
+				   PIDS_ID_EUID, PIDS_CMD, PIDS_CMDLINE, PIDS_EXE };
+	double t_lp = bench_now();
+	long n_lp = 0;
+	if (procps_pids_new(&info, items, sizeof items / sizeof *items) == 0) {
+		struct pids_fetch *f = procps_pids_select(info, pids, np, PIDS_SELECT_PID);
+		n_lp = f ? f->counts->total : -1;
+		procps_pids_unref(&info);
+	}
+	t_lp = bench_now() - t_lp;
+	printf("{\"details_raw\": [%.9f, %ld], \"details_libproc2\": [%.9f, %ld]}\n", t_raw, n_raw, t_lp, n_lp);
+	fflush(stdout);
+	free(pids);
+}
+
+int main(void)
+{
+	procfd = procfs_open();
+	if (procfd < 0)
+		return 1;
+	char line[4096];
+	unsigned round = 0;
+	while (fgets(line, sizeof line, stdin)) {
+		line[strcspn(line, "\n")] = 0;
+		if (strncmp(line, "scan ", 5) == 0)
+			cmd_scan(line + 5, round++);
+		else if (strncmp(line, "details ", 8) == 0)
+			cmd_details(line + 8);
+		else if (strcmp(line, "quit") == 0)
+			break;
+	}
+	return 0;
+}
