@@ -4,6 +4,8 @@ Load it with ``-p reaper.pytest_plugin`` (an installed reaper registers it as th
 entry point, so it loads by itself; ``-p no:reaper`` turns it off).
 
 * The pytest process adopts orphans for the session, so what a test detaches reparents to it.
+* What starts outside a test (wider-scoped fixtures included) carries a session marker and
+  is reaped when the session ends, listed apart ("left by fixtures wider than a test").
 * For each test, ``REAPER_TEST=<nodeid>`` and ``REAPER_PYTEST=<session>-<worker>-<n>`` are put
   in ``os.environ`` before its first function-scoped fixture and kept until its last one is
   torn down, so every process the test (or its fixtures) starts carries them. Fixtures of a
@@ -91,18 +93,22 @@ class _Session:
         self.checked = 0
         self.shared_leaks: List[dict] = []
         self.adopted = False
+        self.outer: Dict[str, Optional[str]] = {}
 
     # -- session ------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session):
         reaper.adopt_orphans()
         self.adopted = True
+        # What starts outside any test (session fixtures, plugins) carries the shared marker.
+        self.outer = _swap_env({MARKER: self.shared_marker})
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session):
         # Processes of wider-scoped fixtures: nobody's test; cleaned up, reported apart.
         rep = reaper.reap_report(reaper.with_env(MARKER, self.shared_marker), timeout=self.timeout)
         self.shared_leaks = [_record(p, p.test) for p in rep.leaks]
+        _swap_env(self.outer)
         if self.adopted:
             reaper.release_orphans()
             self.adopted = False
@@ -149,9 +155,9 @@ class _Session:
     # -- per test -----------------------------------------------------------------------
     @pytest.hookimpl(hookwrapper=True)
     def pytest_fixture_setup(self, fixturedef, request):
-        # A wider fixture set up while a test runs (getfixturevalue) outlives the test: its
-        # processes get the session marker, not the test's.
-        if self.current is None or fixturedef.scope == "function":
+        # A wider fixture outlives the test that first asked for it: its processes get the
+        # session marker, not the test's, and are reaped when the session ends.
+        if fixturedef.scope == "function":
             yield
             return
         before = _swap_env({MARKER: self.shared_marker,
