@@ -1,0 +1,221 @@
+"""Shared helpers for the `reaper run` supervisor suite: real processes, cleaned up by identity.
+
+Every process a test starts is signalled only through a pidfd opened while its identity was
+known: the reaper itself (our child), and the processes of a run, found by the run's
+REAPER_RUN marker and confirmed again after the pidfd was opened."""
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+BUILD = os.environ.get("REAPER_BUILD") or os.path.join(ROOT, "build")
+REAPER = os.path.join(BUILD, "reaper")
+FIXTURES = os.path.join(BUILD, "fixtures")
+PY = "/usr/bin/python3"
+
+
+def script(body):
+    """argv running a Python snippet (dedented) as COMMAND."""
+    return [PY, "-c", textwrap.dedent(body)]
+
+
+def environ_of(pid):
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
+
+
+def has_marker(pid, run_id):
+    return ("REAPER_RUN=%s" % run_id).encode() in environ_of(pid)
+
+
+def marked(run_id):
+    """pidfds of every live process carrying REAPER_RUN=run_id, identity-checked: the marker
+    is read again after the pidfd is open, so the fd names a process of this run."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if not has_marker(pid, run_id):
+            continue
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            continue
+        if has_marker(pid, run_id) and alive(fd):
+            out.append((pid, fd))
+        else:
+            os.close(fd)
+    return out
+
+
+def alive(pidfd):
+    """A pidfd polls readable once its process has exited."""
+    return not select.select([pidfd], [], [], 0)[0]
+
+
+def wait_gone(pidfds, timeout):
+    """Wait until every pidfd reports an exit; returns the ones still alive."""
+    deadline = time.monotonic() + timeout
+    left = list(pidfds)
+    while left and time.monotonic() < deadline:
+        select.select(left, [], [], max(0.0, deadline - time.monotonic()))
+        left = [fd for fd in left if alive(fd)]
+    return left
+
+
+def kill_marked(run_id):
+    for pid, fd in marked(run_id):
+        try:
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.close(fd)
+
+
+def start_time(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+def rss_kb(pid):
+    """(VmRSS, VmHWM) of pid in kB."""
+    vals = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "VmHWM"):
+                vals[k] = int(v.split()[0])
+    return vals["VmRSS"], vals["VmHWM"]
+
+
+class Run:
+    """One `reaper run` under test. Its pidfd is opened right after the fork, while it is our
+    unreaped child, so signals through it can only reach this reaper."""
+
+    def __init__(self, args, command, tmp_path, state=True, env=None, prefix=(), **popen):
+        self.state_path = str(tmp_path / ("state-%d.json" % time.monotonic_ns())) if state else None
+        argv = list(prefix) + [REAPER, "run"]
+        if self.state_path:
+            argv += ["--state", self.state_path]
+        argv += list(args) + ["--"] + list(command)
+        e = dict(os.environ)
+        for k in ("REAPER_TIMEOUT", "REAPER_GRACE", "REAPER_STATE", "REAPER_LEAK_EXIT_CODE"):
+            e.pop(k, None)
+        e.update(env or {})
+        popen.setdefault("stdin", subprocess.DEVNULL)
+        popen.setdefault("stdout", subprocess.PIPE)
+        popen.setdefault("stderr", subprocess.PIPE)
+        self.p = subprocess.Popen(argv, env=e, **popen)
+        self.pidfd = os.pidfd_open(self.p.pid)
+        self.run_id = None
+        self._stderr = None
+        self._buf = b""
+
+    def signal(self, sig):
+        signal.pidfd_send_signal(self.pidfd, sig)
+
+    def line(self, timeout=30):
+        """The next line COMMAND printed (stdout must be a pipe). Read unbuffered, so select()
+        and what is left for wait() stay true."""
+        deadline = time.monotonic() + timeout
+        fd = self.p.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            r, _, _ = select.select([fd], [], [], max(0.0, left))
+            assert r, "COMMAND printed no whole line within %ss (have %r)" % (timeout, self._buf)
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                out, self._buf = self._buf, b""
+                return out.decode(errors="replace").strip()
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line.decode(errors="replace").strip()
+
+    def expect(self, text, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = self.line(max(0.1, deadline - time.monotonic()))
+            if got == text:
+                return
+            assert got, "COMMAND ended its output before %r" % text
+        raise AssertionError("no %r from COMMAND" % text)
+
+    def state(self):
+        with open(self.state_path) as f:
+            doc = json.load(f)
+        self.run_id = doc["run_id"]
+        return doc
+
+    def wait_state(self, pred, timeout=30, what="state"):
+        """Poll the document until pred(doc) holds; every read must be whole JSON."""
+        deadline = time.monotonic() + timeout
+        doc = None
+        while time.monotonic() < deadline:
+            try:
+                doc = self.state()
+            except FileNotFoundError:
+                doc = None
+            if doc is not None and pred(doc):
+                return doc
+            time.sleep(0.02)
+        raise AssertionError("%s not reached within %ss; last document: %r" % (what, timeout, doc))
+
+    def wait(self, timeout=60):
+        out, err = self.p.communicate(timeout=timeout)
+        self._stderr = err.decode(errors="replace") if err is not None else ""
+        self.out = (self._buf + (out or b"")).decode(errors="replace")
+        return self.p.returncode
+
+    @property
+    def stderr(self):
+        return self._stderr
+
+    def cleanup(self):
+        if self.p.poll() is None:
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            self.p.wait()
+        if self.run_id is None and self.state_path:
+            try:
+                self.state()
+            except (OSError, ValueError):
+                pass
+        if self.run_id:
+            kill_marked(self.run_id)
+        os.close(self.pidfd)
+        for f in (self.p.stdout, self.p.stderr):
+            if f:
+                f.close()
+
+
+@pytest.fixture
+def run(tmp_path):
+    """run(args, command, **kw) starts a reaper; everything is cleaned up by identity after."""
+    runs = []
+
+    def start(args, command, **kw):
+        r = Run(args, command, tmp_path, **kw)
+        runs.append(r)
+        return r
+
+    yield start
+    for r in runs:
+        r.cleanup()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def built():
+    if not os.access(REAPER, os.X_OK):
+        pytest.exit("no %s: build first (make BUILD=... check-supervisor)" % REAPER, 2)
+    sys.stdout.flush()

@@ -1,0 +1,144 @@
+"""Cancellation, escalation and forwarding of signals sent to `reaper run` (issue 3, points 2-4)."""
+import os
+import signal
+import subprocess
+
+from conftest import alive, has_marker, script, wait_gone
+
+IGNORE_TERM_INT = """
+    import signal, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    print("ready", flush=True)
+    time.sleep(300)
+"""
+
+
+def test_sigterm_to_reaper_escalates_a_term_ignoring_runner(run):
+    r = run(["--grace", "1"], script(IGNORE_TERM_INT))
+    r.expect("ready")
+    r.signal(signal.SIGTERM)
+    assert r.wait(60) == 137, r.stderr
+    doc = r.state()
+    assert doc["escalated"] is True
+    assert doc["termination_signal"] == 15
+    assert doc["runner_exit_code"] == 137
+    assert doc["phase"] == "exited"
+    assert doc["phases"] == ["starting", "running", "terminating", "exited"]
+
+
+def test_runner_that_obeys_sigterm_keeps_its_own_status(run):
+    r = run(["--grace", "30"], script("""
+        import signal, sys, time
+        signal.signal(signal.SIGTERM, lambda s, f: sys.exit(3))
+        print("ready", flush=True)
+        time.sleep(300)
+    """))
+    r.expect("ready")
+    r.signal(signal.SIGTERM)
+    assert r.wait(20) == 3, r.stderr  # well before the 30 s grace: no SIGKILL needed
+    doc = r.state()
+    assert doc["escalated"] is False
+    assert doc["termination_signal"] == 15
+    assert doc["runner_exit_code"] == 3
+
+
+def test_second_sigint_escalates_at_once(run):
+    r = run(["--grace", "300"], script(IGNORE_TERM_INT))
+    r.expect("ready")
+    r.signal(signal.SIGINT)
+    r.wait_state(lambda d: d["phase"] == "terminating", what="terminating")
+    r.signal(signal.SIGINT)
+    # a 300 s grace cut short: the wait below would time out if it were honoured
+    assert r.wait(30) == 137, r.stderr
+    doc = r.state()
+    assert doc["termination_signal"] == 2
+    assert doc["escalated"] is True
+
+
+def test_cancellation_reaches_leftovers_outside_the_group(run):
+    """A setsid helper (not in COMMAND's group) gets the cancellation signal too, then
+    SIGKILL at the end of grace when it ignores it."""
+    r = run(["--grace", "1"], script("""
+        import os, signal, time
+        if os.fork() == 0:
+            os.setsid()
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+            print("helper", os.getpid(), flush=True)
+            time.sleep(300)
+        time.sleep(300)
+    """))
+    word, pid = r.line().split()
+    helper = os.pidfd_open(int(pid))
+    try:
+        r.state()
+        assert has_marker(int(pid), r.run_id)
+        r.signal(signal.SIGHUP)
+        assert r.wait(60) == 128 + signal.SIGHUP, r.stderr
+        assert not alive(helper)
+        doc = r.state()
+        assert doc["termination_signal"] == signal.SIGHUP
+        assert doc["escalated"] is True
+    finally:
+        os.close(helper)
+
+
+def test_usr1_usr2_winch_are_forwarded(run):
+    r = run([], script("""
+        import signal
+        want = {signal.SIGUSR1, signal.SIGUSR2, signal.SIGWINCH}
+        signal.pthread_sigmask(signal.SIG_BLOCK, want)
+        print("ready", flush=True)
+        got = set()
+        while got != want:
+            got.add(signal.sigwait(want))
+        print("got all", flush=True)
+    """))
+    r.expect("ready")
+    for sig in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGWINCH):
+        r.signal(sig)
+    r.expect("got all")
+    assert r.wait(30) == 0, r.stderr
+    assert r.state()["termination_signal"] is None
+
+
+def test_command_death_noticed_when_sigchlds_coalesce(run):
+    """300 adopted orphans and COMMAND itself exit in the same instant (they all wait for the
+    same pipe to close): the SIGCHLDs coalesce, and reaper must still see COMMAND's end.
+    With --timeout 300 a missed exit would hang until the wait below times out."""
+    n = 300
+    r = run(["--timeout", "300", "--grace", "1"], script("""
+        import os
+        n = %d
+        rd, wr = os.pipe()
+        for i in range(n):
+            pid = os.fork()
+            if pid == 0:
+                if os.fork() == 0:
+                    os.close(wr)
+                    os.read(rd, 1)
+                    os._exit(0)
+                os._exit(0)
+            os.waitpid(pid, 0)
+        print("ready", flush=True)
+        os._exit(9)
+    """ % n))
+    r.expect("ready")
+    assert r.wait(60) == 9, r.stderr
+    doc = r.state()
+    assert doc["runner_exit_code"] == 9
+    assert doc["reaped_orphans_total"] == n
+    assert doc["reaped_children_total"] == n + 1
+    assert doc["orphaned_children_total"] == n
+    assert doc["leaks"] == 0
+
+
+def test_sigkill_of_command_is_its_status(run):
+    r = run([], script("""
+        import os, signal
+        print("ready", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """))
+    r.expect("ready")
+    assert r.wait(30) == 137
+    assert r.state()["termination_signal"] is None
