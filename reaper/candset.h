@@ -42,6 +42,11 @@ struct scanner {
 	struct pbuf buf, aux;
 	long ticks;
 	int starved; /* a pidfd could not be opened (EMFILE): rescan sooner */
+	/* zombie children of the caller when the reap began: exited-and-left by the host, their
+	 * statuses are never ours. A zombie child that appears later (an orphan adopted and dead
+	 * between two scans) is found and collected like any other. */
+	pid_t *host_zombies;
+	size_t nhost_zombies;
 	/* called for each newly added live candidate (the reap registers its pidfd) */
 	void (*added)(void *ctx, size_t idx);
 	void *ctx;

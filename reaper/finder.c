@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static int children_of(struct scanner *sc, pid_t pid, pid_t **kids, size_t *nk, size_t *ck);
+
 int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 		 const struct reaper_pattern *patterns, size_t npatterns)
 {
@@ -63,6 +65,16 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 			break;
 		p = st.ppid;
 	}
+	pid_t *kids = NULL;
+	size_t nk = 0, ck = 0;
+	if ((r = children_of(sc, sc->self, &kids, &nk, &ck)) < 0)
+		return r;
+	for (size_t i = 0; i < nk; i++) {
+		struct reaper_stat st;
+		if (procfs_stat(sc->procfd, kids[i], &st) == 0 && st.state == 'Z')
+			kids[sc->nhost_zombies++] = kids[i];
+	}
+	sc->host_zombies = kids;
 	return 0;
 }
 
@@ -74,6 +86,8 @@ void scanner_done(struct scanner *sc)
 		close(sc->procfd);
 	pbuf_free(&sc->buf);
 	pbuf_free(&sc->aux);
+	free(sc->host_zombies);
+	sc->host_zombies = NULL;
 	free(sc->pattern_hits);
 	sc->dir = NULL;
 	sc->procfd = -1;
@@ -84,6 +98,14 @@ static int excluded(const struct scanner *sc, pid_t pid)
 {
 	for (size_t i = 0; i < sc->nanc; i++)
 		if (sc->ancestors[i] == pid)
+			return 1;
+	return 0;
+}
+
+static int host_zombie(const struct scanner *sc, pid_t pid)
+{
+	for (size_t i = 0; i < sc->nhost_zombies; i++)
+		if (sc->host_zombies[i] == pid)
 			return 1;
 	return 0;
 }
@@ -140,9 +162,9 @@ static ssize_t add(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t m
 	struct reaper_stat st;
 	if (procfs_stat(sc->procfd, pid, &st) < 0)
 		return -1;
-	/* A zombie child of ours was exited and left by the host before this scan: its exit
+	/* A zombie child of ours that the host exited and left before the reap: its exit
 	 * status is the host's, never ours to take. */
-	if (st.state == 'Z' && st.ppid == sc->self)
+	if (st.state == 'Z' && st.ppid == sc->self && host_zombie(sc, pid))
 		return -1;
 	struct cand c = { 0 };
 	int r = pidref_open(&c.ref, sc->procfd, pid, st.start_time);

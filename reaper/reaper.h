@@ -5,9 +5,11 @@
  * global state but the adoption refcount; all functions are safe to call from several
  * threads at once.
  *
- * Zombies: reaper_reap() collects only the zombies of processes it found alive whose
- * parent is the caller (adopted orphans, and what it killed). A child the caller still
- * means to wait for must be waited for before reaper_reap(), or kept out of the finders. */
+ * Zombies: reaper_reap() collects only the zombies of processes it found whose parent is
+ * the caller (adopted orphans, what it killed, and children that died during the reap);
+ * zombie children the caller already had when the reap began are never touched. A child
+ * the caller still means to wait for must be waited for before reaper_reap(), or kept out
+ * of the finders. */
 #ifndef REAPER_REAPER_H
 #define REAPER_REAPER_H
 
