@@ -8,6 +8,7 @@
 #include "guardian.h"
 #include "output.h"
 #include "state.h"
+#include "reaper/candset.h"
 #include "reaper/pidref.h"
 #include "reaper/procfs.h"
 
@@ -429,6 +430,34 @@ static int setup_signals(struct run *r)
 	return r->sfd < 0 ? -errno : 0;
 }
 
+/* A cancelled run's reap also ends COMMAND (it is the run's first process), but COMMAND is
+ * the runner, not a leftover: its fate is its exit status, so it leaves the leak report. */
+static void drop_command(struct run *r, struct reaper_report *rep)
+{
+	for (size_t i = 0; i < rep->n; i++) {
+		struct reaper_proc *p = &rep->procs[i];
+		if (p->pid != r->cmd.pid || p->start_time != r->cmd.start_time)
+			continue;
+		int leak = !p->allowed && (p->fate == REAPER_ALIVE || p->fate == REAPER_TERMINATED ||
+					   p->fate == REAPER_KILLED || p->fate == REAPER_UNKILLABLE);
+		rep->leaks -= (size_t)leak;
+		rep->allowed -= (size_t)(p->allowed != 0);
+		switch (p->fate) {
+		case REAPER_EXITED: rep->exited--; break;
+		case REAPER_TERMINATED: rep->terminated--; break;
+		case REAPER_KILLED: rep->killed--; break;
+		case REAPER_UNKILLABLE: rep->unkillable--; break;
+		case REAPER_ZOMBIE_HELD: rep->zombies_held--; break;
+		case REAPER_KEPT: rep->kept--; break;
+		default: break;
+		}
+		proc_free(p);
+		memmove(p, p + 1, (rep->n - i - 1) * sizeof *p);
+		rep->n--;
+		return;
+	}
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct run r = { .sfd = -1, .tty = -1, .guardian_fd = -1, .cmd = PIDREF_NULL };
@@ -501,6 +530,8 @@ int cmd_run(int argc, char **argv)
 				r.st.reaped_children_total++;
 				r.st.reaped_orphans_total++;
 			}
+	if (rr == 0)
+		drop_command(&r, rep);
 	if (!r.cmd_done) /* still not collected: wait for COMMAND (it was killed or exited) */
 		while (waitpid(r.cmd.pid, &r.cmd_status, 0) < 0 && errno == EINTR)
 			;

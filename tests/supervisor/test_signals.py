@@ -25,6 +25,7 @@ def test_sigterm_to_reaper_escalates_a_term_ignoring_runner(run):
     assert doc["runner_exit_code"] == 137
     assert doc["phase"] == "exited"
     assert doc["phases"] == ["starting", "running", "terminating", "exited"]
+    assert doc["leaks"] == 0  # COMMAND is the runner, not a leftover
 
 
 def test_runner_that_obeys_sigterm_keeps_its_own_status(run):
@@ -79,6 +80,7 @@ def test_cancellation_reaches_leftovers_outside_the_group(run):
         doc = r.state()
         assert doc["termination_signal"] == signal.SIGHUP
         assert doc["escalated"] is True
+        assert doc["leaks"] == 1  # the helper; COMMAND is not counted
     finally:
         os.close(helper)
 

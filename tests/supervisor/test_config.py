@@ -1,0 +1,117 @@
+"""Configuration by flag and environment, usage errors, exec failures (issue 3, points 7-8).
+The settings in effect are read back from the state document; the leak exit code is also
+shown by behaviour."""
+import os
+import subprocess
+
+import pytest
+
+from conftest import REAPER, script
+
+
+def warnings(text):
+    return [l for l in text.splitlines() if "warning" in l]
+
+
+CASES = [
+    # (flags, environment, timeout, grace, leak code, words every warning line must hold)
+    ([], {}, 10, 5, 23, None),
+    ([], {"REAPER_TIMEOUT": "3", "REAPER_GRACE": "250ms", "REAPER_LEAK_EXIT_CODE": "42"}, 3, 0.25, 42, None),
+    (["--timeout", "1.5", "--grace", "1m", "--leak-exit-code", "43"],
+     {"REAPER_TIMEOUT": "3", "REAPER_GRACE": "2", "REAPER_LEAK_EXIT_CODE": "42"}, 1.5, 60, 43, None),
+    ([], {"REAPER_TIMEOUT": "abc"}, 10, 5, 23, ["REAPER_TIMEOUT", "abc"]),
+    (["--grace", "soon"], {"REAPER_GRACE": "2"}, 10, 5, 23, ["--grace", "soon"]),
+    ([], {"REAPER_TIMEOUT": "-1"}, 0, 5, 23, ["REAPER_TIMEOUT", "out of range"]),
+    (["--grace", "99999"], {}, 10, 3600, 23, ["--grace", "out of range"]),
+    ([], {"REAPER_LEAK_EXIT_CODE": "64"}, 10, 5, 23, ["REAPER_LEAK_EXIT_CODE", "64"]),
+    ([], {"REAPER_LEAK_EXIT_CODE": "200"}, 10, 5, 125, ["REAPER_LEAK_EXIT_CODE", "out of range"]),
+    (["--leak-exit-code", "1"], {}, 10, 5, 3, ["--leak-exit-code", "out of range"]),
+    ([], {"REAPER_LEAK_EXIT_CODE": "x12"}, 10, 5, 23, ["REAPER_LEAK_EXIT_CODE", "x12"]),
+    ([], {"REAPER_TIMEOUT": ""}, 10, 5, 23, None),  # empty: not set
+]
+
+
+@pytest.mark.parametrize("flags,env,timeout,grace,leak,warn", CASES)
+def test_settings_from_flags_and_environment(run, flags, env, timeout, grace, leak, warn):
+    r = run(flags, ["true"], env=env)
+    assert r.wait(30) == 0, r.stderr
+    doc = r.state()
+    assert (doc["timeout"], doc["grace"], doc["leak_exit_code"]) == (timeout, grace, leak)
+    got = warnings(r.stderr)
+    if warn is None:
+        assert got == []
+    else:
+        assert len(got) == 1, r.stderr
+        for word in warn:
+            assert word in got[0]
+
+
+LEAK = "import os\nif os.fork() == 0:\n    os.setsid()\n    import time; time.sleep(300)\n"
+
+
+def test_leak_exit_code_from_environment_and_flag(run):
+    r = run(["--timeout", "0", "--grace", "0"], script(LEAK), env={"REAPER_LEAK_EXIT_CODE": "42"})
+    assert r.wait(30) == 42, r.stderr
+    r = run(["--timeout", "0", "--grace", "0", "--leak-exit-code", "43"], script(LEAK),
+            env={"REAPER_LEAK_EXIT_CODE": "42"})
+    assert r.wait(30) == 43, r.stderr
+
+
+def test_failed_command_status_wins_over_the_leak_code(run):
+    r = run(["--timeout", "0", "--grace", "0"], script(LEAK + "raise SystemExit(4)\n"))
+    assert r.wait(30) == 4, r.stderr
+    assert r.state()["leaks"] == 1
+
+
+def test_state_path_from_environment_and_flag_precedence(run, tmp_path):
+    env_path, flag_path = tmp_path / "env.json", tmp_path / "flag.json"
+    r = run([], ["true"], state=False, env={"REAPER_STATE": str(env_path)})
+    assert r.wait(30) == 0
+    assert env_path.exists()
+    env_path.unlink()
+    r = run(["--state", str(flag_path)], ["true"], state=False, env={"REAPER_STATE": str(env_path)})
+    assert r.wait(30) == 0
+    assert flag_path.exists() and not env_path.exists()
+
+
+@pytest.mark.parametrize("argv", [
+    [],
+    ["--"],
+    ["--timeout", "1"],
+    ["--bogus", "--", "true"],
+    ["--marker", "novalue", "--", "true"],
+    ["--marker", "=x", "--", "true"],
+    ["--home", "relative/dir", "--", "true"],
+    ["--timeout"],
+])
+def test_usage_errors_exit_64(argv):
+    p = subprocess.run([REAPER, "run"] + argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    assert p.returncode == 64
+    assert b"usage:" in p.stderr
+
+
+def test_help_is_not_an_error():
+    p = subprocess.run([REAPER, "run", "--help"], capture_output=True, timeout=30)
+    assert p.returncode == 0 and b"usage:" in p.stdout
+
+
+def exec_failure(run, argv, code, reason):
+    r = run([], argv)
+    assert r.wait(30) == code
+    lines = [l for l in r.stderr.splitlines() if argv[0] in l]
+    assert lines and reason in lines[0], r.stderr
+    doc = r.state()
+    assert doc["runner_exit_code"] == code and doc["phase"] == "exited"
+
+
+def test_not_found_is_127(run, tmp_path):
+    exec_failure(run, [str(tmp_path / "no-such-program")], 127, "No such file or directory")
+    exec_failure(run, ["no-such-program-%d" % os.getpid()], 127, "No such file or directory")
+
+
+def test_not_executable_is_126(run, tmp_path):
+    f = tmp_path / "not-executable.sh"
+    f.write_text("#!/bin/sh\nexit 0\n")
+    os.chmod(f, 0o644)
+    exec_failure(run, [str(f)], 126, "Permission denied")
+    exec_failure(run, [str(tmp_path)], 126, "Permission denied")
