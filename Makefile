@@ -51,7 +51,7 @@ check: all
 check-suites: $(CHECK_TARGETS)
 	@echo "make check: all suites passed"
 
-demo: all
+demo: all $(BUILD)/fixtures/daemon
 	@bash fixtures/demo/run-demo.sh $(BUILD)/reaper
 
 install: all
