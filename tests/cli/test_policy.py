@@ -1,0 +1,113 @@
+"""Policy: --allow (cleaned up, not a leak), --keep (left running, not a leak), --allow-file,
+the pattern hit table, --report-only (signals nothing)."""
+import os
+import re
+
+from cli_util import by_pid, load_json, reaper
+
+
+def hit_table(stderr):
+    """{(kind, pattern, from): hits} from the table after the SUMMARY line."""
+    rows = {}
+    for line in stderr.decode().splitlines():
+        m = re.match(r"reaper: +(\d+)  (allow|keep) +(.*)  \((.*)\)$", line)
+        if m:
+            rows[(m.group(2), m.group(3), m.group(4))] = int(m.group(1))
+    return rows
+
+
+def test_allow_and_keep(spawn, home, tmp_path):
+    allowed = spawn.sleeper("allowed-helper")
+    kept = spawn.sleeper("keep-me-running")
+    leak = spawn.sleeper("a-real-leak")
+    report, junit = tmp_path / "r.json", tmp_path / "r.xml"
+    r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "2", "--allow", "*allowed-helper*",
+               "--keep", "*keep-me-running", "--allow", "*never-matches*", "--report", str(report),
+               "--junit", str(junit))
+    assert r.returncode == 23, r.stderr
+    assert not allowed.alive and not leak.alive
+    assert kept.alive, "a kept process is left running"
+    rep = load_json(report)
+    procs = by_pid(rep)
+    assert procs[allowed.pid]["allowed"] is True and procs[allowed.pid]["leak"] is False
+    assert procs[allowed.pid]["fate"] == "terminated"
+    assert procs[kept.pid]["fate"] == "kept" and procs[kept.pid]["kept"] is True and procs[kept.pid]["leak"] is False
+    assert procs[leak.pid]["leak"] is True
+    assert rep["summary"]["leaks"] == 1 and rep["summary"]["kept"] == 1 and rep["summary"]["allowed"] == 1
+    assert rep["patterns"] == [
+        {"kind": "allow", "pattern": "*allowed-helper*", "from": "--allow", "hits": 1},
+        {"kind": "keep", "pattern": "*keep-me-running", "from": "--keep", "hits": 1},
+        {"kind": "allow", "pattern": "*never-matches*", "from": "--allow", "hits": 0},
+    ]
+    assert hit_table(r.stderr) == {("allow", "*allowed-helper*", "--allow"): 1,
+                                   ("keep", "*keep-me-running", "--keep"): 1,
+                                   ("allow", "*never-matches*", "--allow"): 0}
+    err = r.stderr.decode()
+    assert "  %d KEPT (kept) " % kept.pid in err and "  %d ALLOWED (terminated) " % allowed.pid in err
+    assert "SUMMARY: 1 leaked" in err and "1 kept, 1 allowed" in err
+    xml = junit.read_text()
+    assert 'name="kept: %d ' % kept.pid in xml and 'name="allowed: %d ' % allowed.pid in xml
+    assert xml.count("<failure ") == 1 and xml.count("<skipped ") == 2
+
+    # only kept and allowed processes left: not a leak
+    again = spawn.sleeper("allowed-helper")
+    r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "2", "--allow", "*allowed-helper*",
+               "--keep", "*keep-me-running")
+    assert r.returncode == 0, r.stderr
+    assert not again.alive and kept.alive
+    # the kept one is the test's to clean up: the spawn fixture kills it through its pidfd
+
+
+def test_exe_path_matches(spawn, home):
+    p = spawn.sleeper()
+    r = reaper("reap", "--home", home, "--timeout", "0", "--keep", os.path.realpath("/usr/bin/python3"))
+    assert r.returncode == 0, r.stderr
+    assert p.alive
+
+
+def test_allow_file(spawn, home, tmp_path):
+    allowed = spawn.sleeper("from-file-allowed")
+    kept = spawn.sleeper("from-file-kept")
+    f = tmp_path / "allow.txt"
+    f.write_text("# leftovers we know about\n\n  allow: *from-file-allowed*  \nkeep:*from-file-kept*\n"
+                 "   # indented comment\nallow: *unused*\n")
+    r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "2", "--allow-file", str(f))
+    assert r.returncode == 0, r.stderr
+    assert not allowed.alive and kept.alive
+    assert hit_table(r.stderr) == {("allow", "*from-file-allowed*", "%s:3" % f): 1,
+                                   ("keep", "*from-file-kept*", "%s:4" % f): 1,
+                                   ("allow", "*unused*", "%s:6" % f): 0}
+
+
+def test_bad_allow_file_is_a_usage_error_and_signals_nothing(spawn, home, tmp_path):
+    p = spawn.sleeper()
+    bad = tmp_path / "bad.txt"
+    bad.write_text("allow: ok*\nsuppress: *x*\n")
+    for args in (["--allow-file", str(bad)], ["--allow-file", str(tmp_path / "missing.txt")], ["--allow", ""]):
+        r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "0", *args)
+        assert r.returncode == 64, r.stderr
+        assert b"usage: reaper reap" in r.stderr
+        assert p.alive
+    r = reaper("reap", "--home", home, "--allow-file", str(bad))
+    assert b"%s:2: expected 'allow: PATTERN' or 'keep: PATTERN'" % str(bad).encode() in r.stderr
+    empty = tmp_path / "empty.txt"
+    empty.write_text("keep:   \n")
+    r = reaper("reap", "--home", home, "--allow-file", str(empty))
+    assert r.returncode == 64 and b"empty.txt:1: empty pattern" in r.stderr
+    assert p.alive
+
+
+def test_report_only_signals_nothing(spawn, home, tmp_path):
+    a = spawn.sleeper("one")
+    b = spawn.sleeper("two", stubborn=True)
+    report = tmp_path / "r.json"
+    r = reaper("reap", "--home", home, "--timeout", "0.3", "--grace", "0", "--report-only", "--report", str(report))
+    assert r.returncode == 23, r.stderr
+    assert a.alive and b.alive
+    with open("/proc/%d/stat" % a.pid) as f:
+        assert f.read().rsplit(")", 1)[1].split()[0] == "S"  # not stopped either
+    rep = load_json(report)
+    assert rep["options"]["report_only"] is True
+    assert {p["fate"] for p in rep["processes"]} == {"alive"}
+    assert rep["summary"]["leaks"] == 2
+    assert b"report only: nothing signalled" in r.stderr
