@@ -43,7 +43,7 @@ $(BUILD)/libreaper.so: $(LIB_OBJ)
 $(BUILD)/reaper: $(CLI_OBJ) $(BUILD)/libreaper.a
 	$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libreaper.a $(LDFLAGS) $(LDLIBS)
 
-include $(sort $(wildcard */*.mk tests/*/*.mk))
+include $(sort $(wildcard */*.mk tests/*/*.mk harness/*/*.mk))
 
 # The suites run under reaper itself: whatever a test leaves behind fails make check.
 check: all

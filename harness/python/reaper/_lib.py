@@ -124,17 +124,22 @@ def _checkout_root() -> Path:
 
 
 def candidates() -> list[str]:
-    """Where libreaper is looked for, in order: REAPER_LIBRARY, the build tree (REAPER_BUILD,
-    else build/ of the checkout this package sits in), then the installed library."""
-    out = []
+    """Where libreaper is looked for, in order: REAPER_LIBRARY; in a checkout, its build tree
+    (REAPER_BUILD, else build/); once installed, the library installed beside this package;
+    then the system's (ldconfig's cache and the default paths)."""
     explicit = os.environ.get("REAPER_LIBRARY")
     if explicit:
         return [explicit]
-    root = _checkout_root()
-    build = os.environ.get("REAPER_BUILD")
-    if build:
-        out.append(str((root / build if not os.path.isabs(build) else Path(build)) / "libreaper.so"))
-    out.append(str(root / "build" / "libreaper.so"))
+    out = []
+    try:
+        from . import _installed  # written by `make install`
+        out.append(os.path.join(_installed.LIBDIR, "libreaper.so.0"))
+    except ImportError:
+        root = _checkout_root()
+        build = os.environ.get("REAPER_BUILD")
+        if build:
+            out.append(str(root / build / "libreaper.so"))  # an absolute build stays absolute
+        out.append(str(root / "build" / "libreaper.so"))
     found = ctypes.util.find_library("reaper")
     if found:
         out.append(found)
