@@ -62,6 +62,9 @@ install: all
 	install -m 0755 $(BUILD)/libreaper.so $(DESTDIR)$(PREFIX)/lib/libreaper.so.0
 	ln -sf libreaper.so.0 $(DESTDIR)$(PREFIX)/lib/libreaper.so
 	install -m 0644 reaper/reaper.h $(DESTDIR)$(PREFIX)/include/reaper/reaper.h
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man3
+	install -m 0644 man/reaper.1 $(DESTDIR)$(PREFIX)/share/man/man1/reaper.1
+	install -m 0644 man/libreaper.3 $(DESTDIR)$(PREFIX)/share/man/man3/libreaper.3
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|'"$$(sed -n 's/.*REAPER_VERSION "\(.*\)"/\1/p' reaper/reaper.h)"'|' \
 		reaper/libreaper.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libreaper.pc
 

@@ -88,3 +88,13 @@ def test_help_agrees_with_man_page():
     for code in ("64", "74", "126", "127"):
         assert code in text
     assert "REAPER_TEST" in text and "NO_COLOR" in text and "GITHUB_ACTIONS" in text
+
+
+def test_make_install_installs_both_man_pages(tmp_path):
+    build = os.path.dirname(REAPER)
+    r = subprocess.run(["make", "--no-print-directory", "-C", ROOT, "BUILD=" + build, "install",
+                        "DESTDIR=" + str(tmp_path), "PREFIX=/usr"], capture_output=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    for page in ("share/man/man1/reaper.1", "share/man/man3/libreaper.3"):
+        installed = tmp_path / "usr" / page
+        assert installed.read_bytes() == open(os.path.join(ROOT, "man", os.path.basename(page)), "rb").read()
