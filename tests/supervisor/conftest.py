@@ -109,7 +109,10 @@ class Run:
         argv = list(prefix) + [REAPER, "run"]
         if self.state_path:
             argv += ["--state", self.state_path]
-        argv += list(args) + ["--"] + list(command)
+        if args is None:  # command is the whole argv (it starts reaper itself)
+            argv = list(command)
+        else:
+            argv += list(args) + ["--"] + list(command)
         e = dict(os.environ)
         for k in ("REAPER_TIMEOUT", "REAPER_GRACE", "REAPER_STATE", "REAPER_LEAK_EXIT_CODE"):
             e.pop(k, None)
