@@ -42,6 +42,7 @@ struct run {
 	struct reaper_finder finders[MAX_MARKERS + 3];
 	size_t nfinders;
 	sigset_t mask, oldmask;
+	struct sigaction oldpipe;   /* SIGPIPE as we got it: COMMAND gets it back */
 	struct rlimit nofile;
 	int sfd, procfd, tty;       /* tty: fd of the controlling terminal we are foreground of, or -1 */
 	struct pidref cmd;
@@ -158,7 +159,9 @@ static int drain_signals(struct run *r)
 
 static int on_event(void *ctx)
 {
-	return drain_signals(ctx);
+	int action = drain_signals(ctx);
+	state_update(ctx, NULL); /* orphans collected while the reap waits show up at once */
+	return action;
 }
 
 static void on_escalate(void *ctx, int sig)
@@ -203,9 +206,9 @@ static void exec_command(struct run *r, int errfd)
 	setpgid(0, 0);
 	if (r->tty >= 0)
 		tcsetpgrp(r->tty, getpid()); /* SIGTTOU is still blocked here, so this cannot stop us */
-	for (int s = 1; s < NSIG; s++)
-		if (s != SIGKILL && s != SIGSTOP)
-			signal(s, SIG_DFL);
+	/* COMMAND inherits the dispositions we inherited (an ignored SIGHUP under nohup stays
+	 * ignored); only what we changed is put back. */
+	sigaction(SIGPIPE, &r->oldpipe, NULL);
 	sigprocmask(SIG_SETMASK, &r->oldmask, NULL);
 	setrlimit(RLIMIT_NOFILE, &r->nofile);
 	if (r->home)
@@ -411,16 +414,31 @@ static void supervise(struct run *r)
 		tcsetpgrp(r->tty, getpgrp());
 }
 
+/* Add sig to the mask unless it was ignored when we started: a signal our caller chose to
+ * ignore (nohup's SIGHUP, SIGINT of a background job) is neither cancellation nor forwarded. */
+static void want_signal(struct run *r, int sig)
+{
+	struct sigaction sa;
+	if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+		return;
+	sigaddset(&r->mask, sig);
+}
+
 static int setup_signals(struct run *r)
 {
+	/* An inherited SIG_IGN for SIGCHLD would make the kernel discard our children's exit
+	 * statuses; a closed stderr must not kill us before the exit status is out. */
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, ign = { .sa_handler = SIG_IGN };
+	sigaction(SIGCHLD, &dfl, NULL);
+	sigaction(SIGPIPE, &ign, &r->oldpipe);
 	sigemptyset(&r->mask);
 	sigaddset(&r->mask, SIGCHLD);
 	sigaddset(&r->mask, SIGTTOU);
 	sigaddset(&r->mask, SIGTTIN);
 	for (size_t i = 0; i < sizeof cancel_sigs / sizeof *cancel_sigs; i++)
-		sigaddset(&r->mask, cancel_sigs[i]);
+		want_signal(r, cancel_sigs[i]);
 	for (size_t i = 0; i < sizeof forward_sigs / sizeof *forward_sigs; i++)
-		sigaddset(&r->mask, forward_sigs[i]);
+		want_signal(r, forward_sigs[i]);
 	if (sigprocmask(SIG_BLOCK, &r->mask, &r->oldmask) < 0)
 		return -errno;
 	sigset_t fdmask = r->mask;

@@ -144,3 +144,41 @@ def test_sigkill_of_command_is_its_status(run):
     r.expect("ready")
     assert r.wait(30) == 137
     assert r.state()["termination_signal"] is None
+
+
+def sig_ignored(status_text, sig):
+    line = [l for l in status_text.splitlines() if l.startswith("SigIgn:")][0]
+    return bool(int(line.split()[1], 16) & (1 << (sig - 1)))
+
+
+def test_signals_ignored_by_our_caller_stay_ignored(run):
+    """Under nohup a hangup is not a cancellation, and COMMAND inherits the ignore."""
+    r = run([], script("""
+        import sys
+        print("ready", open("/proc/self/status").read().count("SigIgn"), flush=True)
+        sys.stdin.readline()
+        print(open("/proc/self/status").read(), flush=True)
+    """), stdin=subprocess.PIPE, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    r.expect("ready 1")
+    r.signal(signal.SIGHUP)
+    r.p.stdin.write(b"go\n")
+    assert r.wait(30) == 0, r.stderr
+    assert sig_ignored(r.out, signal.SIGHUP)
+    assert r.state()["termination_signal"] is None
+
+
+def test_command_gets_default_sigpipe_and_a_closed_stderr_does_not_kill_reaper(run):
+    """reaper ignores SIGPIPE for itself only: its report to a closed stderr must not turn
+    the exit status into 141, and COMMAND starts with SIGPIPE as we had it (default)."""
+    r = run(["--timeout", "0", "--grace", "0"], ["sh", "-c", """
+        grep SigIgn /proc/self/status
+        read x
+        setsid sleep 300 &
+    """], stdin=subprocess.PIPE)
+    status = "SigIgn: " + r.line().split()[1]
+    assert not sig_ignored(status, signal.SIGPIPE)
+    r.p.stderr.close()  # the report that follows the leak goes to a closed pipe
+    r.p.stderr = None
+    r.p.stdin.write(b"go\n")
+    r.p.stdin.flush()
+    assert r.wait(30) == 23
