@@ -89,6 +89,7 @@ class Spawner:
         self.tag = secrets.token_hex(6)
         self.tmp = tmp
         self.n = 0
+        self.started = []  # (pid, start) of every worker, whatever its environment
 
     def env(self, **extra):
         env = dict(os.environ)
@@ -105,13 +106,14 @@ class Spawner:
         if "--daemon" in flags:
             assert p.wait(timeout=30) == 0  # the first parent exits at once
         pid = wait_file(pidfile)
-        return pid, stat(pid)["start"], " ".join(argv)
+        self.started.append((pid, stat(pid)["start"]))
+        return pid, self.started[-1][1], " ".join(argv)
 
     def cleanup(self):
-        for pid, start in with_tag(self.tag):
+        for pid, start in with_tag(self.tag) + self.started:
             kill_identified(pid, start)
         deadline = time.monotonic() + 10
-        while with_tag(self.tag) and time.monotonic() < deadline:
+        while (with_tag(self.tag) or any(alive(*ps) for ps in self.started)) and time.monotonic() < deadline:
             time.sleep(0.02)
         for z in zombie_children():
             try:

@@ -1,0 +1,63 @@
+"""`make install` puts the package where Debian's python3 looks, registers the pytest entry
+point, and installs <reaper/check.h> with libreaper-check.a."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+BUILD = os.environ.get("REAPER_BUILD", str(ROOT / "build"))
+
+
+def make_install(dest: Path, prefix: str) -> None:
+    subprocess.run(["make", "-s", "-C", str(ROOT), f"BUILD={BUILD}", f"DESTDIR={dest}", f"PREFIX={prefix}",
+                    "install-python", "install-check"], check=True, capture_output=True)
+
+
+def site_of(prefix: str) -> str:
+    out = subprocess.run([sys.executable, "-c", "import sys; print('\\n'.join(sys.path))"],
+                         capture_output=True, text=True, check=True, env={"PATH": os.environ["PATH"]})
+    return next(p for p in out.stdout.split() if p.startswith(prefix + "/lib/python3") and "dist-packages" in p)
+
+
+@pytest.mark.parametrize("prefix", ["/usr", "/usr/local"])
+def test_installed_package_is_importable_and_registers_the_plugin(tmp_path, prefix):
+    make_install(tmp_path, prefix)
+    site = tmp_path / site_of(prefix).lstrip("/")
+    assert (site / "reaper" / "__init__.py").exists() and (site / "reaper" / "pytest_plugin.py").exists()
+    (dist,) = site.glob("reaper-*.dist-info")
+    assert (dist / "entry_points.txt").read_text() == "[pytest11]\nreaper = reaper.pytest_plugin\n"
+    assert (site / "reaper" / "_installed.py").read_text() == f'LIBDIR = "{prefix}/lib"\n'
+    assert (tmp_path / prefix.lstrip("/") / "include/reaper/check.h").exists()
+    assert (tmp_path / prefix.lstrip("/") / "lib/libreaper-check.a").exists()
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(site), "PYTHONDONTWRITEBYTECODE": "1"}
+    env["REAPER_LIBRARY"] = str(Path(BUILD) / "libreaper.so")  # nothing installed it in /usr
+    code = ("import importlib.metadata as m, os, reaper, reaper._lib as l; "
+            "print([e.value for e in m.entry_points(group='pytest11') if e.name == 'reaper']); "
+            "os.environ.pop('REAPER_LIBRARY'); print(l.candidates()[0]); print(reaper.__file__)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=tmp_path)
+    assert out.stdout.split("\n")[:3] == ["['reaper.pytest_plugin']", f"{prefix}/lib/libreaper.so.0",
+                                          str(site / "reaper" / "__init__.py")]
+    # pytest loads it by itself through the entry point
+    helped = subprocess.run([sys.executable, "-m", "pytest", "--help"], env=env,
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert helped.returncode == 0 and "--reaper-timeout" in helped.stdout
+
+
+def test_installed_check_header_builds_the_example(tmp_path):
+    make_install(tmp_path, "/usr")
+    libs = subprocess.run(["pkg-config", "--libs", "check"], capture_output=True, text=True).stdout.split() \
+        or ["-lcheck", "-lsubunit", "-lm", "-lrt", "-lpthread"]
+    exe = tmp_path / "example"
+    subprocess.run(["cc", "-std=gnu11", "-Wall", "-Werror", f"-I{tmp_path}/usr/include", "-o", str(exe),
+                    str(ROOT / "harness/examples/check/example.c"), f"{tmp_path}/usr/lib/libreaper-check.a",
+                    str(Path(BUILD) / "libreaper.a"), *libs, "-lpthread"], check=True)
+    run = subprocess.run([str(exe)], capture_output=True, text=True, env={**os.environ, "REAPER_CHECK_TIMEOUT": "0.5"})
+    assert run.returncode == 1
+    assert "leaves_a_daemon:0: reaper: test leaves_a_daemon left 1 process running" in run.stdout
+    assert "sleep 300 [killed" in run.stdout and "Checks: 2, Failures: 1" in run.stdout
