@@ -26,15 +26,21 @@ STUBBORN = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n
 
 def alive(pidfd):
     """A pidfd polls readable once its process has exited."""
-    return not select.select([pidfd], [], [], 0)[0]
+    p = select.poll()
+    p.register(pidfd, select.POLLIN)
+    return not p.poll(0)
 
 
 def wait_gone(fds, timeout=10.0):
+    """Wait until every pidfd reports an exit (poll: thousands of fds); returns the live ones."""
     deadline = time.monotonic() + timeout
     left = list(fds)
     while left and time.monotonic() < deadline:
-        select.select(left, [], [], max(0.0, deadline - time.monotonic()))
-        left = [fd for fd in left if alive(fd)]
+        p = select.poll()
+        for fd in left:
+            p.register(fd, select.POLLIN)
+        done = {fd for fd, _ in p.poll(max(0, int((deadline - time.monotonic()) * 1000)))}
+        left = [fd for fd in left if fd not in done]
     return left
 
 
