@@ -6,9 +6,9 @@ BENCH_LIBPROC := $(shell pkg-config --libs libproc2 2>/dev/null || echo -lproc2)
 BENCH_COMMON  := bench/benchlib.c bench/benchlib.h
 BENCH_BINS    := $(addprefix $(BENCH_DIR)/,bench-spawn bench-scan bench-reap bench-wrap)
 
-$(BENCH_DIR)/bench-spawn: bench/spawn.c | $(DEPS_STAMP)
+$(BENCH_DIR)/bench-spawn: bench/spawn.c $(BENCH_COMMON) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $<
+	$(CC) $(ALL_CFLAGS) -o $@ $< bench/benchlib.c
 
 $(BENCH_DIR)/bench-scan: bench/scan.c $(BENCH_COMMON) $(BUILD)/libreaper.a | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

@@ -1,8 +1,9 @@
 /* bench-reap: libreaper's reaper_reap() on leftovers of bench-spawn, orphans of this driver
  * (a subreaper, as `reaper run` and a pytest session with adopt_orphans() are).  One JSON
  * line per repetition on stdout.
- *   bench-reap SPAWN exit N REPS   N leftovers exit by themselves at a known moment while the
- *                                  reap waits: seconds from the last exit to reap() returning
+ *   bench-reap SPAWN exit N REPS   N leftovers exit by themselves at a known moment (20 ms
+ *                                  after the reap has identified them all, while it waits):
+ *                                  seconds from the last exit to reap() returning
  *   bench-reap SPAWN kill N REPS   N SIGTERM-ignoring leftovers plus one that keeps forking;
  *                                  timeout 0.2 s, grace 0.1 s: seconds from the deadline
  *                                  (timeout + grace) to the report; what is left; zombies
@@ -12,6 +13,7 @@
 #include "bench/benchlib.h"
 #include "reaper/reaper.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -26,17 +28,39 @@
 
 struct closer {
 	struct pop *pop;
-	double at;
+	long n;
+	double at; /* when the population was released */
 };
 
-static void *close_at(void *arg)
+/* pidfds this process holds: the reap opens one per candidate it identified */
+static long count_pidfds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	long n = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char path[300], link[64];
+		snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+		ssize_t l = readlink(path, link, sizeof link - 1);
+		n += l > 0 && (link[l] = 0, strcmp(link, "anon_inode:[pidfd]") == 0);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Release the population once the reap has identified all of it (and is waiting), so the
+ * exits happen at a known moment after the first scan however slow the machine is. */
+static void *close_when_found(void *arg)
 {
 	struct closer *c = arg;
-	double d = c->at - bench_now();
-	if (d > 0) {
-		struct timespec ts = { (time_t)d, (long)((d - (double)(time_t)d) * 1e9) };
-		nanosleep(&ts, NULL);
-	}
+	struct timespec tick = { 0, 2000000 };
+	double give_up = bench_now() + 60;
+	while (count_pidfds() < c->n && bench_now() < give_up)
+		nanosleep(&tick, NULL);
+	struct timespec settle = { 0, 20000000 };
+	nanosleep(&settle, NULL);
+	c->at = bench_now();
 	pop_release(c->pop);
 	return NULL;
 }
@@ -69,9 +93,9 @@ static int run_exit(const char *spawn, const char *home, long n)
 	struct reaper_opts o;
 	reaper_opts_init(&o);
 	o.timeout = 30;
-	struct closer c = { &pop, bench_now() + 0.15 };
+	struct closer c = { &pop, n, 0 };
 	pthread_t th;
-	pthread_create(&th, NULL, close_at, &c);
+	pthread_create(&th, NULL, close_when_found, &c);
 	struct reaper_report *rep = NULL;
 	int r = reaper_reap(&f, 1, &o, &rep);
 	double t_ret = bench_now();

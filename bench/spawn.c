@@ -10,6 +10,7 @@
  * SHM_FD (>= 0): a shared page of uint64 slots; copy i writes its CLOCK_MONOTONIC ns into slot
  * SHM_BASE+i right before it exits (the moment of "the last exit"); slot 0 of a forker counts
  * its forks.
+ * `bench-spawn env HOME` prints the synthetic environment (benchlib.c) instead.
  * MODE: hold     block, exit on EOF
  *       ignterm  the same, ignoring SIGTERM
  *       forker   ignore SIGTERM, keep forking an ignterm copy every 2 ms until EOF */
@@ -24,6 +25,8 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "bench/benchlib.h"
 
 static volatile uint64_t *shm;
 static long shm_slots;
@@ -62,6 +65,12 @@ static void forker(int hold_fd)
 
 int main(int argc, char **argv)
 {
+	if (argc == 3 && strcmp(argv[1], "env") == 0) {
+		/* the synthetic environment, for drivers that are not C */
+		for (char **e = bench_env(argv[2]); *e; e++)
+			printf("%s\n", *e);
+		return 0;
+	}
 	if (argc != 7) {
 		fprintf(stderr, "usage: bench-spawn hold|ignterm|forker COUNT HOLD_FD READY_FD SHM_FD SHM_BASE\n");
 		return 64;

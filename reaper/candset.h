@@ -16,6 +16,7 @@ struct cand {
 	unsigned kill_sent : 1;
 	unsigned stopped : 1;   /* we sent SIGSTOP */
 	unsigned collected : 1; /* its zombie was collected by us */
+	unsigned gen;           /* the scan (scanner.gen) that read its details */
 };
 
 struct candset {
@@ -42,11 +43,18 @@ struct scanner {
 	struct pbuf buf, aux;
 	long ticks;
 	int starved; /* a pidfd could not be opened (EMFILE): rescan sooner */
+	unsigned gen; /* scans so far */
 	/* zombie children of the caller when the reap began: exited-and-left by the host, their
 	 * statuses are never ours. A zombie child that appears later (an orphan adopted and dead
 	 * between two scans) is found and collected like any other. */
 	pid_t *host_zombies;
 	size_t nhost_zombies;
+	/* ancestors read during the current scan (candidates share their ancestry): pid -> its
+	 * parent and comm, direct-mapped by pid, emptied at the start of every scan */
+	struct {
+		pid_t pid, ppid;
+		char comm[64];
+	} anc_cache[64];
 	/* called for each newly added live candidate (the reap registers its pidfd) */
 	void (*added)(void *ctx, size_t idx);
 	void *ctx;

@@ -131,12 +131,18 @@ static char *ancestry_of(struct scanner *sc, const struct reaper_stat *st)
 	size_t len = 0;
 	pid_t p = st->ppid;
 	for (int depth = 0; p > 0 && depth < 8 && len < sizeof buf - 64; depth++) {
-		struct reaper_stat a;
-		if (procfs_stat(sc->procfd, p, &a) < 0)
-			break;
+		__typeof__(sc->anc_cache[0]) *a = &sc->anc_cache[(unsigned)p % 64];
+		if (a->pid != p) {
+			struct reaper_stat ast;
+			if (procfs_stat(sc->procfd, p, &ast) < 0)
+				break;
+			a->pid = p;
+			a->ppid = ast.ppid;
+			memcpy(a->comm, ast.comm, sizeof a->comm);
+		}
 		len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%d %s", depth ? " < " : "",
-					(int)p, a.comm);
-		p = a.ppid;
+					(int)p, a->comm);
+		p = a->ppid;
 	}
 	buf[len] = 0;
 	return strdup(buf);
@@ -160,19 +166,20 @@ static ssize_t add(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t m
 		   ssize_t envlen)
 {
 	struct reaper_stat st;
-	if (procfs_stat(sc->procfd, pid, &st) < 0)
-		return -1;
-	/* A zombie child of ours that the host exited and left before the reap: its exit
-	 * status is the host's, never ours to take. */
-	if (st.state == 'Z' && st.ppid == sc->self && host_zombie(sc, pid))
-		return -1;
 	struct cand c = { 0 };
-	int r = pidref_open(&c.ref, sc->procfd, pid, st.start_time);
+	int r = pidref_open_stat(&c.ref, sc->procfd, pid, &st);
 	if (r < 0) {
 		if (r == -EMFILE || r == -ENFILE)
 			sc->starved = 1;
 		return r == -ENOMEM ? r : -1;
 	}
+	/* A zombie child of ours that the host exited and left before the reap: its exit
+	 * status is the host's, never ours to take. */
+	if (st.state == 'Z' && st.ppid == sc->self && host_zombie(sc, pid)) {
+		pidref_done(&c.ref);
+		return -1;
+	}
+	c.gen = sc->gen;
 	struct reaper_proc *pi = &c.info;
 	pi->pid = pid;
 	pi->ppid = st.ppid;
@@ -231,6 +238,9 @@ void scanner_refresh(struct scanner *sc, struct cand *c)
 {
 	struct reaper_stat st;
 	struct reaper_proc *pi = &c->info;
+	/* identified in the scan that just ran: what it read is what it is now */
+	if (c->gen == sc->gen && !(sc->env_mask & ~pi->matched_by))
+		return;
 	if (procfs_stat(sc->procfd, pi->pid, &st) < 0 || st.start_time != pi->start_time || st.state == 'Z')
 		return; /* gone: what we saw first is all there is */
 	char *cmd = cmdline_of(sc, pi->pid, st.comm), *comm = strdup(st.comm);
@@ -243,8 +253,10 @@ void scanner_refresh(struct scanner *sc, struct cand *c)
 	pi->cmdline = cmd, pi->comm = comm, pi->exe = exe, pi->cwd = cwd;
 	pi->state = st.state;
 	pi->age = procfs_uptime(sc->procfd) - (double)st.start_time / (double)sc->ticks;
-	/* found early by descent, it may carry the markers only since its exec */
-	ssize_t n = sc->env_mask ? procfs_read(sc->procfd, pi->pid, "environ", &sc->buf) : 0;
+	/* found early by descent, it may carry the markers only since its exec (nothing to
+	 * learn when every marker matched already) */
+	uint32_t missing = sc->env_mask & ~pi->matched_by;
+	ssize_t n = missing ? procfs_read(sc->procfd, pi->pid, "environ", &sc->buf) : 0;
 	for (size_t i = 0; n > 0 && i < sc->nf; i++)
 		if ((sc->env_mask & (1u << i)) && reaper_environ_has(sc->buf.p, (size_t)n, sc->f[i].marker, sc->elen[i]))
 			pi->matched_by |= 1u << i;
@@ -402,6 +414,9 @@ int scanner_scan(struct scanner *sc, struct candset *cs)
 {
 	int added = 0, r;
 	sc->starved = 0;
+	sc->gen++;
+	for (size_t i = 0; i < sizeof sc->anc_cache / sizeof *sc->anc_cache; i++)
+		sc->anc_cache[i].pid = 0;
 	if (sc->env_mask) {
 		if ((r = scan_env(sc, cs)) < 0)
 			return r;

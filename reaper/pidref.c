@@ -33,6 +33,29 @@ int pidref_open(struct pidref *p, int procfd, pid_t pid, uint64_t start_time)
 	return 0;
 }
 
+int pidref_open_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st)
+{
+	*p = PIDREF_NULL;
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return errno == ESRCH ? -ESRCH : -errno;
+	int r = procfs_stat(procfd, pid, st);
+	if (r < 0) {
+		close(fd);
+		return r == -ENOENT ? -ESRCH : r;
+	}
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	if (poll(&pfd, 1, 0) == 0) {
+		p->pid = pid;
+		p->start_time = st->start_time;
+		p->fd = fd;
+		return 0;
+	}
+	/* exited: st was read before the fd below is opened, the classic order */
+	close(fd);
+	return pidref_open(p, procfd, pid, st->start_time);
+}
+
 int pidref_verify(const struct pidref *p, int procfd)
 {
 	struct reaper_stat st;

@@ -18,6 +18,12 @@ struct pidref {
  * start time, so the fd is known to refer to that very process. -ESRCH when it is gone or
  * was replaced; -EMFILE etc. from pidfd_open. procfd: an open /proc (or -1). */
 int pidref_open(struct pidref *p, int procfd, pid_t pid, uint64_t start_time);
+/* Pin whatever holds pid now and read its stat into st: pidfd_open, read stat, and the fd
+ * not yet readable proves the stat was that very process's (a pid cannot change hands while
+ * its holder is unreaped); one stat read fewer than pidref_open. A holder that has exited
+ * (a zombie) is checked the pidref_open way. -ESRCH when gone; -EMFILE etc. */
+struct reaper_stat;
+int pidref_open_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st);
 /* 0 while pid still names the same process (zombies included), -ESRCH otherwise. */
 int pidref_verify(const struct pidref *p, int procfd);
 /* Verify, then pidfd_send_signal. -ESRCH: gone or replaced, nothing was signalled. */

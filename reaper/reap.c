@@ -149,9 +149,13 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 
 static void signal_all(struct reap *rp, int sig)
 {
-	for (size_t i = 0; i < rp->cs.n; i++)
-		if (rp->cs.v[i].live && !(sig == SIGSTOP && rp->cs.v[i].stopped))
-			signal_cand(rp, &rp->cs.v[i], sig);
+	for (size_t i = 0; i < rp->cs.n; i++) {
+		struct cand *c = &rp->cs.v[i];
+		/* once is enough: a resend costs a verify and a syscall per candidate per round */
+		if (c->live && !(sig == SIGSTOP && c->stopped) && !(sig == SIGTERM && c->term_sent) &&
+		    !(sig == SIGKILL && c->kill_sent))
+			signal_cand(rp, c, sig);
+	}
 }
 
 /* Signal everything live, rescan (on_added signals the new), until a scan finds nothing. */
@@ -165,7 +169,11 @@ static int quiesce(struct reap *rp, enum phase phase, int sig)
 	if (rp->o->on_escalate && rp->cs.live && sig != SIGSTOP)
 		rp->o->on_escalate(rp->o->ctx, sig == SIGTERM && rp->o->term_signal ? rp->o->term_signal : sig);
 	signal_all(rp, sig);
-	for (int round = 0; round < QUIESCE_ROUNDS; round++) {
+	/* SIGTERM can be ignored by a process that keeps forking, so "until a scan finds nothing"
+	 * may never come: one rescan here, and the grace wait's rescans TERM what appears later
+	 * (on_added). Only a frozen run can be brought to quiet. */
+	int rounds = phase == TERM ? 1 : QUIESCE_ROUNDS;
+	for (int round = 0; round < rounds; round++) {
 		int r = scan(rp);
 		if (r <= 0)
 			return r;

@@ -1,0 +1,463 @@
+"""make bench: every scenario of issue 6, libreaper beside its anchors, in one run.
+
+Run by /usr/bin/python3 from bench/bench.mk. The seed anchor is imported from its path (never
+copied). This process is a child subreaper (through the seed's own adopt_orphans), so every
+population it spawns with bench-spawn is its orphan; populations exit by themselves when their
+hold pipe is closed, so nothing here ever signals a process. Prints the table, writes
+bench/results.json and, when gnuplot exists, bench/growth.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import mmap
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SEED_PATH = os.path.abspath(os.path.join(HERE, "..", "..", "shared", "anchors", "seed_reaper.py"))
+
+
+def load_seed():
+    path = os.environ.get("REAPER_SEED", SEED_PATH)
+    spec = importlib.util.spec_from_file_location("seed_reaper", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def med(v):
+    return statistics.median(v) if v else float("nan")
+
+
+def count_procs() -> int:
+    return sum(1 for e in os.listdir("/proc") if e.isdigit())
+
+
+def collect(block: bool) -> int:
+    """Collect our zombies (orphaned populations); block: until no child is left."""
+    n = 0
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            return n
+        except InterruptedError:
+            continue
+        if pid == 0:
+            return n
+        n += 1
+
+
+def zombies_left() -> int:
+    """Zombie children of ours the reap left behind; each is counted, then collected."""
+    n = 0
+    while True:
+        try:
+            si = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return n
+        if si is None:
+            return n
+        os.waitpid(si.si_pid, 0)
+        n += 1
+
+
+class Bench:
+    def __init__(self, build: str, quick: bool):
+        self.bin = os.path.abspath(os.path.join(build, "bench"))
+        self.reaper = os.path.abspath(os.path.join(build, "reaper"))
+        self.spawn_bin = os.path.join(self.bin, "bench-spawn")
+        self.quick = quick
+        self.seed = load_seed()
+        self.seed.adopt_orphans()
+        self.tmp = f"/tmp/reaper-bench-{os.getpid()}"
+        self.results: dict = {"quick": quick, "cores": os.cpu_count(),
+                              "kernel": os.uname().release, "started": time.time()}
+
+    def env(self, home: str) -> dict:
+        out = subprocess.run([self.spawn_bin, "env", home], check=True, capture_output=True, text=True).stdout
+        return dict(line.split("=", 1) for line in out.splitlines())
+
+    def spawn(self, mode: str, count: int, env: dict, hold_r: int, shm_fd: int = -1, base: int = 0):
+        ready_r, ready_w = os.pipe()
+        fds = [hold_r, ready_w] + ([shm_fd] if shm_fd >= 0 else [])
+        p = subprocess.Popen([self.spawn_bin, mode, str(count), str(hold_r), str(ready_w), str(shm_fd), str(base)],
+                             env=env, pass_fds=fds, close_fds=True)
+        os.close(ready_w)
+        while os.read(ready_r, 4096):
+            pass
+        os.close(ready_r)
+        if p.wait() != 0:
+            raise RuntimeError(f"bench-spawn {mode} {count} failed")
+
+    # ---- 1. marker scan, libproc2, 6. growth with processes on the system ------------------
+    def scan(self):
+        sizes = [1000, 4000] if self.quick else [1000, 4000, 10000]
+        home = f"{self.tmp}/scan/home"
+        marked, plain = self.env(home), self.env(f"{self.tmp}/plain/home")
+        entry = f"HOME={home}"
+        finder = self.seed.with_home(home)
+        hold_r, hold_w = os.pipe()
+        os.set_inheritable(hold_w, False)
+        server = subprocess.Popen([os.path.join(self.bin, "bench-scan")], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True, close_fds=True)
+
+        def ask(cmd):
+            server.stdin.write(cmd + "\n")
+            server.stdin.flush()
+            return json.loads(server.stdout.readline())
+
+        rows, n_marked = [], 0
+        try:
+            for size in sizes:
+                want_marked = size // 2 - n_marked
+                self.spawn("hold", want_marked, marked, hold_r)
+                n_marked += want_marked
+                want_plain = size - count_procs()
+                if want_plain > 0:
+                    self.spawn("hold", want_plain, plain, hold_r)
+                reps = 5 if size >= 10000 else 9
+                if self.quick:
+                    reps = 3
+                times: dict[str, list] = {}
+                counts: dict[str, set] = {}
+                nomatch: dict[str, list] = {}
+                procs = []
+                for r in range(reps):
+                    procs.append(count_procs())
+                    res = ask(f"scan {entry}")
+                    t = time.perf_counter()
+                    found = finder()
+                    res["seed"] = [time.perf_counter() - t, len(found)]
+                    for k, (sec, n) in res.items():
+                        times.setdefault(k, []).append(sec)
+                        counts.setdefault(k, set()).add(n)
+                    # the common case: a clean test, nothing carries the marker
+                    for k, (sec, n) in ask(f"scan HOME={self.tmp}/nobody").items():
+                        nomatch.setdefault(k, []).append(sec)
+                details = ask(f"details {entry}")
+                row = {"size": size, "procs": med(procs), "marked": n_marked,
+                       "median": {k: med(v) for k, v in times.items()},
+                       "found": {k: sorted(v) for k, v in counts.items()},
+                       "nomatch": {k: med(v) for k, v in nomatch.items()},
+                       "details": details, "reps": reps}
+                m = row["median"]
+                row["ratio_floor"] = m["reaper_scan"] / m["floor"]
+                row["ratio_rescan_floor"] = m["rescan"] / m["floor"]
+                row["ratio_libproc2_floor"] = m["libproc2_reap"] / m["floor"]
+                row["seed_over_reaper"] = m["seed"] / m["reaper_scan"]
+                row["nomatch_ratio_floor"] = row["nomatch"]["reaper_scan"] / row["nomatch"]["floor"]
+                rows.append(row)
+                print(f"  scan {size}: floor {m['floor']*1e3:.2f} ms, reaper_scan {m['reaper_scan']*1e3:.2f} ms "
+                      f"({row['ratio_floor']:.2f}x), rescan {m['rescan']*1e3:.2f} ms, libproc2 "
+                      f"{m['libproc2_reap']*1e3:.2f} ms, seed {m['seed']*1e3:.1f} ms; nothing matching: floor "
+                      f"{row['nomatch']['floor']*1e3:.2f} ms, reaper_scan {row['nomatch']['reaper_scan']*1e3:.2f} ms",
+                      flush=True)
+        finally:
+            server.stdin.close()
+            server.wait()
+            os.close(hold_w)
+            os.close(hold_r)
+            collect(True)
+        self.results["scan"] = rows
+
+    # ---- 2. exit detection, 3. kill convergence: the seed side -----------------------------
+    def seed_exit(self, n: int, rep: int) -> dict:
+        home = f"{self.tmp}/seed-exit-{n}-{rep}/home"
+        fd = os.memfd_create("bench-shm", 0)
+        os.ftruncate(fd, 8 * n)
+        shm = mmap.mmap(fd, 8 * n)
+        hold_r, hold_w = os.pipe()
+        os.set_inheritable(hold_w, False)
+        self.spawn("hold", n, self.env(home), hold_r, fd, 0)
+        os.close(fd)
+        os.close(hold_r)
+        # released 20 ms after the seed's first scan has seen them all (as for libreaper)
+        finder, seen = self.seed.with_home(home), threading.Event()
+
+        def watched():
+            found = finder()
+            if len(found) >= n:
+                seen.set()
+            return found
+
+        release = {}
+
+        def releaser():
+            seen.wait(60)
+            time.sleep(0.02)
+            release["at"] = time.monotonic()
+            os.close(hold_w)
+
+        th = threading.Thread(target=releaser)
+        th.start()
+        killed = self.seed.reap(watched, timeout=30)
+        t_ret = time.monotonic()
+        th.join()
+        release_at = release["at"]
+        last = max(int.from_bytes(shm[8 * i:8 * i + 8], "little") for i in range(n)) / 1e9
+        shm.close()
+        return {"n": n, "latency": t_ret - last, "since_release": t_ret - release_at, "killed": len(killed),
+                "zombies": zombies_left()}
+
+    def seed_kill(self, n: int, rep: int, forker: bool, timeout: float) -> dict:
+        home = f"{self.tmp}/seed-kill-{n}-{rep}/home"
+        env = self.env(home)
+        hold_r, hold_w = os.pipe()
+        os.set_inheritable(hold_w, False)
+        self.spawn("ignterm", n, env, hold_r)
+        if forker:
+            self.spawn("forker", 1, env, hold_r)
+        os.close(hold_r)
+        finder = self.seed.with_home(home)
+        t0 = time.monotonic()
+        killed = self.seed.reap(finder, timeout=timeout)
+        t_ret = time.monotonic()
+        left = len(finder())
+        zombies = zombies_left()
+        os.close(hold_w)  # what survived exits by itself now
+        collect(True)
+        return {"n": n, "forker": int(forker), "after_deadline": t_ret - (t0 + timeout), "total": t_ret - t0,
+                "killed": len(killed), "left": left, "zombies": zombies}
+
+    def reap_c(self, what: str, n: int, reps: int) -> list:
+        out = subprocess.run([os.path.join(self.bin, "bench-reap"), self.spawn_bin, what, str(n), str(reps)],
+                             check=True, capture_output=True, text=True).stdout
+        return [json.loads(line) for line in out.splitlines()]
+
+    def exit_detection(self):
+        rows = []
+        for n in ([1, 100] if self.quick else [1, 100, 1000]):
+            reps = 3 if self.quick else (5 if n >= 1000 else 9)
+            lib = self.reap_c("exit", n, reps)
+            seed = [self.seed_exit(n, r) for r in range(reps if n < 1000 else 3)]
+            row = {"n": n, "reps": reps,
+                   "reaper_latency": med([x["latency"] for x in lib]),
+                   "reaper_since_release": med([x["since_release"] for x in lib]),
+                   "reaper_found": sorted({x["found"] for x in lib}),
+                   "reaper_zombies": max(x["zombies"] for x in lib),
+                   "seed_latency": med([x["latency"] for x in seed]),
+                   "seed_since_release": med([x["since_release"] for x in seed]),
+                   "seed_zombies": max(x["zombies"] for x in seed)}
+            row["seed_over_reaper"] = row["seed_latency"] / row["reaper_latency"]
+            rows.append(row)
+            print(f"  exit {n}: reaper {row['reaper_latency']*1e3:.2f} ms after the last exit, "
+                  f"seed {row['seed_latency']*1e3:.1f} ms", flush=True)
+        self.results["exit"] = rows
+
+    def kill_convergence(self):
+        n = 200 if self.quick else 1000
+        reps = 3
+        lib = self.reap_c("kill", n, reps)
+        seed = [self.seed_kill(n, r, True, 0.3) for r in range(reps)]
+        row = {"n": n, "reps": reps,
+               "reaper_after_deadline": med([x["after_deadline"] for x in lib]),
+               "reaper_found": med([x["found"] for x in lib]),
+               "reaper_left": max(x["left"] for x in lib),
+               "reaper_zombies": max(x["zombies"] for x in lib),
+               "seed_after_deadline": med([x["after_deadline"] for x in seed]),
+               "seed_left": max(x["left"] for x in seed),
+               "seed_left_median": med([x["left"] for x in seed]),
+               "seed_zombies": max(x["zombies"] for x in seed)}
+        row["seed_over_reaper"] = row["seed_after_deadline"] / row["reaper_after_deadline"]
+        self.results["kill"] = row
+        print(f"  kill {n}+forker: reaper {row['reaper_after_deadline']*1e3:.1f} ms after the deadline, "
+              f"{row['reaper_left']} left, {row['reaper_zombies']} zombies; seed "
+              f"{row['seed_after_deadline']*1e3:.1f} ms, {row['seed_left']} left", flush=True)
+
+    def reap_growth(self):
+        rows = []
+        for n in ([1, 100, 1000] if self.quick else [1, 100, 1000, 10000]):
+            reps = 3 if n >= 1000 else 5
+            lib = self.reap_c("reap", n, reps)
+            rows.append({"n": n, "reps": reps, "total": med([x["total"] for x in lib]),
+                         "left": max(x["left"] for x in lib), "zombies": max(x["zombies"] for x in lib)})
+            print(f"  reap {n}: {rows[-1]['total']*1e3:.1f} ms", flush=True)
+        self.results["reap"] = rows
+
+    # ---- 4. wrapper overhead, 5. memory ----------------------------------------------------
+    def wrapper(self):
+        runs = 60 if self.quick else 300
+        cmds = {"true": "/bin/true", "reaper": f"{self.reaper} run -- /bin/true",
+                "tini": f"{shutil.which('tini') or '/usr/bin/tini'} -s -- /bin/true",
+                "dumb-init": f"{shutil.which('dumb-init') or '/usr/bin/dumb-init'} /bin/true",
+                "catatonit": f"{shutil.which('catatonit') or '/usr/bin/catatonit'} -- /bin/true"}
+        cmds = {k: v for k, v in cmds.items() if os.path.exists(v.split()[0])}
+        out = subprocess.run([os.path.join(self.bin, "bench-wrap"), str(runs)] + list(cmds.values()),
+                             check=True, capture_output=True, text=True).stdout
+        raw = json.loads(out)
+        res = {k: raw[v] for k, v in cmds.items()}
+        base = res["true"]["median"]
+        for v in res.values():
+            v["overhead"] = v["median"] - base
+        self.results["wrapper"] = {"runs": runs, "procs": count_procs(), "cmds": res}
+        print("  wrapper: " + ", ".join(f"{k} +{v['overhead']*1e3:.2f} ms" for k, v in res.items() if k != "true"),
+              flush=True)
+
+    def memory(self):
+        n = 2000 if self.quick else 10000
+        hold_r, hold_w = os.pipe()
+        os.set_inheritable(hold_w, False)
+        ready_r, ready_w = os.pipe()
+        t = time.monotonic()
+        p = subprocess.Popen([self.reaper, "run", "--timeout", "0", "--grace", "0", "--", self.spawn_bin,
+                              "ignterm", str(n), str(hold_r), str(ready_w), "-1", "0"],
+                             pass_fds=(hold_r, ready_w), stderr=subprocess.DEVNULL, close_fds=True)
+        os.close(ready_w)
+        os.close(hold_r)
+        while os.read(ready_r, 4096):
+            pass
+        t_ready = time.monotonic()
+        _, status, ru = os.wait4(p.pid, 0)
+        t_end = time.monotonic()
+        os.close(ready_r)
+        os.close(hold_w)
+        collect(True)
+        clean = self.results.get("wrapper", {}).get("cmds", {}).get("reaper", {}).get("maxrss_kib")
+        self.results["memory"] = {"clean_maxrss_kib": clean, "leftovers": n, "reap_maxrss_kib": ru.ru_maxrss,
+                                  "reap_exit_status": os.waitstatus_to_exitcode(status),
+                                  "reap_seconds": t_end - t_ready, "spawn_seconds": t_ready - t}
+        print(f"  memory: clean run {clean} KiB, reap of {n} leftovers {ru.ru_maxrss} KiB "
+              f"({t_end - t_ready:.2f} s after they existed)", flush=True)
+
+
+def slope(xs, ys):
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else float("nan")
+
+
+def ms(x):
+    return f"{x*1e3:.2f} ms" if x == x else "n/a"
+
+
+def table(res: dict) -> str:
+    lines = ["| scenario | libreaper | anchor | ratio | target | met |", "|---|---|---|---|---|---|"]
+
+    def add(name, lib, anchor, ratio, target, met):
+        lines.append(f"| {name} | {lib} | {anchor} | {ratio} | {target} | {'yes' if met else '**no**'} |")
+
+    for r in res.get("scan", []):
+        m, nm = r["median"], r["nomatch"]
+        add(f"marker scan, {r['procs']:.0f} procs, half marked: reaper_scan vs floor", ms(m["reaper_scan"]),
+            ms(m["floor"]), f"{r['ratio_floor']:.2f}x", "<= 1.3x", r["ratio_floor"] <= 1.3)
+        add(f"marker scan, {r['procs']:.0f} procs, nothing marked: reaper_scan vs floor", ms(nm["reaper_scan"]),
+            ms(nm["floor"]), f"{r['nomatch_ratio_floor']:.2f}x", "<= 1.3x", r["nomatch_ratio_floor"] <= 1.3)
+        add(f"marker scan, {r['procs']:.0f} procs: rescan (wait loop) vs floor", ms(m["rescan"]), ms(m["floor"]),
+            f"{r['ratio_rescan_floor']:.2f}x", "<= 1.3x", r["ratio_rescan_floor"] <= 1.3)
+        add(f"marker scan, {r['procs']:.0f} procs: seed with_home vs reaper_scan", ms(m["reaper_scan"]),
+            ms(m["seed"]), f"{r['seed_over_reaper']:.1f}x faster", ">= 10x", r["seed_over_reaper"] >= 10)
+        add(f"marker scan, {r['procs']:.0f} procs: libproc2 (PIDS_ENVIRON_V) vs floor", ms(m["libproc2_reap"]),
+            ms(m["floor"]), f"{r['ratio_libproc2_floor']:.2f}x", "(measured)", True)
+    for r in res.get("exit", []):
+        target = r["n"] == 100
+        add(f"exit detection, {r['n']} leftovers: last exit -> reap() returns", ms(r["reaper_latency"]),
+            ms(r["seed_latency"]), f"{r['seed_over_reaper']:.0f}x faster",
+            "<= 5 ms" if target else "-", r["reaper_latency"] <= 0.005 or not target)
+    if "kill" in res:
+        k = res["kill"]
+        add(f"kill convergence, {k['n']} TERM-ignoring + 1 forker: deadline -> report",
+            f"{ms(k['reaper_after_deadline'])}, {k['reaper_left']} left, {k['reaper_zombies']} zombies",
+            f"{ms(k['seed_after_deadline'])}, {k['seed_left']} left",
+            f"{k['seed_over_reaper']:.1f}x", "nothing left, no zombie",
+            k["reaper_left"] == 0 and k["reaper_zombies"] == 0)
+    if "wrapper" in res:
+        c = res["wrapper"]["cmds"]
+        tini = c.get("tini", {}).get("overhead", float("nan"))
+        for k in ("reaper", "tini", "dumb-init", "catatonit"):
+            if k in c:
+                add(f"wrapper overhead over /bin/true ({ms(c['true']['median'])}): {k}", ms(c[k]["overhead"]),
+                    ms(tini), "", "<= tini + 0.5 ms" if k == "reaper" else "-",
+                    k != "reaper" or c[k]["overhead"] <= tini + 0.0005)
+    if "memory" in res:
+        m = res["memory"]
+        clean = m["clean_maxrss_kib"] or 0
+        add("peak RSS, reaper run -- /bin/true", f"{clean/1024:.2f} MiB", "", "", "<= 4 MiB", clean <= 4096)
+        add(f"peak RSS, reap of {m['leftovers']} leftovers", f"{m['reap_maxrss_kib']/1024:.2f} MiB",
+            "", "", "(measured)", True)
+    g = res.get("growth", {})
+    if g:
+        lines.append("")
+        lines.append(f"growth: marker scan {g['scan_us_per_proc']:.2f} us per process on the system "
+                     f"(floor {g['floor_us_per_proc']:.2f} us); reap {g['reap_us_per_leftover']:.1f} us per leftover; "
+                     f"rescan {g['rescan_us_per_proc']:.2f} us per process")
+    return "\n".join(lines)
+
+
+def growth(res: dict):
+    s, r = res.get("scan", []), res.get("reap", [])
+    g = {}
+    if len(s) >= 2:
+        xs = [x["procs"] for x in s]
+        g["scan_us_per_proc"] = slope(xs, [x["median"]["reaper_scan"] for x in s]) * 1e6
+        g["floor_us_per_proc"] = slope(xs, [x["median"]["floor"] for x in s]) * 1e6
+        g["rescan_us_per_proc"] = slope(xs, [x["median"]["rescan"] for x in s]) * 1e6
+        g["seed_us_per_proc"] = slope(xs, [x["median"]["seed"] for x in s]) * 1e6
+    if len(r) >= 2:
+        g["reap_us_per_leftover"] = slope([x["n"] for x in r], [x["total"] for x in r]) * 1e6
+    res["growth"] = g
+
+
+def plot(res: dict, path: str):
+    gp = shutil.which("gnuplot")
+    if not gp or not res.get("scan"):
+        return None
+    data = path + ".dat"
+    with open(data, "w") as f:
+        for x in res["scan"]:
+            m = x["median"]
+            f.write(f"{x['procs']} {m['floor']*1e3} {m['reaper_scan']*1e3} {m['rescan']*1e3} "
+                    f"{m['libproc2_reap']*1e3} {m['seed']*1e3}\n")
+    script = f"""set terminal png size 900,600
+set output '{path}'
+set title 'marker scan: cost against processes on the system (half marked)'
+set xlabel 'processes'
+set ylabel 'ms per scan'
+set logscale y
+set key left top
+plot '{data}' u 1:2 w lp t 'raw floor', '' u 1:3 w lp t 'libreaper reaper_scan', '' u 1:4 w lp t 'libreaper rescan', \
+ '' u 1:5 w lp t 'libproc2 PIDS_ENVIRON_V', '' u 1:6 w lp t 'seed with_home'
+"""
+    subprocess.run([gp], input=script, text=True, check=False)
+    os.unlink(data)
+    return path if os.path.exists(path) else None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="scan,exit,kill,reap,wrapper,memory")
+    a = ap.parse_args()
+    b = Bench(a.build, a.quick or os.environ.get("BENCH_QUICK") == "1")
+    t0 = time.monotonic()
+    steps = {"scan": b.scan, "exit": b.exit_detection, "kill": b.kill_convergence, "reap": b.reap_growth,
+             "wrapper": b.wrapper, "memory": b.memory}
+    try:
+        for name in a.only.split(","):
+            print(f"== {name}", flush=True)
+            steps[name]()
+    finally:
+        collect(True)
+        shutil.rmtree(b.tmp, ignore_errors=True)
+    growth(b.results)
+    b.results["seconds"] = time.monotonic() - t0
+    png = plot(b.results, os.path.join(HERE, "growth.png"))
+    b.results["plot"] = png
+    with open(os.path.join(HERE, "results.json"), "w") as f:
+        json.dump(b.results, f, indent=1)
+    print()
+    print(table(b.results))
+    print(f"\nbench: {b.results['seconds']:.0f} s; bench/results.json" + (f", {png}" if png else ""))
+
+
+if __name__ == "__main__":
+    main()
