@@ -178,7 +178,7 @@ def _convert(rep: "_lib.Report", finders: Tuple[Finder, ...]) -> ReapReport:
             pid=c.pid, start_time=c.start_time, cmdline=_text(c.cmdline), cwd=_text(c.cwd),
             state=c.state.decode("ascii", errors="replace"),
             found_by=tuple(f.describe() for b, f in enumerate(finders) if c.matched_by & (1 << b)),
-            test=test or None, fate=_lib.FATES[c.fate] if 0 <= c.fate < len(_lib.FATES) else "unknown",
+            test=test or None, fate=_clib.reaper_fate_name(c.fate).decode("ascii"),
             allowed=bool(c.allowed), ppid=c.ppid, pgrp=c.pgrp, uid=c.uid, age=c.age,
             comm=_text(c.comm), exe=_text(c.exe), ancestry=_text(c.ancestry),
             exit_status=None if c.exit_status < 0 else c.exit_status,
@@ -239,13 +239,7 @@ def reap_report(*finders: Finder, timeout: float = REAP_TIMEOUT, grace: float = 
 
 def scan(*finders: Finder) -> ReapReport:
     """What the finders match right now; signals nothing (every process in fate "alive")."""
-    farr = _finder_array(finders)
-    out = ctypes.POINTER(_lib.Report)()
-    _check(_clib.reaper_scan(farr, len(finders), ctypes.byref(out)), "reaper_scan")
-    try:
-        return _convert(out.contents, finders)
-    finally:
-        _clib.reaper_report_free(out)
+    return reap_report(*finders, timeout=0, report_only=True)
 
 
 def reap(*finders: Finder, timeout: float = REAP_TIMEOUT) -> List[str]:

@@ -22,8 +22,7 @@ FIND_TREE = 2
 # enum reaper_pattern_kind
 ALLOW = 1
 KEEP = 2
-# enum reaper_fate
-FATES = ("alive", "exited", "terminated", "killed", "unkillable", "zombie-held", "kept", "gone")
+# the fates (names from reaper_fate_name) that count as a leak, as report.c counts them
 LEAK_FATES = frozenset({"alive", "terminated", "killed", "unkillable"})
 
 
@@ -153,14 +152,10 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
         "reaper_release": (ctypes.c_int, []),
         "reaper_adopted": (ctypes.c_int, []),
         "reaper_opts_init": (None, [ctypes.POINTER(Opts)]),
-        "reaper_scan": (ctypes.c_int, [ctypes.POINTER(Finder), ctypes.c_size_t,
-                                       ctypes.POINTER(ctypes.POINTER(Report))]),
         "reaper_reap": (ctypes.c_int, [ctypes.POINTER(Finder), ctypes.c_size_t, ctypes.POINTER(Opts),
                                        ctypes.POINTER(ctypes.POINTER(Report))]),
         "reaper_report_free": (None, [ctypes.POINTER(Report)]),
         "reaper_fate_name": (ctypes.c_char_p, [c_enum]),
-        "reaper_matched_by": (ctypes.c_int, [ctypes.POINTER(Finder), ctypes.c_size_t, ctypes.c_uint32,
-                                             ctypes.c_char_p, ctypes.c_size_t]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)
