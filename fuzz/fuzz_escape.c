@@ -65,36 +65,35 @@ static void json_decode(const char *s, size_t len, struct sbuf *out)
 	}
 }
 
-static void check_xml(const char *s, size_t len)
+/* Decode s as strict UTF-8 (it must be) and call each(cp, s + i, len - i) per character. */
+static void each_char(const char *s, size_t len, void (*each)(uint32_t cp, const char *at, size_t left))
 {
 	const unsigned char *u = (const unsigned char *)s;
 	for (size_t i = 0; i < len;) {
 		uint32_t cp;
 		size_t n = utf8_decode(u + i, len - i, &cp);
 		check(n > 0);
-		check(cp >= 0x20 && cp != 0xFFFE && cp != 0xFFFF);
-		check(cp != '<' && cp != '>' && cp != '"' && cp != '\'');
-		if (cp == '&') {
-			static const char *const ents[] = { "&amp;", "&lt;", "&gt;", "&quot;", "&apos;", "&#9;", "&#10;", "&#13;" };
-			int ok = 0;
-			for (size_t k = 0; k < sizeof ents / sizeof *ents; k++)
-				ok |= len - i >= strlen(ents[k]) && !memcmp(s + i, ents[k], strlen(ents[k]));
-			check(ok);
-		}
+		each(cp, s + i, len - i);
 		i += n;
 	}
 }
 
-static void check_text(const char *s, size_t len)
+static void xml_char(uint32_t cp, const char *at, size_t left)
 {
-	const unsigned char *u = (const unsigned char *)s;
-	for (size_t i = 0; i < len;) {
-		uint32_t cp;
-		size_t n = utf8_decode(u + i, len - i, &cp);
-		check(n > 0);
-		check(cp >= 0x20 && cp != 0x7F && !(cp >= 0x80 && cp <= 0x9F));
-		i += n;
+	check(cp >= 0x20 && cp != 0xFFFE && cp != 0xFFFF);
+	check(cp != '<' && cp != '>' && cp != '"' && cp != '\'');
+	if (cp == '&') {
+		static const char *const ents[] = { "&amp;", "&lt;", "&gt;", "&quot;", "&apos;", "&#9;", "&#10;", "&#13;" };
+		int ok = 0;
+		for (size_t k = 0; k < sizeof ents / sizeof *ents; k++)
+			ok |= left >= strlen(ents[k]) && !memcmp(at, ents[k], strlen(ents[k]));
+		check(ok);
 	}
+}
+
+static void text_char(uint32_t cp, const char *at, size_t left)
+{
+	check(cp >= 0x20 && cp != 0x7F && !(cp >= 0x80 && cp <= 0x9F));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -117,13 +116,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sbuf x = { 0 };
 	escape_xml(&x, s, size);
 	check(!x.oom);
-	check_xml(sbuf_str(&x), x.len);
+	each_char(sbuf_str(&x), x.len, xml_char);
 	sbuf_free(&x);
 
 	struct sbuf t = { 0 };
 	int cut = escape_text(&t, s, size, max);
 	check(!t.oom);
-	check_text(sbuf_str(&t), t.len);
+	each_char(sbuf_str(&t), t.len, text_char);
 	if (max && !cut)
 		check(t.len <= max + 6);
 	if (cut)

@@ -140,6 +140,23 @@ static void raise_nofile(void)
 	}
 }
 
+/* Parse argv for scan or reap: -1 to go on, else the exit status (--help or a usage error). */
+static int start(struct cli *c, const char *name, int argc, char **argv)
+{
+	int reap = !strcmp(name, "reap");
+	*c = (struct cli){ .name = name };
+	output_init(&c->out, name);
+	int code = parse(c, argc, argv, reap);
+	if (!code) {
+		raise_nofile();
+		return -1;
+	}
+	if (code < 0)
+		(reap ? reap_usage : scan_usage)(stdout);
+	cli_done(c);
+	return code < 0 ? 0 : code;
+}
+
 static int matched(const struct reaper_proc *p)
 {
 	return p->fate != REAPER_EXITED && p->fate != REAPER_GONE;
@@ -147,16 +164,10 @@ static int matched(const struct reaper_proc *p)
 
 int cmd_scan(int argc, char **argv)
 {
-	struct cli c = { .name = "scan" };
-	output_init(&c.out, "scan");
-	int code = parse(&c, argc, argv, 0);
-	if (code) {
-		if (code < 0)
-			scan_usage(stdout);
-		cli_done(&c);
-		return code < 0 ? 0 : code;
-	}
-	raise_nofile();
+	struct cli c;
+	int code = start(&c, "scan", argc, argv);
+	if (code >= 0)
+		return code;
 	struct reaper_opts o;
 	reaper_opts_init(&o);
 	output_reap_opts(&c.out, &o);
@@ -199,16 +210,10 @@ int cmd_scan(int argc, char **argv)
 
 int cmd_reap(int argc, char **argv)
 {
-	struct cli c = { .name = "reap" };
-	output_init(&c.out, "reap");
-	int code = parse(&c, argc, argv, 1);
-	if (code) {
-		if (code < 0)
-			reap_usage(stdout);
-		cli_done(&c);
-		return code < 0 ? 0 : code;
-	}
-	raise_nofile();
+	struct cli c;
+	int code = start(&c, "reap", argc, argv);
+	if (code >= 0)
+		return code;
 	struct reaper_opts o;
 	reaper_opts_init(&o);
 	o.timeout = config_seconds(stderr, "--timeout", c.timeout, "REAPER_TIMEOUT", 10.0, 0, 86400);
