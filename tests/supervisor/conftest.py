@@ -84,22 +84,6 @@ def kill_marked(run_id):
         os.close(fd)
 
 
-def start_time(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        return int(f.read().rsplit(")", 1)[1].split()[19])
-
-
-def rss_kb(pid):
-    """(VmRSS, VmHWM) of pid in kB."""
-    vals = {}
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            if k in ("VmRSS", "VmHWM"):
-                vals[k] = int(v.split()[0])
-    return vals["VmRSS"], vals["VmHWM"]
-
-
 class Run:
     """One `reaper run` under test. Its pidfd is opened right after the fork, while it is our
     unreaped child, so signals through it can only reach this reaper."""

@@ -5,7 +5,6 @@ import errno
 import os
 import pty
 import select
-import subprocess
 import time
 
 from conftest import script

@@ -3,7 +3,7 @@ import os
 import signal
 import subprocess
 
-from conftest import alive, has_marker, script, wait_gone
+from conftest import alive, has_marker, script
 
 IGNORE_TERM_INT = """
     import signal, time

@@ -10,7 +10,7 @@ import select
 import termios
 import time
 
-from conftest import PY, REAPER, script
+from conftest import REAPER, script
 
 
 class Tty:
