@@ -148,8 +148,8 @@ static inline int hard_cgroup_make(char *path, size_t len, const char *controlle
 
 static inline int hard_cgroup_write(const char *dir, const char *file, const char *value)
 {
-	char p[512];
-	snprintf(p, sizeof p, "%s/%s", dir, file);
+	char p[600];
+	snprintf(p, sizeof p, "%.512s/%s", dir, file);
 	int fd = open(p, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -161,8 +161,8 @@ static inline int hard_cgroup_write(const char *dir, const char *file, const cha
 
 static inline long hard_cgroup_read_long(const char *dir, const char *file)
 {
-	char p[512], buf[64];
-	snprintf(p, sizeof p, "%s/%s", dir, file);
+	char p[600], buf[64];
+	snprintf(p, sizeof p, "%.512s/%s", dir, file);
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -177,8 +177,8 @@ static inline long hard_cgroup_read_long(const char *dir, const char *file)
 /* How many processes cgroup.procs lists. */
 static inline long hard_cgroup_procs(const char *dir)
 {
-	char p[512];
-	snprintf(p, sizeof p, "%s/cgroup.procs", dir);
+	char p[600];
+	snprintf(p, sizeof p, "%.512s/cgroup.procs", dir);
 	FILE *f = fopen(p, "re");
 	if (!f)
 		return -errno;
@@ -215,6 +215,36 @@ static inline int hard_as_nobody(int (*fn)(void *), void *arg)
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	return st;
+}
+
+/* In a forked (possibly unprivileged) child, where Check's assertions do not reach: print
+ * why on stderr and return a distinct code for the parent to assert on. */
+#define KID_CHECK(code, cond, ...)                                                      \
+	do {                                                                            \
+		if (!(cond)) {                                                          \
+			fprintf(stderr, "hard (uid %d): ", (int)getuid());              \
+			fprintf(stderr, __VA_ARGS__);                                   \
+			fprintf(stderr, " [%s:%d]\n", __FILE__, __LINE__);              \
+			return code;                                                    \
+		}                                                                       \
+	} while (0)
+
+/* Last test of a case: nothing this suite started is still running or unwaited. */
+START_TEST(nothing_left_behind)
+{
+	ck_assert_int_eq(tu_live_children(), 0);
+	ck_assert_int_eq(tu_zombie_children(), 0);
+}
+END_TEST
+
+/* Run the suite; the exit status of main. */
+static inline int hard_run(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
 }
 
 #endif

@@ -7,16 +7,6 @@
 #include <sys/prctl.h>
 
 /* In a forked, possibly unprivileged child: print why and return a distinct code. */
-#define KID_CHECK(code, cond, ...)                                                      \
-	do {                                                                            \
-		if (!(cond)) {                                                          \
-			fprintf(stderr, "hard (uid %d): ", (int)getuid());              \
-			fprintf(stderr, __VA_ARGS__);                                   \
-			fprintf(stderr, " [%s:%d]\n", __FILE__, __LINE__);              \
-			return code;                                                    \
-		}                                                                       \
-	} while (0)
-
 static struct reaper_opts quick(double settle)
 {
 	struct reaper_opts o;
@@ -210,13 +200,6 @@ START_TEST(other_users_environ_unreadable)
 }
 END_TEST
 
-START_TEST(nothing_left_behind)
-{
-	ck_assert_int_eq(tu_live_children(), 0);
-	ck_assert_int_eq(tu_zombie_children(), 0);
-}
-END_TEST
-
 int main(void)
 {
 	Suite *s = suite_create("hard_lost");
@@ -228,9 +211,5 @@ int main(void)
 	tcase_add_test(tc, other_users_environ_unreadable);
 	tcase_add_test(tc, nothing_left_behind);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return hard_run(s);
 }

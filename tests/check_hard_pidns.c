@@ -458,10 +458,7 @@ int main(void)
 	tcase_add_test(tc, recycled_pid_reap);
 	tcase_add_test(tc, recycled_pid_run_cancellation);
 	tcase_add_test(tc, recycled_pid_owner_death);
+	tcase_add_test(tc, nothing_left_behind);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return hard_run(s);
 }

@@ -3,16 +3,6 @@
  * not do, and never touches another user's process, even one carrying the same marker. */
 #include "check_hard.h"
 
-#define KID_CHECK(code, cond, ...)                                                      \
-	do {                                                                            \
-		if (!(cond)) {                                                          \
-			fprintf(stderr, "hard (uid %d): ", (int)getuid());              \
-			fprintf(stderr, __VA_ARGS__);                                   \
-			fprintf(stderr, " [%s:%d]\n", __FILE__, __LINE__);              \
-			return code;                                                    \
-		}                                                                       \
-	} while (0)
-
 static int need_root(const char *test)
 {
 	if (geteuid() == 0)
@@ -150,13 +140,6 @@ START_TEST(nobody_cli_own_processes_only)
 }
 END_TEST
 
-START_TEST(nothing_left_behind)
-{
-	ck_assert_int_eq(tu_live_children(), 0);
-	ck_assert_int_eq(tu_zombie_children(), 0);
-}
-END_TEST
-
 int main(void)
 {
 	Suite *s = suite_create("hard_priv");
@@ -166,9 +149,5 @@ int main(void)
 	tcase_add_test(tc, nobody_cli_own_processes_only);
 	tcase_add_test(tc, nothing_left_behind);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return hard_run(s);
 }

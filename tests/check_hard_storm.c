@@ -75,10 +75,7 @@ int main(void)
 	TCase *tc = tcase_create("storm");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, fork_storm_converges);
+	tcase_add_test(tc, nothing_left_behind);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return hard_run(s);
 }
