@@ -380,8 +380,9 @@ int tu_kill_marked(const char *entry)
 	return total;
 }
 
-/* Our children (every thread's children file), zombies or live ones. */
-static int count_children(int zombies)
+/* Our children (every thread's children file), zombies or live ones; up to max of their
+ * pids into pids. */
+static int list_children(int zombies, pid_t *pids, size_t max)
 {
 	DIR *d = opendir("/proc/self/task");
 	if (!d)
@@ -399,8 +400,11 @@ static int count_children(int zombies)
 		int pid;
 		while (fscanf(f, "%d", &pid) == 1) {
 			char s = tu_state(pid);
-			if (s && (s == 'Z') == (zombies != 0))
+			if (s && (s == 'Z') == (zombies != 0)) {
+				if (pids && (size_t)n < max)
+					pids[n] = pid;
 				n++;
+			}
 		}
 		fclose(f);
 	}
@@ -410,10 +414,15 @@ static int count_children(int zombies)
 
 int tu_zombie_children(void)
 {
-	return count_children(1);
+	return list_children(1, NULL, 0);
+}
+
+int tu_zombie_pids(pid_t *pids, size_t max)
+{
+	return list_children(1, pids, max);
 }
 
 int tu_live_children(void)
 {
-	return count_children(0);
+	return list_children(0, NULL, 0);
 }

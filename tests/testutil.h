@@ -63,6 +63,8 @@ int tu_marked(const char *entry, pid_t *pids, size_t max);
 int tu_kill_marked(const char *entry);
 /* Zombie children of the calling process, as /proc shows them. */
 int tu_zombie_children(void);
+/* The same, with up to max of their pids into pids. */
+int tu_zombie_pids(pid_t *pids, size_t max);
 /* Live children of the calling process. */
 int tu_live_children(void);
 
