@@ -24,9 +24,14 @@ static void guard(int rfd, const char *marker)
 		dup2(null, 1);
 		dup2(null, 2);
 	}
-	for (int fd = 3; fd < 1024; fd++)
-		if (fd != rfd)
-			close(fd);
+	/* Hold nothing of the run: no pipe, terminal or file of it (a reader waiting for EOF must
+	 * not wait for us), and no directory a cleanup might want to unmount. */
+	if (rfd > 3)
+		close_range(3, (unsigned)rfd - 1, 0);
+	close_range((unsigned)rfd + 1, ~0u, 0);
+	if (chdir("/") < 0) {
+		/* stay where we are: only an unmount could notice */
+	}
 	char c;
 	ssize_t n;
 	while ((n = read(rfd, &c, 1)) < 0 && errno == EINTR)

@@ -344,8 +344,11 @@ static void setup_finders(struct run *r)
 static int terminate_run(struct run *r, struct reaper_report **rep)
 {
 	state_update(r, "terminating");
-	if (!r->cmd_done)
+	if (!r->cmd_done) {
 		pidref_signal_group(&r->cmd, r->procfd, r->st.termination_signal);
+		/* a stopped suite (Ctrl-Z, a debugger) could not act on it before the grace ends */
+		pidref_signal_group(&r->cmd, r->procfd, SIGCONT);
+	}
 	struct reaper_opts o;
 	reaper_opts_init(&o);
 	o.timeout = 0;

@@ -2,6 +2,7 @@
 import os
 import signal
 import subprocess
+import time
 
 from conftest import alive, has_marker, script
 
@@ -182,3 +183,21 @@ def test_command_gets_default_sigpipe_and_a_closed_stderr_does_not_kill_reaper(r
     r.p.stdin.write(b"go\n")
     r.p.stdin.flush()
     assert r.wait(30) == 23
+
+
+def test_a_stopped_runner_is_continued_so_it_can_obey_the_cancellation(run):
+    r = run(["--grace", "300"], script("""
+        import os, signal, sys
+        signal.signal(signal.SIGTERM, lambda s, f: sys.exit(7))
+        print("ready", flush=True)
+        os.kill(os.getpid(), signal.SIGSTOP)
+        signal.pause()
+    """))
+    r.expect("ready")
+    cmd = r.wait_state(lambda d: d["command_pid"] > 0)["command_pid"]
+    deadline = time.monotonic() + 30
+    while open("/proc/%d/stat" % cmd).read().rsplit(")", 1)[1].split()[0] != "T":
+        assert time.monotonic() < deadline, "COMMAND never stopped"
+        time.sleep(0.01)
+    r.signal(signal.SIGTERM)
+    assert r.wait(60) == 7, r.stderr  # its handler ran: not the SIGKILL 300 s later
