@@ -11,7 +11,8 @@ flags='-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-po
 export ASAN_OPTIONS=halt_on_error=1:abort_on_error=0:detect_leaks=1:exitcode=86:detect_stack_use_after_return=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=87
 export LSAN_OPTIONS=exitcode=88
-$make --no-print-directory BUILD="$build" CC=clang CFLAGS='-g' EXTRA_CFLAGS="$flags" all fixtures
+suites=$(ls tests/check_*.c | sed "s|^tests/\(.*\)\.c$|$build/tests/\1|")
+$make --no-print-directory -j"$(nproc)" BUILD="$build" CC=clang CFLAGS='-g' EXTRA_CFLAGS="$flags" all fixtures $suites
 "$build/reaper" run --timeout 10 --grace 2 -- \
 	$make --no-print-directory BUILD="$build" CC=clang CFLAGS='-g' EXTRA_CFLAGS="$flags" check-c
 echo "check-sanitize: ASan + UBSan clean"
