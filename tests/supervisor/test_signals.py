@@ -106,10 +106,10 @@ def test_usr1_usr2_winch_are_forwarded(run):
 
 
 def test_command_death_noticed_when_sigchlds_coalesce(run):
-    """300 adopted orphans and COMMAND itself exit in the same instant (they all wait for the
+    """200 adopted orphans and COMMAND itself exit in the same instant (they all wait for the
     same pipe to close): the SIGCHLDs coalesce, and reaper must still see COMMAND's end.
     With --timeout 300 a missed exit would hang until the wait below times out."""
-    n = 300
+    n = 200
     r = run(["--timeout", "300", "--grace", "1"], script("""
         import os
         n = %d

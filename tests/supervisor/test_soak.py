@@ -3,7 +3,7 @@
 does not grow with their number."""
 from soak import soak
 
-N = 2000
+N = 1000
 
 
 def test_short_lived_orphans_are_reaped_while_running_and_memory_stays_flat():
