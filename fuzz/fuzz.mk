@@ -5,7 +5,7 @@
 # in the tree, read only: new inputs go to a scratch directory), and prints the executions.
 FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= $(BUILD)/fuzz
-FUZZ_SECONDS_TOTAL ?= 48
+FUZZ_SECONDS_TOTAL ?= 40
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -std=gnu11 $(WARN) -I. -g -O1 $(FUZZ_SAN)
 FUZZ_SRC     := $(sort $(wildcard fuzz/fuzz_*.c))

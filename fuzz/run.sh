@@ -3,7 +3,7 @@
 # corpus in fuzz/corpus/NAME (read only), and prints the executions each one made. A crash,
 # a leak or a sanitizer report fails the run and leaves the input in $FUZZ_BUILD/artifacts.
 set -euo pipefail
-total=${FUZZ_SECONDS_TOTAL:-48}
+total=${FUZZ_SECONDS_TOTAL:-40}
 out=${FUZZ_BUILD:?}
 [ $# -gt 0 ] || { echo "check-fuzz: no fuzz targets"; exit 0; }
 per=$(( total / $# )); [ "$per" -ge 1 ] || per=1
