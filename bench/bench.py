@@ -92,8 +92,7 @@ class Bench:
         p = subprocess.Popen([self.spawn_bin, mode, str(count), str(hold_r), str(ready_w), str(shm_fd), str(base)],
                              env=env, pass_fds=fds, close_fds=True)
         os.close(ready_w)
-        while os.read(ready_r, 4096):
-            pass
+        os.read(ready_r, 1)
         os.close(ready_r)
         if p.wait() != 0:
             raise RuntimeError(f"bench-spawn {mode} {count} failed")
@@ -128,39 +127,51 @@ class Bench:
                 if self.quick:
                     reps = 3
                 times: dict[str, list] = {}
+                cpus: dict[str, list] = {}
                 counts: dict[str, set] = {}
                 nomatch: dict[str, list] = {}
+                nomatch_cpu: dict[str, list] = {}
                 procs = []
                 for r in range(reps):
                     procs.append(count_procs())
                     res = ask(f"scan {entry}")
-                    t = time.perf_counter()
+                    t, c = time.perf_counter(), time.thread_time()
                     found = finder()
-                    res["seed"] = [time.perf_counter() - t, len(found)]
-                    for k, (sec, n) in res.items():
+                    res["seed"] = [time.perf_counter() - t, len(found), time.thread_time() - c]
+                    for k, (sec, n, cpu) in res.items():
                         times.setdefault(k, []).append(sec)
+                        cpus.setdefault(k, []).append(cpu)
                         counts.setdefault(k, set()).add(n)
                     # the common case: a clean test, nothing carries the marker
-                    for k, (sec, n) in ask(f"scan HOME={self.tmp}/nobody").items():
+                    for k, (sec, n, cpu) in ask(f"scan HOME={self.tmp}/nobody").items():
                         nomatch.setdefault(k, []).append(sec)
+                        nomatch_cpu.setdefault(k, []).append(cpu)
                 details = ask(f"details {entry}")
                 row = {"size": size, "procs": med(procs), "marked": n_marked,
                        "median": {k: med(v) for k, v in times.items()},
+                       "cpu": {k: med(v) for k, v in cpus.items()},
                        "found": {k: sorted(v) for k, v in counts.items()},
                        "nomatch": {k: med(v) for k, v in nomatch.items()},
+                       "nomatch_cpu": {k: med(v) for k, v in nomatch_cpu.items()},
                        "details": details, "reps": reps}
-                m = row["median"]
+                m, c, nm, nc = row["median"], row["cpu"], row["nomatch"], row["nomatch_cpu"]
                 row["ratio_floor"] = m["reaper_scan"] / m["floor"]
+                row["ratio_floor_cpu"] = c["reaper_scan"] / c["floor"]
                 row["ratio_rescan_floor"] = m["rescan"] / m["floor"]
                 row["ratio_libproc2_floor"] = m["libproc2_reap"] / m["floor"]
+                row["ratio_libproc2_floor_cpu"] = c["libproc2_reap"] / c["floor"]
                 row["seed_over_reaper"] = m["seed"] / m["reaper_scan"]
-                row["nomatch_ratio_floor"] = row["nomatch"]["reaper_scan"] / row["nomatch"]["floor"]
+                row["seed_over_reaper_cpu"] = c["seed"] / c["reaper_scan"]
+                row["nomatch_ratio_floor"] = nm["reaper_scan"] / nm["floor"]
+                row["nomatch_ratio_floor_cpu"] = nc["reaper_scan"] / nc["floor"]
+                row["consistent"] = all(v == [n_marked] for v in row["found"].values())
                 rows.append(row)
-                print(f"  scan {size}: floor {m['floor']*1e3:.2f} ms, reaper_scan {m['reaper_scan']*1e3:.2f} ms "
-                      f"({row['ratio_floor']:.2f}x), rescan {m['rescan']*1e3:.2f} ms, libproc2 "
-                      f"{m['libproc2_reap']*1e3:.2f} ms, seed {m['seed']*1e3:.1f} ms; nothing matching: floor "
-                      f"{row['nomatch']['floor']*1e3:.2f} ms, reaper_scan {row['nomatch']['reaper_scan']*1e3:.2f} ms",
-                      flush=True)
+                print(f"  scan {size} ({row['procs']:.0f} procs): floor {m['floor']*1e3:.2f} ms, reaper_scan "
+                      f"{m['reaper_scan']*1e3:.2f} ms ({row['ratio_floor']:.2f}x wall, {row['ratio_floor_cpu']:.2f}x cpu),"
+                      f" rescan {m['rescan']*1e3:.2f} ms, libproc2 {m['libproc2_reap']*1e3:.2f} ms, seed "
+                      f"{m['seed']*1e3:.1f} ms; nothing matching: floor {nm['floor']*1e3:.2f} ms, reaper_scan "
+                      f"{nm['reaper_scan']*1e3:.2f} ms ({row['nomatch_ratio_floor']:.2f}x wall, "
+                      f"{row['nomatch_ratio_floor_cpu']:.2f}x cpu); found {row['found']}", flush=True)
         finally:
             server.stdin.close()
             server.wait()
@@ -302,31 +313,39 @@ class Bench:
         print("  wrapper: " + ", ".join(f"{k} +{v['overhead']*1e3:.2f} ms" for k, v in res.items() if k != "true"),
               flush=True)
 
+    def hwm(self, argv: list, pass_fds=()) -> dict:
+        """Peak RSS (VmHWM) of `reaper run` itself, read at its exit under ptrace."""
+        out = subprocess.run([os.path.join(self.bin, "bench-wrap"), "--hwm"] + argv, pass_fds=pass_fds,
+                             stderr=subprocess.DEVNULL, check=True, capture_output=False,
+                             stdout=subprocess.PIPE, text=True).stdout
+        return json.loads(out)
+
     def memory(self):
         n = 2000 if self.quick else 10000
+        clean = [self.hwm([self.reaper, "run", "--", "/bin/true"])["hwm_kib"] for _ in range(5)]
         hold_r, hold_w = os.pipe()
         os.set_inheritable(hold_w, False)
         ready_r, ready_w = os.pipe()
-        t = time.monotonic()
-        p = subprocess.Popen([self.reaper, "run", "--timeout", "0", "--grace", "0", "--", self.spawn_bin,
-                              "ignterm", str(n), str(hold_r), str(ready_w), "-1", "0"],
-                             pass_fds=(hold_r, ready_w), stderr=subprocess.DEVNULL, close_fds=True)
-        os.close(ready_w)
-        os.close(hold_r)
-        while os.read(ready_r, 4096):
-            pass
+        done = {}
+
+        def run():
+            done["r"] = self.hwm([self.reaper, "run", "--timeout", "0", "--grace", "0", "--", self.spawn_bin,
+                                  "ignterm", str(n), str(hold_r), str(ready_w), "-1", "0"], (hold_r, ready_w))
+
+        th = threading.Thread(target=run)
+        th.start()
+        os.read(ready_r, 1)  # all n exist; COMMAND exits now and the reap begins
         t_ready = time.monotonic()
-        _, status, ru = os.wait4(p.pid, 0)
+        th.join()
         t_end = time.monotonic()
-        os.close(ready_r)
-        os.close(hold_w)
+        for fd in (ready_r, ready_w, hold_r, hold_w):
+            os.close(fd)
         collect(True)
-        clean = self.results.get("wrapper", {}).get("cmds", {}).get("reaper", {}).get("maxrss_kib")
-        self.results["memory"] = {"clean_maxrss_kib": clean, "leftovers": n, "reap_maxrss_kib": ru.ru_maxrss,
-                                  "reap_exit_status": os.waitstatus_to_exitcode(status),
-                                  "reap_seconds": t_end - t_ready, "spawn_seconds": t_ready - t}
-        print(f"  memory: clean run {clean} KiB, reap of {n} leftovers {ru.ru_maxrss} KiB "
-              f"({t_end - t_ready:.2f} s after they existed)", flush=True)
+        r = done["r"]
+        self.results["memory"] = {"clean_hwm_kib": med(clean), "leftovers": n, "reap_hwm_kib": r["hwm_kib"],
+                                  "reap_exit_status": r["status"], "reap_seconds": t_end - t_ready}
+        print(f"  memory: clean run {med(clean)} KiB, reap of {n} leftovers {r['hwm_kib']} KiB "
+              f"(exit {r['status']}, {t_end - t_ready:.2f} s after they existed)", flush=True)
 
 
 def slope(xs, ys):
@@ -379,10 +398,10 @@ def table(res: dict) -> str:
                     k != "reaper" or c[k]["overhead"] <= tini + 0.0005)
     if "memory" in res:
         m = res["memory"]
-        clean = m["clean_maxrss_kib"] or 0
-        add("peak RSS, reaper run -- /bin/true", f"{clean/1024:.2f} MiB", "", "", "<= 4 MiB", clean <= 4096)
-        add(f"peak RSS, reap of {m['leftovers']} leftovers", f"{m['reap_maxrss_kib']/1024:.2f} MiB",
-            "", "", "(measured)", True)
+        clean = m["clean_hwm_kib"]
+        add("peak RSS (VmHWM), reaper run -- /bin/true", f"{clean/1024:.2f} MiB", "", "", "<= 4 MiB", clean <= 4096)
+        add(f"peak RSS (VmHWM), reaper run reaping {m['leftovers']} leftovers", f"{m['reap_hwm_kib']/1024:.2f} MiB",
+            f"{m['reap_seconds']:.2f} s", "", "(measured)", m["reap_exit_status"] == 23)
     g = res.get("growth", {})
     if g:
         lines.append("")

@@ -21,6 +21,13 @@ double bench_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+double bench_cpu(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -100,7 +107,7 @@ int pop_spawn(struct pop *p, const char *spawn_bin, const char *mode, long count
 	}
 	close(rd[1]);
 	char c;
-	while (read(rd[0], &c, 1) > 0 || errno == EINTR)
+	while (read(rd[0], &c, 1) < 0 && errno == EINTR)
 		;
 	close(rd[0]);
 	int st;

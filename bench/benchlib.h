@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 double bench_now(void); /* CLOCK_MONOTONIC seconds */
+double bench_cpu(void); /* CPU seconds of the calling thread: what contention does not inflate */
 double bench_median(double *v, size_t n); /* sorts v */
 
 /* A CI-like environment of about 1.5 KiB with HOME=home in the middle (NULL-terminated,

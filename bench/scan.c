@@ -4,7 +4,8 @@
  *   scan ENTRY      floor, reaper_scan, rescan, libproc2 (reap and get) over every process
  *   details ENTRY   per-candidate details of every process holding ENTRY: raw reads as
  *                   libreaper does them, beside libproc2 procps_pids_select
- * Times are seconds; "n" is what each one found (they must agree). */
+ * Each contender answers [wall seconds, how many it found (they must agree), CPU seconds];
+ * CPU time is what the other users of a shared machine do not inflate. */
 #define _GNU_SOURCE
 #include "bench/benchlib.h"
 #include "reaper/candset.h"
@@ -104,16 +105,18 @@ static void cmd_scan(const char *entry, unsigned round)
 	static const char *names[] = { "floor", "reaper_scan", "rescan", "libproc2_reap", "libproc2_get" };
 	static const contender fns[] = { t_floor, t_reaper_scan, t_rescan, t_libproc2_reap, t_libproc2_get };
 	enum { K = sizeof fns / sizeof *fns };
-	double t[K];
+	double t[K], cpu[K];
 	long n[K];
 	/* rotate the order each round: no contender always runs on a cold or warm cache */
 	for (unsigned k = 0; k < K; k++) {
 		unsigned i = (k + round) % K;
+		double c = bench_cpu();
 		t[i] = fns[i](entry, &n[i]);
+		cpu[i] = bench_cpu() - c;
 	}
 	printf("{");
 	for (unsigned i = 0; i < K; i++)
-		printf("%s\"%s\": [%.9f, %ld]", i ? ", " : "", names[i], t[i], n[i]);
+		printf("%s\"%s\": [%.9f, %ld, %.9f]", i ? ", " : "", names[i], t[i], n[i], cpu[i]);
 	printf("}\n");
 	fflush(stdout);
 }

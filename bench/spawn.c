@@ -6,7 +6,7 @@
  * (the benchmark driver) and carry exactly the environment this program was exec'd with.
  * Every copy blocks in read(HOLD_FD) and exits by itself when the driver closes the write end
  * (or dies): the processes clean themselves up, nothing ever needs a signal from the driver.
- * READY_FD: each copy closes it at once, so EOF on it means all COUNT exist.
+ * READY_FD: one byte is written to it once all COUNT exist (the copies close it).
  * SHM_FD (>= 0): a shared page of uint64 slots; copy i writes its CLOCK_MONOTONIC ns into slot
  * SHM_BASE+i right before it exits (the moment of "the last exit"); slot 0 of a forker counts
  * its forks.
@@ -105,5 +105,8 @@ int main(int argc, char **argv)
 			hold(hold_fd, base + i);
 		}
 	}
+	/* all COUNT exist now (EOF would wait for whoever else inherited READY_FD) */
+	if (write(ready_fd, "r", 1) < 0)
+		return 1;
 	return 0;
 }

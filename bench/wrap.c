@@ -1,8 +1,9 @@
 /* bench-wrap: wrapper overhead.  bench-wrap RUNS "CMD ARG..." "CMD ARG..." ...
  * Runs every command RUNS times, interleaved (one of each per round, the order rotating), each
  * by fork + execve + wait4 with output to /dev/null; prints one JSON object: per command the
- * median, the 10th and 90th percentile wall time (seconds) and the median peak RSS (KiB, from
- * wait4: the largest of the command and what it waited for). */
+ * median, the 10th and 90th percentile wall time (seconds), the median CPU time (user + system
+ * of the command and what it waited for: contention does not inflate it) and the median peak
+ * RSS (KiB, from wait4: the largest of the command and what it waited for). */
 #define _GNU_SOURCE
 #include "bench/benchlib.h"
 
@@ -11,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,7 +31,7 @@ static int split(char *s, char **argv)
 	return n;
 }
 
-static double run_once(char **argv, long *maxrss, int *status)
+static double run_once(char **argv, long *maxrss, double *cpu, int *status)
 {
 	double t = bench_now();
 	pid_t pid = fork();
@@ -45,11 +48,61 @@ static double run_once(char **argv, long *maxrss, int *status)
 		;
 	t = bench_now() - t;
 	*maxrss = ru.ru_maxrss;
+	*cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+	       (double)ru.ru_stime.tv_usec / 1e6;
 	return t;
+}
+
+/* bench-wrap --hwm CMD ARG...: run CMD once, stopped at its exit by ptrace (before its memory
+ * is torn down) to read its own VmHWM: the peak RSS of that very process, not of what it
+ * waited for. Prints {"hwm_kib": N, "status": S, "seconds": T}. */
+static int hwm(char **argv)
+{
+	double t = bench_now();
+	pid_t pid = fork();
+	if (pid == 0) {
+		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+		raise(SIGSTOP);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	long kib = -1;
+	waitpid(pid, &st, 0); /* the SIGSTOP before exec */
+	ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(long)(PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL));
+	ptrace(PTRACE_CONT, pid, NULL, NULL);
+	for (;;) {
+		if (waitpid(pid, &st, 0) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (WIFEXITED(st) || WIFSIGNALED(st))
+			break;
+		int sig = 0;
+		if (st >> 8 == (SIGTRAP | (PTRACE_EVENT_EXIT << 8))) {
+			char path[64], line[256];
+			snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+			FILE *f = fopen(path, "r");
+			while (f && fgets(line, sizeof line, f))
+				if (strncmp(line, "VmHWM:", 6) == 0)
+					kib = atol(line + 6);
+			if (f)
+				fclose(f);
+		} else if (WIFSTOPPED(st) && WSTOPSIG(st) != SIGTRAP) {
+			sig = WSTOPSIG(st); /* pass every other signal on */
+		}
+		ptrace(PTRACE_CONT, pid, NULL, (void *)(long)sig);
+	}
+	printf("{\"hwm_kib\": %ld, \"status\": %d, \"seconds\": %.6f}\n", kib,
+	       WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), bench_now() - t);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
+	if (argc >= 3 && strcmp(argv[1], "--hwm") == 0)
+		return hwm(argv + 2);
 	if (argc < 3) {
 		fprintf(stderr, "usage: bench-wrap RUNS \"CMD ARG...\"...\n");
 		return 64;
@@ -62,18 +115,20 @@ int main(int argc, char **argv)
 	for (int i = 0; i < k; i++)
 		split(strdup(argv[i + 2]), cmds[i]);
 	double *t = calloc((size_t)(k * runs), sizeof *t), *rss = calloc((size_t)(k * runs), sizeof *rss);
+	double *cpu = calloc((size_t)(k * runs), sizeof *cpu);
 	int bad[16] = { 0 };
 	for (int i = 0; i < k; i++) { /* warm the page cache and the dynamic loader */
 		long m;
+		double c;
 		int st;
-		run_once(cmds[i], &m, &st);
+		run_once(cmds[i], &m, &c, &st);
 	}
 	for (long r = 0; r < runs; r++)
 		for (int j = 0; j < k; j++) {
 			int i = (int)((j + r) % k);
 			long m;
 			int st;
-			t[i * runs + r] = run_once(cmds[i], &m, &st);
+			t[i * runs + r] = run_once(cmds[i], &m, &cpu[i * runs + r], &st);
 			rss[i * runs + r] = (double)m;
 			bad[i] |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
 		}
@@ -81,9 +136,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < k; i++) {
 		double *v = t + i * runs;
 		double med = bench_median(v, (size_t)runs);
-		printf("%s\"%s\": {\"median\": %.9f, \"p10\": %.9f, \"p90\": %.9f, \"maxrss_kib\": %.0f, \"failed\": %d}",
+		printf("%s\"%s\": {\"median\": %.9f, \"p10\": %.9f, \"p90\": %.9f, \"cpu\": %.9f, \"maxrss_kib\": %.0f, "
+		       "\"failed\": %d}",
 		       i ? ", " : "", argv[i + 2], med, v[runs / 10], v[runs * 9 / 10],
-		       bench_median(rss + i * runs, (size_t)runs), bad[i]);
+		       bench_median(cpu + i * runs, (size_t)runs), bench_median(rss + i * runs, (size_t)runs), bad[i]);
 	}
 	printf("}\n");
 	return 0;
