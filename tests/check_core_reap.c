@@ -42,11 +42,26 @@ static void world_init(struct world *w, const char *tag)
 	w->f[1] = reaper_find_tree(0);
 }
 
+/* world_init, and become the subreaper orphans come back to */
+static void begin(struct world *w, const char *tag)
+{
+	world_init(w, tag);
+	ck_assert_int_eq(reaper_adopt(), 1);
+}
+
 static int fixture(struct world *w, const char *name, char *const args[], pid_t *pids, size_t max)
 {
 	int n = tu_fixture(name, args, w->env, pids, max);
 	ck_assert_msg(n >= 0, "fixture %s failed: %s", name, strerror(-n));
 	return n;
+}
+
+/* A fixture that leaves one process: its pid. */
+static pid_t one(struct world *w, const char *name, char *const args[])
+{
+	pid_t pid = 0;
+	ck_assert_int_eq(fixture(w, name, args, &pid, 1), 1);
+	return pid;
 }
 
 static const struct reaper_proc *proc_of(const struct reaper_report *r, pid_t pid)
@@ -129,15 +144,21 @@ static void assert_clean(struct world *w)
 	ck_assert_int_eq(tu_zombie_children(), 0);
 }
 
+/* The end of every test that began(): clean, and the subreaper off again. */
+static void end(struct world *w, struct reaper_report *r)
+{
+	assert_clean(w);
+	reaper_report_free(r);
+	ck_assert_int_eq(reaper_release(), 0);
+}
+
 /* ---- one fixture each ---- */
 
 START_TEST(double_fork_daemon_killed)
 {
 	struct world w;
-	world_init(&w, "daemon");
-	ck_assert_int_eq(reaper_adopt(), 1);
-	pid_t pid;
-	ck_assert_int_eq(fixture(&w, "daemon", NULL, &pid, 1), 1);
+	begin(&w, "daemon");
+	pid_t pid = one(&w, "daemon", NULL);
 	ck_assert(tu_alive(pid, 0));
 	struct reaper_report *r = reap(&w, 2, 0.2, 0);
 	const struct reaper_proc *p = must_have(r, pid);
@@ -152,19 +173,15 @@ START_TEST(double_fork_daemon_killed)
 	ck_assert_int_eq(reaper_matched_by(w.f, 2, p->matched_by, by, sizeof by), 0);
 	ck_assert_msg(strstr(by, w.home) && strstr(by, "tree 0"), "matched_by: %s", by);
 	assert_gone(p);
-	assert_clean(&w);
-	reaper_report_free(r);
-	reaper_release();
+	end(&w, r);
 }
 END_TEST
 
 START_TEST(setsid_escapee_terminated)
 {
 	struct world w;
-	world_init(&w, "escapee");
-	ck_assert_int_eq(reaper_adopt(), 1);
-	pid_t pid;
-	ck_assert_int_eq(fixture(&w, "escapee", NULL, &pid, 1), 1);
+	begin(&w, "escapee");
+	pid_t pid = one(&w, "escapee", NULL);
 	ck_assert_int_eq(getsid(pid), pid);
 	struct reaper_report *r = reap(&w, 2, 0.2, 10);
 	const struct reaper_proc *p = must_have(r, pid);
@@ -174,19 +191,15 @@ START_TEST(setsid_escapee_terminated)
 	ck_assert(WIFSIGNALED(p->exit_status) && WTERMSIG(p->exit_status) == SIGTERM);
 	ck_assert_uint_eq(r->leaks, 1);
 	assert_gone(p);
-	assert_clean(&w);
-	reaper_report_free(r);
-	reaper_release();
+	end(&w, r);
 }
 END_TEST
 
 START_TEST(sigterm_ignorer_killed_after_grace)
 {
 	struct world w;
-	world_init(&w, "termignore");
-	ck_assert_int_eq(reaper_adopt(), 1);
-	pid_t pid;
-	ck_assert_int_eq(fixture(&w, "termignore", NULL, &pid, 1), 1);
+	begin(&w, "termignore");
+	pid_t pid = one(&w, "termignore", NULL);
 	struct reaper_report *r = reap(&w, 2, 0.1, 0.3);
 	const struct reaper_proc *p = must_have(r, pid);
 	ck_assert_int_eq(p->fate, REAPER_KILLED);
@@ -194,9 +207,7 @@ START_TEST(sigterm_ignorer_killed_after_grace)
 	ck_assert(WIFSIGNALED(p->exit_status) && WTERMSIG(p->exit_status) == SIGKILL);
 	ck_assert_uint_eq(r->leaks, 1);
 	assert_gone(p);
-	assert_clean(&w);
-	reaper_report_free(r);
-	reaper_release();
+	end(&w, r);
 }
 END_TEST
 
@@ -206,8 +217,7 @@ START_TEST(marker_alone_finds_unadopted_daemon)
 {
 	struct world w;
 	world_init(&w, "unadopted");
-	pid_t pid;
-	ck_assert_int_eq(fixture(&w, "daemon", NULL, &pid, 1), 1);
+	pid_t pid = one(&w, "daemon", NULL);
 	struct reaper_report *r = reap(&w, 2, 0.1, 0);
 	const struct reaper_proc *p = must_have(r, pid);
 	ck_assert_uint_eq(p->matched_by, BY_ENV);
@@ -224,10 +234,8 @@ END_TEST
 START_TEST(cleared_environment_found_by_descent_only)
 {
 	struct world w;
-	world_init(&w, "noenv");
-	ck_assert_int_eq(reaper_adopt(), 1);
-	pid_t pid;
-	ck_assert_int_eq(fixture(&w, "noenv", NULL, &pid, 1), 1);
+	begin(&w, "noenv");
+	pid_t pid = one(&w, "noenv", NULL);
 	struct reaper_report *r = NULL;
 	ck_assert_int_eq(reaper_scan(w.f, 1, &r), 0); /* the marker alone */
 	ck_assert_ptr_null(proc_of(r, pid));
@@ -239,19 +247,15 @@ START_TEST(cleared_environment_found_by_descent_only)
 	ck_assert_int_eq(p->environ_unreadable, 0); /* readable, just empty */
 	ck_assert_int_eq(p->fate, REAPER_KILLED);
 	assert_gone(p);
-	assert_clean(&w);
-	reaper_report_free(r);
-	reaper_release();
+	end(&w, r);
 }
 END_TEST
 
 static void chain(const char *tag, char *const args[])
 {
 	struct world w;
-	world_init(&w, tag);
-	ck_assert_int_eq(reaper_adopt(), 1);
-	pid_t first;
-	ck_assert_int_eq(fixture(&w, "forkchain", args, &first, 1), 1);
+	begin(&w, tag);
+	one(&w, "forkchain", args); /* its first member: it moves on at once */
 	struct reaper_report *r = reap(&w, 2, 0.3, 0);
 	ck_assert_uint_ge(r->n, 1); /* the first member may be gone already: it moved on */
 	ck_assert_uint_ge(r->killed, 1);
@@ -261,9 +265,7 @@ static void chain(const char *tag, char *const args[])
 		if (r->procs[i].fate != REAPER_GONE)
 			assert_gone(&r->procs[i]);
 	}
-	assert_clean(&w); /* nothing forked after the last rescan */
-	reaper_report_free(r);
-	reaper_release();
+	end(&w, r); /* nothing forked after the last rescan */
 }
 
 START_TEST(fork_chain_moving_target)
@@ -285,8 +287,7 @@ END_TEST
 START_TEST(exits_within_deadline_not_a_leak)
 {
 	struct world w;
-	world_init(&w, "selfexit");
-	ck_assert_int_eq(reaper_adopt(), 1);
+	begin(&w, "selfexit");
 	pid_t pids[3];
 	char *args[] = { "-n", "3", "-m", "1500", NULL };
 	ck_assert_int_eq(fixture(&w, "selfexit", args, pids, 3), 3);
@@ -302,21 +303,16 @@ START_TEST(exits_within_deadline_not_a_leak)
 	ck_assert_int_eq(r->escalated, 0);
 	/* the wait ended with the last exit, not at the 60 s deadline (generous bound) */
 	ck_assert_msg(r->waited < 30, "waited %.1f s", r->waited);
-	assert_clean(&w);
-	reaper_report_free(r);
-	reaper_release();
+	end(&w, r);
 }
 END_TEST
 
 START_TEST(exits_past_deadline_killed)
 {
 	struct world w;
-	world_init(&w, "late");
-	ck_assert_int_eq(reaper_adopt(), 1);
-	pid_t early, late;
+	begin(&w, "late");
 	char *eargs[] = { "-m", "1000", NULL }, *largs[] = { "-m", "60000", NULL };
-	ck_assert_int_eq(fixture(&w, "selfexit", largs, &late, 1), 1);
-	ck_assert_int_eq(fixture(&w, "selfexit", eargs, &early, 1), 1);
+	pid_t late = one(&w, "selfexit", largs), early = one(&w, "selfexit", eargs);
 	struct reaper_report *r = reap(&w, 2, 5.0, 0);
 	ck_assert_int_eq(must_have(r, early)->fate, REAPER_EXITED);
 	ck_assert_int_eq(must_have(r, late)->fate, REAPER_KILLED);
@@ -324,17 +320,14 @@ START_TEST(exits_past_deadline_killed)
 	ck_assert_uint_eq(r->exited, 1);
 	assert_gone(must_have(r, early));
 	assert_gone(must_have(r, late));
-	assert_clean(&w);
-	reaper_report_free(r);
-	reaper_release();
+	end(&w, r);
 }
 END_TEST
 
 START_TEST(zombie_of_live_leaked_parent)
 {
 	struct world w;
-	world_init(&w, "zombie");
-	ck_assert_int_eq(reaper_adopt(), 1);
+	begin(&w, "zombie");
 	pid_t pids[2];
 	ck_assert_int_eq(fixture(&w, "zombieholder", NULL, pids, 2), 2);
 	ck_assert_int_eq(tu_state(pids[1]), 'Z');
@@ -353,20 +346,16 @@ START_TEST(zombie_of_live_leaked_parent)
 	/* the killed parent's zombie child came to us and was collected with it */
 	assert_gone(parent);
 	assert_gone(zombie);
-	assert_clean(&w);
-	reaper_report_free(r);
-	reaper_release();
+	end(&w, r);
 }
 END_TEST
 
 START_TEST(comm_with_spaces_and_parens)
 {
 	struct world w;
-	world_init(&w, "comm");
-	ck_assert_int_eq(reaper_adopt(), 1);
-	pid_t pid;
+	begin(&w, "comm");
 	char *args[] = { "-c", ") ) Z 1 (x) 2", NULL };
-	ck_assert_int_eq(fixture(&w, "comm", args, &pid, 1), 1);
+	pid_t pid = one(&w, "comm", args);
 	uint64_t st = tu_start_time(pid);
 	struct reaper_report *r = reap(&w, 2, 0.1, 0);
 	const struct reaper_proc *p = must_have(r, pid);
@@ -376,9 +365,7 @@ START_TEST(comm_with_spaces_and_parens)
 	ck_assert_ptr_nonnull(strstr(p->cmdline, "fixtures/comm -c ) ) Z 1 (x) 2"));
 	ck_assert_int_eq(p->fate, REAPER_KILLED);
 	assert_gone(p);
-	assert_clean(&w);
-	reaper_report_free(r);
-	reaper_release();
+	end(&w, r);
 }
 END_TEST
 
@@ -386,8 +373,7 @@ static void many(int nofile)
 {
 	enum { N = 1000 };
 	struct world w;
-	world_init(&w, "many");
-	ck_assert_int_eq(reaper_adopt(), 1);
+	begin(&w, "many");
 	static pid_t pids[N];
 	char *args[] = { "-n", "1000", NULL };
 	ck_assert_int_eq(fixture(&w, "many", args, pids, N), N);
@@ -412,11 +398,9 @@ static void many(int nofile)
 	}
 	ck_assert_uint_eq(r->killed, N);
 	ck_assert_uint_eq(r->leaks, N);
-	assert_clean(&w);
 	ck_assert_int_eq(tu_live_children(), 0);
 	fprintf(stderr, "reap of %d leftovers (RLIMIT_NOFILE %s): %.3f s\n", N, nofile ? "256" : "as is", took);
-	reaper_report_free(r);
-	reaper_release();
+	end(&w, r);
 }
 
 START_TEST(thousand_leftovers)
@@ -440,13 +424,12 @@ START_TEST(control_process_untouched)
 	struct world w, other;
 	world_init(&w, "mine");
 	world_init(&other, "control");
-	pid_t control;
-	ck_assert_int_eq(fixture(&other, "daemon", NULL, &control, 1), 1);
+	pid_t control = one(&other, "daemon", NULL);
 	struct tu_proc cp;
 	ck_assert_int_eq(tu_pin(&cp, control, 0), 0);
+	ck_assert_int_ne(tu_state(control), 0);
 	ck_assert_int_eq(reaper_adopt(), 1);
-	pid_t pid;
-	ck_assert_int_eq(fixture(&w, "daemon", NULL, &pid, 1), 1);
+	pid_t pid = one(&w, "daemon", NULL);
 	struct reaper_report *r = reap(&w, 2, 0.1, 0);
 	ck_assert_int_eq(must_have(r, pid)->fate, REAPER_KILLED);
 	ck_assert_ptr_null(proc_of(r, control));
@@ -454,11 +437,9 @@ START_TEST(control_process_untouched)
 	ck_assert(tu_alive(control, cp.start_time));
 	ck_assert_int_ne(tu_state(control), 'T'); /* not stopped by the freeze either */
 	assert_gone(must_have(r, pid));
-	assert_clean(&w);
 	ck_assert_int_eq(tu_kill_wait(&cp), 0);
 	ck_assert(!tu_alive(control, cp.start_time));
-	reaper_report_free(r);
-	reaper_release();
+	end(&w, r);
 }
 END_TEST
 
@@ -545,16 +526,14 @@ END_TEST
 START_TEST(host_child_keeps_exit_status)
 {
 	struct world w;
-	world_init(&w, "host");
-	ck_assert_int_eq(reaper_adopt(), 1);
+	begin(&w, "host");
 	char *argv[] = { "/bin/sh", "-c", "exit 42", NULL };
 	struct tu_proc mine;
 	ck_assert_int_eq(tu_spawn(&mine, argv, w.env, -1, -1), 0);
 	for (double end = tu_now() + 10; tu_state(mine.pid) != 'Z' && tu_now() < end;)
 		usleep(1000);
 	ck_assert_int_eq(tu_state(mine.pid), 'Z');
-	pid_t pid;
-	ck_assert_int_eq(fixture(&w, "daemon", NULL, &pid, 1), 1);
+	pid_t pid = one(&w, "daemon", NULL);
 	struct reaper_report *r = reap(&w, 2, 0.1, 0);
 	ck_assert_int_eq(must_have(r, pid)->fate, REAPER_KILLED);
 	ck_assert_ptr_null(proc_of(r, mine.pid));
@@ -565,9 +544,7 @@ START_TEST(host_child_keeps_exit_status)
 	ck_assert_int_eq(WEXITSTATUS(status), 42);
 	tu_proc_close(&mine);
 	assert_gone(must_have(r, pid));
-	assert_clean(&w);
-	reaper_report_free(r);
-	reaper_release();
+	end(&w, r);
 }
 END_TEST
 
@@ -575,10 +552,8 @@ END_TEST
 START_TEST(scan_signals_nothing)
 {
 	struct world w;
-	world_init(&w, "scan");
-	ck_assert_int_eq(reaper_adopt(), 1);
-	pid_t pid;
-	ck_assert_int_eq(fixture(&w, "termignore", NULL, &pid, 1), 1);
+	begin(&w, "scan");
+	pid_t pid = one(&w, "termignore", NULL);
 	uint64_t st = tu_start_time(pid);
 	struct reaper_report *r = NULL;
 	ck_assert_int_eq(reaper_scan(w.f, 2, &r), 0);
@@ -653,17 +628,6 @@ START_TEST(bad_input_refused)
 }
 END_TEST
 
-START_TEST(nothing_left)
-{
-	pid_t pids[8];
-	int n = tu_marked(suite_marker, pids, 8);
-	if (n > 0)
-		tu_kill_marked(suite_marker); /* a failed test left them: clean up, then fail */
-	ck_assert_msg(n == 0, "%d processes of this suite still run (first: %d)", n, n > 0 ? (int)pids[0] : 0);
-	ck_assert_int_eq(tu_zombie_children(), 0);
-}
-END_TEST
-
 int main(void)
 {
 	tu_unique_marker(suite_marker, sizeof suite_marker, "REAPER_CHECK_SUITE", "core-reap");
@@ -694,13 +658,6 @@ int main(void)
 	tcase_add_test(tc, bad_input_refused);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
-	tc = tcase_create("zz_nothing_left");
-	tcase_add_test(tc, nothing_left);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	tu_add_nothing_left(s, suite_marker);
+	return tu_run_suite(s);
 }

@@ -268,17 +268,6 @@ START_TEST(fixtures_under_run)
 }
 END_TEST
 
-START_TEST(nothing_left)
-{
-	pid_t pids[8];
-	int n = tu_marked(suite_marker, pids, 8);
-	if (n > 0)
-		tu_kill_marked(suite_marker);
-	ck_assert_msg(n == 0, "%d processes of this suite still run (first: %d)", n, n > 0 ? (int)pids[0] : 0);
-	ck_assert_int_eq(tu_zombie_children(), 0);
-}
-END_TEST
-
 int main(void)
 {
 	tu_unique_marker(suite_marker, sizeof suite_marker, "REAPER_CHECK_SUITE", "core-run");
@@ -292,13 +281,6 @@ int main(void)
 	tcase_add_test(tc, fixtures_under_run);
 	tcase_set_timeout(tc, 180);
 	suite_add_tcase(s, tc);
-	tc = tcase_create("zz_nothing_left");
-	tcase_add_test(tc, nothing_left);
-	tcase_set_timeout(tc, 60);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	tu_add_nothing_left(s, suite_marker);
+	return tu_run_suite(s);
 }

@@ -5,6 +5,7 @@
 
 #include "reaper/reaper.h"
 
+#include <check.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -425,4 +426,35 @@ int tu_zombie_pids(pid_t *pids, size_t max)
 int tu_live_children(void)
 {
 	return list_children(0, NULL, 0);
+}
+
+static const char *suite_marker;
+
+START_TEST(nothing_left)
+{
+	pid_t pids[8];
+	int n = tu_marked(suite_marker, pids, 8);
+	if (n > 0)
+		tu_kill_marked(suite_marker); /* a failed test left them: clean up, then fail */
+	ck_assert_msg(n == 0, "%d processes of this suite still run (first: %d)", n, n > 0 ? (int)pids[0] : 0);
+	ck_assert_int_eq(tu_zombie_children(), 0);
+}
+END_TEST
+
+void tu_add_nothing_left(Suite *s, const char *marker)
+{
+	suite_marker = marker;
+	TCase *tc = tcase_create("zz_nothing_left");
+	tcase_add_test(tc, nothing_left);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+}
+
+int tu_run_suite(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
 }

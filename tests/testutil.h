@@ -71,4 +71,12 @@ int tu_live_children(void);
 /* Seconds on the monotonic clock. */
 double tu_now(void);
 
+/* Check suites. */
+struct Suite;
+/* Add the closing test case "zz_nothing_left": no live process carries marker (what it
+ * finds it kills, then fails) and no zombie child is left. marker must outlive the run. */
+void tu_add_nothing_left(struct Suite *s, const char *marker);
+/* Run s with Check's defaults (CK_FORK unless CK_FORK=no); the exit status for main. */
+int tu_run_suite(struct Suite *s);
+
 #endif
