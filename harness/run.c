@@ -488,6 +488,8 @@ int cmd_run(int argc, char **argv)
 	int pr = parse(&r, argc, argv);
 	if (pr < 0) {
 		run_usage(stdout);
+		fputc('\n', stdout);
+		output_usage(stdout);
 		return 0;
 	}
 	if (pr > 0)
