@@ -213,6 +213,8 @@ static void exec_command(struct run *r, int errfd)
 	setrlimit(RLIMIT_NOFILE, &r->nofile);
 	if (r->home)
 		setenv("HOME", r->home, 1);
+	/* The document is this reaper's: a reaper run nested in COMMAND must not write over it. */
+	unsetenv("REAPER_STATE");
 	putenv(r->run_marker);
 	for (size_t i = 0; i < r->nmarkers; i++)
 		putenv((char *)r->markers[i]);

@@ -74,6 +74,19 @@ def test_state_path_from_environment_and_flag_precedence(run, tmp_path):
     assert flag_path.exists() and not env_path.exists()
 
 
+def test_nested_run_does_not_inherit_the_state_path(run, tmp_path):
+    """REAPER_STATE names this reaper's document; a reaper run inside COMMAND must not take it
+    over (the other settings are inherited on purpose)."""
+    path = tmp_path / "outer.json"
+    r = run([], script("""
+        import os
+        print(os.environ.get("REAPER_STATE"), os.environ.get("REAPER_GRACE"), flush=True)
+    """), state=False, env={"REAPER_STATE": str(path), "REAPER_GRACE": "2"})
+    assert r.line() == "None 2"
+    assert r.wait(30) == 0
+    assert path.exists()
+
+
 @pytest.mark.parametrize("argv", [
     [],
     ["--"],

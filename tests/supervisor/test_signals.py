@@ -4,6 +4,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from conftest import alive, has_marker, script
 
 IGNORE_TERM_INT = """
@@ -29,19 +31,20 @@ def test_sigterm_to_reaper_escalates_a_term_ignoring_runner(run):
     assert doc["leaks"] == 0  # COMMAND is the runner, not a leftover
 
 
-def test_runner_that_obeys_sigterm_keeps_its_own_status(run):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT])
+def test_cancellation_reaches_a_runner_that_obeys_it(run, sig):
     r = run(["--grace", "30"], script("""
         import signal, sys, time
-        signal.signal(signal.SIGTERM, lambda s, f: sys.exit(3))
+        signal.signal(%d, lambda s, f: sys.exit(3))
         print("ready", flush=True)
         time.sleep(300)
-    """))
+    """ % sig))
     r.expect("ready")
-    r.signal(signal.SIGTERM)
+    r.signal(sig)
     assert r.wait(20) == 3, r.stderr  # well before the 30 s grace: no SIGKILL needed
     doc = r.state()
     assert doc["escalated"] is False
-    assert doc["termination_signal"] == 15
+    assert doc["termination_signal"] == sig
     assert doc["runner_exit_code"] == 3
 
 
