@@ -333,5 +333,7 @@ void output_usage(FILE *out)
 		"  --report-only        find, wait and report; signal nothing\n"
 		"PATTERNs are fnmatch(3) globs matched against the cmdline and the exe path; the first\n"
 		"matching pattern wins. With GITHUB_ACTIONS=true each leak is also an ::error line on\n"
-		"stdout. NO_COLOR disables colour.\n");
+		"stdout. NO_COLOR disables colour. A report file that cannot be written is an error;\n"
+		"the other outputs are still written, and the exit status is 74 when nothing else\n"
+		"(a leak, a failed COMMAND) decides it.\n");
 }
