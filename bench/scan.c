@@ -23,19 +23,21 @@
 
 static int procfd;
 
-static double t_floor(const char *entry, long *n)
+static double t_floor(const char *entry, long *n, double *cpu)
 {
-	double t = bench_now();
+	double t = bench_now(), c = bench_cpu();
 	*n = floor_scan(procfd, entry);
+	*cpu = bench_cpu() - c;
 	return bench_now() - t;
 }
 
-static double t_reaper_scan(const char *entry, long *n)
+static double t_reaper_scan(const char *entry, long *n, double *cpu)
 {
 	struct reaper_finder f = reaper_find_env(entry);
 	struct reaper_report *rep = NULL;
-	double t = bench_now();
+	double t = bench_now(), c = bench_cpu();
 	int r = reaper_scan(&f, 1, &rep);
+	*cpu = bench_cpu() - c;
 	t = bench_now() - t;
 	*n = r < 0 ? r : (long)rep->n;
 	reaper_report_free(rep);
@@ -43,15 +45,18 @@ static double t_reaper_scan(const char *entry, long *n)
 }
 
 /* What every rescan of a reap's wait loop costs once the matches are known. */
-static double t_rescan(const char *entry, long *n)
+static double t_rescan(const char *entry, long *n, double *cpu)
 {
 	struct reaper_finder f = reaper_find_env(entry);
 	struct scanner sc;
 	struct candset cs = { 0 };
 	double t = -1;
+	*cpu = -1;
 	if (scanner_init(&sc, &f, 1, NULL, 0) == 0 && scanner_scan(&sc, &cs) >= 0) {
 		t = bench_now();
+		double c = bench_cpu();
 		int r = scanner_scan(&sc, &cs);
+		*cpu = bench_cpu() - c;
 		t = bench_now() - t;
 		*n = r < 0 ? r : (long)cs.n;
 	}
@@ -68,11 +73,11 @@ static int has(char **v, const char *entry)
 	return 0;
 }
 
-static double t_libproc2_reap(const char *entry, long *n)
+static double t_libproc2_reap(const char *entry, long *n, double *cpu)
 {
 	enum pids_item items[] = { PIDS_ID_PID, PIDS_ENVIRON_V };
 	struct pids_info *info = NULL;
-	double t = bench_now();
+	double t = bench_now(), c = bench_cpu();
 	*n = 0;
 	if (procps_pids_new(&info, items, 2) < 0)
 		return -1;
@@ -80,14 +85,15 @@ static double t_libproc2_reap(const char *entry, long *n)
 	for (int i = 0; f && i < f->counts->total; i++)
 		*n += has(PIDS_VAL(1, strv, f->stacks[i], info), entry);
 	procps_pids_unref(&info);
+	*cpu = bench_cpu() - c;
 	return bench_now() - t;
 }
 
-static double t_libproc2_get(const char *entry, long *n)
+static double t_libproc2_get(const char *entry, long *n, double *cpu)
 {
 	enum pids_item items[] = { PIDS_ID_PID, PIDS_ENVIRON_V };
 	struct pids_info *info = NULL;
-	double t = bench_now();
+	double t = bench_now(), c = bench_cpu();
 	*n = 0;
 	if (procps_pids_new(&info, items, 2) < 0)
 		return -1;
@@ -95,10 +101,11 @@ static double t_libproc2_get(const char *entry, long *n)
 	while ((s = procps_pids_get(info, PIDS_FETCH_TASKS_ONLY)))
 		*n += has(PIDS_VAL(1, strv, s, info), entry);
 	procps_pids_unref(&info);
+	*cpu = bench_cpu() - c;
 	return bench_now() - t;
 }
 
-typedef double (*contender)(const char *, long *);
+typedef double (*contender)(const char *, long *, double *);
 
 static void cmd_scan(const char *entry, unsigned round)
 {
@@ -110,9 +117,8 @@ static void cmd_scan(const char *entry, unsigned round)
 	/* rotate the order each round: no contender always runs on a cold or warm cache */
 	for (unsigned k = 0; k < K; k++) {
 		unsigned i = (k + round) % K;
-		double c = bench_cpu();
-		t[i] = fns[i](entry, &n[i]);
-		cpu[i] = bench_cpu() - c;
+		cpu[i] = -1;
+		t[i] = fns[i](entry, &n[i], &cpu[i]);
 	}
 	printf("{");
 	for (unsigned i = 0; i < K; i++)
@@ -164,8 +170,12 @@ static void cmd_details(const char *entry)
 	double t_lp = bench_now();
 	long n_lp = 0;
 	if (procps_pids_new(&info, items, sizeof items / sizeof *items) == 0) {
-		struct pids_fetch *f = procps_pids_select(info, pids, np, PIDS_SELECT_PID);
-		n_lp = f ? f->counts->total : -1;
+		/* procps_pids_select takes at most FILL_ID_MAX (255) pids a call */
+		for (int i = 0; i < np && n_lp >= 0; i += 200) {
+			struct pids_fetch *f = procps_pids_select(info, pids + i, np - i < 200 ? np - i : 200,
+								  PIDS_SELECT_PID);
+			n_lp = f ? n_lp + f->counts->total : -1;
+		}
 		procps_pids_unref(&info);
 	}
 	t_lp = bench_now() - t_lp;
