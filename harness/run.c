@@ -557,6 +557,18 @@ int cmd_run(int argc, char **argv)
 			}
 	if (rr == 0)
 		drop_command(&r, rep);
+	if (!r.cmd_done && (rr < 0 || r.cancels)) {
+		/* The reap failed or could not see COMMAND (no pidfd to spare, say): a cancelled
+		 * COMMAND still ends after its grace, and we do not wait forever. It is our unwaited
+		 * child, so its pid cannot have been reused and a late pidfd is still its own. */
+		if (r.cmd.fd < 0)
+			pidref_open(&r.cmd, r.procfd, r.cmd.pid, r.cmd.start_time);
+		if (!pidref_exited(&r.cmd)) {
+			if (pidref_signal_group(&r.cmd, r.procfd, SIGKILL) < 0)
+				pidref_signal(&r.cmd, r.procfd, SIGKILL);
+			r.st.escalated = 1;
+		}
+	}
 	if (!r.cmd_done) /* still not collected: wait for COMMAND (it was killed or exited) */
 		while (waitpid(r.cmd.pid, &r.cmd_status, 0) < 0 && errno == EINTR)
 			;
@@ -574,7 +586,7 @@ int cmd_run(int argc, char **argv)
 		if (output_emit(&r.out, rep, r.finders, r.nfinders, OUT_ALL) < 0 && code == 0 && !rep->leaks)
 			code = EXIT_REPORT_FAILED;
 		r.st.leaks = rep->leaks;
-		r.st.escalated = rep->escalated;
+		r.st.escalated |= rep->escalated;
 		if (code == 0 && rep->leaks)
 			code = r.leak_code;
 	}

@@ -204,3 +204,16 @@ def test_a_stopped_runner_is_continued_so_it_can_obey_the_cancellation(run):
         time.sleep(0.01)
     r.signal(signal.SIGTERM)
     assert r.wait(60) == 7, r.stderr  # its handler ran: not the SIGKILL 300 s later
+
+
+def test_cancelled_runner_is_killed_even_when_the_reap_cannot_open_pidfds(run):
+    """With a hard limit of 10 descriptors the reap cannot watch anything (or fails outright);
+    a cancelled COMMAND that ignores SIGTERM must still be killed after its grace."""
+    import resource
+    r = run(["--grace", "1"], ["sh", "-c", 'trap "" TERM; echo ready; sleep 300'],
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (10, 10)))
+    r.expect("ready")
+    r.signal(signal.SIGTERM)
+    assert r.wait(60) == 137, r.stderr
+    doc = r.state()
+    assert doc["escalated"] is True and doc["termination_signal"] == 15
