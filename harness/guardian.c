@@ -47,19 +47,21 @@ static void guard(int rfd, const char *marker)
 	_exit(reaper_reap(&f, 1, &o, &rep) < 0 ? 1 : 0);
 }
 
-int guardian_start(const char *marker)
+int guardian_start(const char *marker, pid_t *guardian)
 {
-	int p[2];
+	int p[2], q[2] = { -1, -1 }, e;
+	*guardian = 0;
+	/* p: reaper -> guardian, held open for the run; q: the middle process tells us the pid */
 	if (pipe2(p, O_CLOEXEC) < 0)
 		goto fail;
+	if (pipe2(q, O_CLOEXEC) < 0)
+		goto fail_p;
 	pid_t mid = fork();
-	if (mid < 0) {
-		close(p[0]);
-		close(p[1]);
-		goto fail;
-	}
+	if (mid < 0)
+		goto fail_q;
 	if (mid == 0) {
 		close(p[1]);
+		close(q[0]);
 		/* double fork: the guardian must be nobody's child of ours */
 		pid_t g = fork();
 		if (g == 0) {
@@ -68,17 +70,33 @@ int guardian_start(const char *marker)
 			sigprocmask(SIG_SETMASK, &none, NULL);
 			guard(p[0], marker);
 		}
-		_exit(g < 0 ? 1 : 0);
+		_exit(g < 0 || write(q[1], &g, sizeof g) != (ssize_t)sizeof g ? 1 : 0);
 	}
 	close(p[0]);
+	close(q[1]);
 	int st;
 	while (waitpid(mid, &st, 0) < 0 && errno == EINTR)
 		;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || read(q[0], guardian, sizeof *guardian) != (ssize_t)sizeof *guardian) {
+		e = errno ? errno : ECHILD;
+		close(q[0]);
 		close(p[1]);
+		*guardian = 0;
+		errno = e;
 		goto fail;
 	}
+	close(q[0]);
 	return p[1];
+fail_q:
+	e = errno;
+	close(q[0]);
+	close(q[1]);
+	errno = e;
+fail_p:
+	e = errno;
+	close(p[0]);
+	close(p[1]);
+	errno = e;
 fail:
 	fprintf(stderr, "reaper: warning: no owner-death guardian (%s); a SIGKILLed reaper leaves its run\n",
 		strerror(errno));

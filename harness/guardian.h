@@ -8,9 +8,11 @@
 #ifndef HARNESS_GUARDIAN_H
 #define HARNESS_GUARDIAN_H
 
-/* Start the guardian for marker ("REAPER_RUN=id"). Returns the pipe's write end, or -1
- * (with a warning) when it could not be started. */
-int guardian_start(const char *marker);
+#include <sys/types.h>
+
+/* Start the guardian for marker ("REAPER_RUN=id"). Returns the pipe's write end and the
+ * guardian's pid in *guardian, or -1 (with a warning) when it could not be started. */
+int guardian_start(const char *marker, pid_t *guardian);
 /* Tell the guardian the run ended normally; closes fd. */
 void guardian_stop(int fd);
 

@@ -511,7 +511,7 @@ int cmd_run(int argc, char **argv)
 	}
 	/* Before we become a subreaper, so the guardian's orphaned self is not ours. */
 	if (getpid() != 1)
-		r.guardian_fd = guardian_start(r.run_marker);
+		r.guardian_fd = guardian_start(r.run_marker, &r.st.guardian_pid);
 	int e = reaper_adopt();
 	if (e < 0 && getpid() != 1)
 		fprintf(stderr, "reaper: warning: cannot become a child subreaper: %s; orphans go to init\n",

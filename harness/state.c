@@ -50,14 +50,16 @@ void state_write(struct run_state *s, FILE *err)
 	snprintf(when + wl, sizeof when - wl, ".%03ldZ", ts.tv_nsec / 1000000);
 	snprintf(code, sizeof code, s->runner_exit_code < 0 ? "null" : "%d", s->runner_exit_code);
 	snprintf(sig, sizeof sig, s->termination_signal ? "%d" : "null", s->termination_signal);
+	char guardian[16];
+	snprintf(guardian, sizeof guardian, s->guardian_pid ? "%d" : "null", (int)s->guardian_pid);
 	int len = snprintf(doc, sizeof doc,
 			   "{\"version\": 1, \"phase\": \"%s\", \"run_id\": \"%s\", \"reaper_pid\": %d, "
-			   "\"command_pid\": %d, \"active_children\": %ld, \"adopted_children\": %ld, "
+			   "\"command_pid\": %d, \"guardian_pid\": %s, \"active_children\": %ld, \"adopted_children\": %ld, "
 			   "\"orphaned_children_total\": %lu, \"reaped_children_total\": %lu, "
 			   "\"reaped_orphans_total\": %lu, \"escalated\": %s, \"termination_signal\": %s, "
 			   "\"runner_exit_code\": %s, \"leaks\": %lu, \"phases\": [%s], \"timeout\": %g, "
 			   "\"grace\": %g, \"leak_exit_code\": %d, \"updated_at\": \"%s\"}\n",
-			   s->phase, s->run_id ? s->run_id : "", (int)getpid(), (int)s->command_pid,
+			   s->phase, s->run_id ? s->run_id : "", (int)getpid(), (int)s->command_pid, guardian,
 			   s->active_children, s->adopted_children, s->orphaned_children_total,
 			   s->reaped_children_total, s->reaped_orphans_total, s->escalated ? "true" : "false",
 			   sig, code, s->leaks, seen, s->timeout, s->grace, s->leak_exit_code, when);

@@ -13,6 +13,7 @@ struct run_state {
 	int nphases;
 	const char *run_id;
 	pid_t command_pid;
+	pid_t guardian_pid;   /* 0: none (PID 1, or it could not be started) */
 	long active_children, adopted_children;
 	unsigned long orphaned_children_total, reaped_children_total, reaped_orphans_total;
 	int escalated;

@@ -3,6 +3,7 @@ it (its guardian sees the pipe close and kills by the run's marker), while anoth
 reaper run is left alone."""
 import os
 import signal
+import subprocess
 import time
 
 from conftest import alive, marked, script, wait_gone
@@ -62,3 +63,33 @@ def test_sigkilled_reaper_takes_its_run_along_and_spares_another_run(run):
     finally:
         for _, fd in v + c:
             os.close(fd)
+
+
+def test_guardian_holds_nothing_of_the_run_and_leaves_with_a_normal_end(run, tmp_path):
+    """The guardian is in its own session, holds no descriptor of the run (a reader of
+    COMMAND's output must not wait for it), sits in /, and exits when the run ends normally."""
+    r = run([], script("""
+        import sys
+        print("ready", flush=True)
+        sys.stdin.readline()
+    """), stdin=subprocess.PIPE, cwd=str(tmp_path))
+    r.expect("ready")
+    doc = r.state()
+    g, cmd = doc["guardian_pid"], doc["command_pid"]
+    assert g and g != r.p.pid
+    fd = os.pidfd_open(g)
+    try:
+        with open("/proc/%d/stat" % g) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        assert int(fields[3]) == g  # session id: its own session
+        assert int(fields[1]) != r.p.pid  # not reaper's child
+        assert os.readlink("/proc/%d/cwd" % g) == "/"
+        ours = {os.readlink("/proc/%d/fd/%s" % (cmd, n)) for n in ("0", "1", "2")}
+        held = {os.readlink("/proc/%d/fd/%s" % (g, n)) for n in os.listdir("/proc/%d/fd" % g)}
+        assert not (ours & held), held
+        assert len([h for h in held if h.startswith("pipe:")]) == 1  # its pipe from reaper
+        r.p.stdin.write(b"end\n")
+        assert r.wait(30) == 0
+        assert wait_gone([fd], 30) == []
+    finally:
+        os.close(fd)
