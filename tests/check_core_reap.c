@@ -500,7 +500,14 @@ START_TEST(identity_pid_reused_not_signalled)
 	for (int attempt = 0; attempt < 1000 && !reused; attempt++) {
 		char last[24];
 		int n = snprintf(last, sizeof last, "%d", (int)pid - 1);
-		ck_assert_int_eq(pwrite(fd, last, (size_t)n, 0), n);
+		if (pwrite(fd, last, (size_t)n, 0) != n) {
+			ck_assert_msg(geteuid() != 0, "ns_last_pid: %s", strerror(errno));
+			fprintf(stderr, "skip identity_pid_reused_not_signalled: ns_last_pid: %s; needs root\n",
+				strerror(errno));
+			close(fd);
+			pidref_done(&ref);
+			return;
+		}
 		ck_assert_int_eq(tu_spawn(&fresh, argv, NULL, -1, -1), 0);
 		reused = fresh.pid == pid; /* another process may fork in between: try again */
 		if (!reused)

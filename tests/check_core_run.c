@@ -39,7 +39,7 @@ static void slurp(int fd, char *buf, size_t len)
 	close(fd);
 }
 
-/* reaper ARGS... with our PATH and the suite marker. Output goes to files, not pipes, so a
+/* reaper ARGS... with a plain PATH and the suite marker. Output goes to files, not pipes, so a
  * leftover holding them open cannot hold the test. */
 static void run_reaper(struct run *r, char *const args[])
 {
@@ -52,9 +52,9 @@ static void run_reaper(struct run *r, char *const args[])
 		n++;
 	}
 	argv[n] = NULL;
-	static char path[4096];
-	snprintf(path, sizeof path, "PATH=%s", getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
-	char *env[] = { path, suite_marker, NULL };
+	/* a PATH of our own: an unreadable directory on the caller's PATH would turn "not
+	 * found" (127) into execvp's EACCES (126) */
+	char *env[] = { "PATH=/usr/bin:/bin", suite_marker, NULL };
 	int out = scratch_fd(), err = scratch_fd();
 	struct tu_proc p;
 	double t0 = tu_now();
