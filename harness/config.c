@@ -73,7 +73,7 @@ int config_leak_exit_code(FILE *err, const char *flag_value)
 		v = getenv("REAPER_LEAK_EXIT_CODE");
 		src = "REAPER_LEAK_EXIT_CODE";
 	}
-	if (!v || !*v)
+	if (!v || (!*v && !flag_value)) /* an empty variable is an unset one; an empty flag is bad */
 		return DEFAULT_LEAK_EXIT;
 	long n;
 	if (config_parse_int(v, &n) < 0 || n == EXIT_USAGE) {

@@ -27,7 +27,9 @@ CASES = [
     ([], {"REAPER_LEAK_EXIT_CODE": "200"}, 10, 5, 125, ["REAPER_LEAK_EXIT_CODE", "out of range"]),
     (["--leak-exit-code", "1"], {}, 10, 5, 3, ["--leak-exit-code", "out of range"]),
     ([], {"REAPER_LEAK_EXIT_CODE": "x12"}, 10, 5, 23, ["REAPER_LEAK_EXIT_CODE", "x12"]),
-    ([], {"REAPER_TIMEOUT": ""}, 10, 5, 23, None),  # empty: not set
+    ([], {"REAPER_TIMEOUT": "", "REAPER_LEAK_EXIT_CODE": ""}, 10, 5, 23, None),  # empty: not set
+    (["--leak-exit-code", ""], {"REAPER_LEAK_EXIT_CODE": "42"}, 10, 5, 23, ["--leak-exit-code"]),
+    (["--timeout", ""], {}, 10, 5, 23, ["--timeout"]),
 ]
 
 
