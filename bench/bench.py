@@ -299,6 +299,12 @@ class Bench:
                          "left": max(x["left"] for x in lib), "zombies": max(x["zombies"] for x in lib)})
             print(f"  reap {n}: {rows[-1]['total']*1e3:.1f} ms", flush=True)
         self.results["reap"] = rows
+        coll = self.reap_c("collect", 1000, 3)
+        self.results["collect"] = {"n": 1000, "with_pidfd": med([x["with_pidfd"] for x in coll]),
+                                   "without_pidfd": med([x["without_pidfd"] for x in coll])}
+        c = self.results["collect"]
+        print(f"  collecting one of 1000 zombie children: {c['with_pidfd']*1e6:.1f} us with a pidfd opened on "
+              f"each, {c['without_pidfd']*1e6:.1f} us without", flush=True)
 
     # ---- 4. wrapper overhead, 5. memory ----------------------------------------------------
     def wrapper(self):
@@ -426,6 +432,11 @@ def table(res: dict) -> str:
     for r in res.get("reap", []):
         add(f"whole reap (find, freeze, kill, collect), {r['n']} leftovers", ms(r["total"]), "", "",
             "nothing left", r["left"] == 0 and r["zombies"] == 0)
+    if "collect" in res:
+        c = res["collect"]
+        add(f"kernel: collecting one of {c['n']} zombie children (waitpid)", f"{c['with_pidfd']*1e6:.1f} us "
+            "(a pidfd was opened on each)", f"{c['without_pidfd']*1e6:.1f} us (never a pidfd)",
+            f"{c['with_pidfd'] / c['without_pidfd']:.1f}x", "(measured)", True)
     if "wrapper" in res:
         w = res["wrapper"]
         c = w["cmds"]

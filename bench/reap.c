@@ -8,7 +8,9 @@
  *                                  timeout 0.2 s, grace 0.1 s: seconds from the deadline
  *                                  (timeout + grace) to the report; what is left; zombies
  *   bench-reap SPAWN reap N REPS   N SIGTERM-ignoring leftovers, timeout 0, no grace: the
- *                                  whole reap (find, identify, kill, collect) */
+ *                                  whole reap (find, identify, kill, collect)
+ *   bench-reap SPAWN collect N REPS  seconds to collect one of N zombie children, with and
+ *                                  without a pidfd ever opened on them (a kernel cost) */
 #define _GNU_SOURCE
 #include "bench/benchlib.h"
 #include "reaper/reaper.h"
@@ -21,7 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -150,6 +154,46 @@ static int run_kill(const char *spawn, const char *home, long n, int forker, dou
 	return r;
 }
 
+/* What collecting one zombie costs among n children, when a pidfd was opened on each of them
+ * (as libreaper does for identity) and when none was. The children are ours (plain fork,
+ * blocked in pause()), killed through their pidfd or, without one, by pid: an unreaped child
+ * of ours cannot be replaced under its pid. */
+static double collect_cost(long n, int with_pidfd)
+{
+	pid_t *pids = calloc((size_t)n, sizeof *pids);
+	int *fds = calloc((size_t)n, sizeof *fds);
+	for (long i = 0; i < n; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			pause();
+			_exit(0);
+		}
+		fds[i] = with_pidfd ? (int)syscall(SYS_pidfd_open, pids[i], 0) : -1;
+	}
+	for (long i = 0; i < n; i++) {
+		if (fds[i] >= 0)
+			syscall(SYS_pidfd_send_signal, fds[i], SIGKILL, NULL, 0);
+		else
+			kill(pids[i], SIGKILL);
+	}
+	for (long i = 0; i < n; i++) { /* all are zombies before the clock starts */
+		siginfo_t si = { 0 };
+		while (waitid(P_PID, (id_t)pids[i], &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+			;
+	}
+	double t = bench_now();
+	for (long i = 0; i < n; i++)
+		while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR)
+			;
+	t = (bench_now() - t) / (double)n;
+	for (long i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(pids);
+	free(fds);
+	return t;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 5) {
@@ -183,6 +227,12 @@ int main(int argc, char **argv)
 			r = run_kill(spawn, home, n, 1, 0.2, 0.1);
 		else if (strcmp(what, "reap") == 0)
 			r = run_kill(spawn, home, n, 0, 0, 0);
+		else if (strcmp(what, "collect") == 0) {
+			double with = collect_cost(n, 1), without = collect_cost(n, 0);
+			printf("{\"n\": %ld, \"with_pidfd\": %.9f, \"without_pidfd\": %.9f}\n", n, with, without);
+			fflush(stdout);
+			r = 0;
+		}
 		else
 			return 64;
 		if (r < 0)
