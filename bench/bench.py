@@ -408,6 +408,10 @@ def table(res: dict) -> str:
         add(f"marker scan, {p}, none marked: seed with_home vs reaper_scan", ms(nm["reaper_scan"]), ms(nm["seed"]),
             f"{r['nomatch_seed_over_reaper']:.1f}x ({r['nomatch_seed_over_reaper_cpu']:.1f}x) faster", ">= 10x",
             r["nomatch_seed_over_reaper_cpu"] >= 10)
+        nc = r["nomatch_cpu"]
+        add(f"marker scan, {p}, none marked: seed with_home vs the raw floor itself (the most any reader "
+            "of environ can gain)", ms(nm["floor"]), ms(nm["seed"]),
+            f"{nm['seed'] / nm['floor']:.1f}x ({nc['seed'] / nc['floor']:.1f}x) faster", "-", True)
         add(f"marker scan, {p}, half marked: libproc2 PIDS_ENVIRON_V vs raw floor", ms(m["libproc2_reap"]),
             ms(m["floor"]), f"{r['ratio_libproc2_floor']:.2f}x ({r['ratio_libproc2_floor_cpu']:.2f}x)", "(measured)",
             True)
