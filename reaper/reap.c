@@ -64,7 +64,8 @@ static void on_added(void *ctx, size_t idx)
 	struct reap *rp = ctx;
 	struct cand *c = &rp->cs.v[idx];
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = idx };
-	if (epoll_ctl(rp->ep, EPOLL_CTL_ADD, c->ref.fd, &ev) < 0)
+	/* a report-only reap without a timeout (reaper_scan) never waits for an exit */
+	if (!(rp->o->report_only && rp->o->timeout <= 0) && epoll_ctl(rp->ep, EPOLL_CTL_ADD, c->ref.fd, &ev) < 0)
 		rp->err = -errno;
 	static const int sig_of[] = { [WAIT] = 0, [TERM] = SIGTERM, [FREEZE] = SIGSTOP, [KILL] = SIGKILL };
 	if (sig_of[rp->phase])
