@@ -380,20 +380,29 @@ static int drain_run(struct run *r, struct reaper_report **rep)
 	return reaper_reap(r->finders, r->nfinders, &o, rep);
 }
 
+/* Fire in ms milliseconds, then every second. */
+static void arm_timer(int tfd, long ms)
+{
+	if (tfd < 0)
+		return;
+	struct itimerspec its = { .it_interval = { 1, 0 }, .it_value = { ms / 1000, (ms % 1000) * 1000000L } };
+	timerfd_settime(tfd, 0, &its, NULL);
+}
+
 /* Supervise until COMMAND exits or a cancellation arrives. Orphans adopted meanwhile are
  * collected as their SIGCHLDs arrive; nothing is kept per orphan. */
 static void supervise(struct run *r)
 {
-	/* Adoption raises no event, so while a state document is kept its counts are refreshed
-	 * once a second; without one only signals and COMMAND's pidfd wake us. */
-	int tfd = -1;
-	if (r->st.path && !r->st.failed &&
-	    (tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)) >= 0) {
-		struct itimerspec its = { .it_interval = { 1, 0 }, .it_value = { 1, 0 } };
-		timerfd_settime(tfd, 0, &its, NULL);
-	}
+	/* The document follows changes within 100 ms but is replaced at most ten times a second
+	 * (a stream of orphans would otherwise cost a file replace each); adoption raises no
+	 * event, so it is also refreshed once a second. Without a document only signals and
+	 * COMMAND's pidfd wake us. */
+	int tfd = -1, pending = 0;
+	if (r->st.path && !r->st.failed)
+		tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	r->supervising = 1;
 	state_update(r, "running");
+	arm_timer(tfd, 1000);
 	while (!r->cmd_done && !r->cancels) {
 		struct pollfd p[3] = { { .fd = r->sfd, .events = POLLIN },
 				       { .fd = r->cmd.fd, .events = POLLIN },
@@ -403,13 +412,17 @@ static void supervise(struct run *r)
 		drain_signals(r);
 		if (p[1].revents)
 			reap_children(r); /* COMMAND's exit, even when SIGCHLDs coalesced */
-		if (p[2].revents) {
-			uint64_t ticks;
-			if (read(tfd, &ticks, sizeof ticks) < 0) {
-				/* EAGAIN: nothing to consume */
-			}
+		uint64_t ticks = 0;
+		if (p[2].revents && read(tfd, &ticks, sizeof ticks) < 0)
+			ticks = 0; /* EAGAIN: nothing to consume */
+		if (ticks || tfd < 0 || r->cmd_done || r->cancels) {
+			state_update(r, NULL);
+			pending = 0;
+			arm_timer(tfd, 1000);
+		} else if (!pending) {
+			pending = 1;
+			arm_timer(tfd, 100);
 		}
-		state_update(r, NULL);
 	}
 	r->supervising = 0;
 	if (tfd >= 0)
