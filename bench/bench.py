@@ -332,9 +332,12 @@ class Bench:
             floor.append(json.loads(server.stdout.readline())["floor"])
         server.stdin.close()
         server.wait()
+        dfork = json.loads(subprocess.run([os.path.join(self.bin, "bench-wrap"), "--doublefork", "50"],
+                                          check=True, capture_output=True, text=True).stdout)
         self.results["wrapper"] = {"runs": runs, "procs": count_procs(), "cmds": res,
                                    "floor_scan": med([f[0] for f in floor]),
-                                   "floor_scan_cpu": med([f[2] for f in floor])}
+                                   "floor_scan_cpu": med([f[2] for f in floor]),
+                                   "double_fork": dfork["median"], "double_fork_cpu": dfork["cpu"]}
         print("  wrapper: " + ", ".join(f"{k} +{v['overhead']*1e3:.2f} ms (cpu +{v['overhead_cpu']*1e3:.2f})"
                                         for k, v in res.items() if k != "true")
               + f"; one floor scan of {self.results['wrapper']['procs']} processes: "
@@ -453,7 +456,10 @@ def table(res: dict) -> str:
                     "<= tini + 0.5 ms" if k == "reaper" else "-",
                     k != "reaper" or c[k]["overhead"] <= tini + 0.0005 or c[k]["overhead_cpu"] <= tini_cpu + 0.0005)
         add(f"one raw floor scan of the {w['procs']} processes (reaper run makes one at the end)",
-            ms(w["floor_scan"]), "", "", "-", True)
+            f"{ms(w['floor_scan'])} (cpu {ms(w['floor_scan_cpu'])})", "", "", "-", True)
+        if "double_fork" in w:
+            add("a double fork, as reaper run starts its owner-death guardian",
+                f"{ms(w['double_fork'])} (cpu {ms(w['double_fork_cpu'])})", "", "", "-", True)
     if "memory" in res:
         m = res["memory"]
         clean = m["clean_hwm_kib"]

@@ -99,10 +99,44 @@ static int hwm(char **argv)
 	return 0;
 }
 
+/* bench-wrap --doublefork RUNS: what starting a detached helper the way reaper run starts its
+ * owner-death guardian costs (fork a middle process that forks the helper and exits, wait for
+ * the middle one); the helper exits at once. Prints median wall and CPU seconds (the CPU of
+ * this process and of the middle one). */
+static int doublefork(long runs)
+{
+	double *t = calloc((size_t)runs, sizeof *t), *c = calloc((size_t)runs, sizeof *c);
+	for (long r = 0; r < runs; r++) {
+		struct rusage ru0, ru1, ch0, ch1;
+		getrusage(RUSAGE_SELF, &ru0);
+		getrusage(RUSAGE_CHILDREN, &ch0);
+		double w = bench_now();
+		pid_t mid = fork();
+		if (mid == 0) {
+			if (fork() == 0)
+				_exit(0);
+			_exit(0);
+		}
+		while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
+			;
+		t[r] = bench_now() - w;
+		getrusage(RUSAGE_SELF, &ru1);
+		getrusage(RUSAGE_CHILDREN, &ch1);
+#define TV(x) ((double)(x).tv_sec + (double)(x).tv_usec / 1e6)
+		c[r] = TV(ru1.ru_utime) - TV(ru0.ru_utime) + TV(ru1.ru_stime) - TV(ru0.ru_stime) + TV(ch1.ru_utime) -
+		       TV(ch0.ru_utime) + TV(ch1.ru_stime) - TV(ch0.ru_stime);
+#undef TV
+	}
+	printf("{\"median\": %.9f, \"cpu\": %.9f}\n", bench_median(t, (size_t)runs), bench_median(c, (size_t)runs));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && strcmp(argv[1], "--hwm") == 0)
 		return hwm(argv + 2);
+	if (argc == 3 && strcmp(argv[1], "--doublefork") == 0)
+		return doublefork(atol(argv[2]));
 	if (argc < 3) {
 		fprintf(stderr, "usage: bench-wrap RUNS \"CMD ARG...\"...\n");
 		return 64;
