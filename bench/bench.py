@@ -504,8 +504,8 @@ def plot(res: dict, path: str):
         for x in res["scan"]:
             m = x["median"]
             f.write(f"{x['procs']} {m['floor']*1e3} {m['reaper_scan']*1e3} {m['rescan']*1e3} "
-                    f"{m['libproc2_reap']*1e3} {m['seed']*1e3}\n")
-    script = f"""set terminal png size 900,600
+                    f"{m['libproc2_reap']*1e3} {m['seed']*1e3} {x['nomatch']['reaper_scan']*1e3}\n")
+    script = f"""set terminal png size 900,600 noenhanced
 set output '{path}'
 set title 'marker scan: cost against processes on the system (half marked)'
 set xlabel 'processes'
@@ -513,7 +513,8 @@ set ylabel 'ms per scan'
 set logscale y
 set key left top
 plot '{data}' u 1:2 w lp t 'raw floor', '' u 1:3 w lp t 'libreaper reaper_scan', '' u 1:4 w lp t 'libreaper rescan', \
- '' u 1:5 w lp t 'libproc2 PIDS_ENVIRON_V', '' u 1:6 w lp t 'seed with_home'
+ '' u 1:5 w lp t 'libproc2 PIDS_ENVIRON_V', '' u 1:6 w lp t 'seed with_home', \
+ '' u 1:7 w lp t 'libreaper reaper_scan, nothing marked'
 """
     subprocess.run([gp], input=script, text=True, check=False)
     os.unlink(data)
