@@ -528,7 +528,7 @@ def main():
     ap.add_argument("--only", default="scan,exit,kill,reap,wrapper,memory")
     a = ap.parse_args()
     b = Bench(a.build, a.quick or os.environ.get("BENCH_QUICK") == "1")
-    t0 = time.monotonic()
+    t0, load0 = time.monotonic(), os.getloadavg()[0]
     steps = {"scan": b.scan, "exit": b.exit_detection, "kill": b.kill_convergence, "reap": b.reap_growth,
              "wrapper": b.wrapper, "memory": b.memory}
     try:
@@ -540,6 +540,7 @@ def main():
         shutil.rmtree(b.tmp, ignore_errors=True)
     growth(b.results)
     b.results["seconds"] = time.monotonic() - t0
+    b.results["load"] = [load0, os.getloadavg()[0]]
     png = plot(b.results, os.path.join(HERE, "growth.png"))
     b.results["plot"] = png
     with open(os.path.join(HERE, "results.json"), "w") as f:
