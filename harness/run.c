@@ -576,7 +576,7 @@ int cmd_run(int argc, char **argv)
 		 * child, so its pid cannot have been reused and a late pidfd is still its own. */
 		if (r.cmd.fd < 0)
 			pidref_open(&r.cmd, r.procfd, r.cmd.pid, r.cmd.start_time);
-		if (!pidref_exited(&r.cmd)) {
+		if (!pidref_exited(&r.cmd, r.procfd)) {
 			if (pidref_signal_group(&r.cmd, r.procfd, SIGKILL) < 0)
 				pidref_signal(&r.cmd, r.procfd, SIGKILL);
 			r.st.escalated = 1;

@@ -267,7 +267,7 @@ static int known(const struct candset *cs, pid_t pid)
 {
 	ssize_t i = candset_find(cs, pid);
 	return i >= 0 && (cs->v[i].live || cs->v[i].info.fate == REAPER_KEPT ||
-			  cs->v[i].ref.fd >= 0);
+			  cs->v[i].ref.pid > 0);
 }
 
 static int scan_env(struct scanner *sc, struct candset *cs)

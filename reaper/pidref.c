@@ -14,12 +14,31 @@
 #define P_PIDFD 3
 #endif
 
+/* pidfd_open, or -ENOSYS where the kernel (< 5.3) or valgrind (3.19) has no pidfds. */
+static int open_pidfd(pid_t pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Without pidfds the identity is pid + start time alone, re-checked before every use. */
+static int pin_by_start_time(struct pidref *p, int procfd, pid_t pid, uint64_t start_time)
+{
+	struct reaper_stat st;
+	if (procfs_stat(procfd, pid, &st) < 0 || st.start_time != start_time)
+		return -ESRCH;
+	*p = (struct pidref){ .pid = pid, .start_time = start_time, .fd = -1 };
+	return 0;
+}
+
 int pidref_open(struct pidref *p, int procfd, pid_t pid, uint64_t start_time)
 {
 	*p = PIDREF_NULL;
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	int fd = open_pidfd(pid);
+	if (fd == -ENOSYS)
+		return pin_by_start_time(p, procfd, pid, start_time);
 	if (fd < 0)
-		return errno == ESRCH ? -ESRCH : -errno;
+		return fd;
 	/* The fd names whatever held pid at open time; it is ours only if pid still
 	 * shows the start time we saw before opening. */
 	struct reaper_stat st;
@@ -36,9 +55,13 @@ int pidref_open(struct pidref *p, int procfd, pid_t pid, uint64_t start_time)
 int pidref_open_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st)
 {
 	*p = PIDREF_NULL;
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	int fd = open_pidfd(pid);
+	if (fd == -ENOSYS) {
+		int r = procfs_stat(procfd, pid, st);
+		return r < 0 ? -ESRCH : pin_by_start_time(p, procfd, pid, st->start_time);
+	}
 	if (fd < 0)
-		return errno == ESRCH ? -ESRCH : -errno;
+		return fd;
 	int r = procfs_stat(procfd, pid, st);
 	if (r < 0) {
 		close(fd);
@@ -59,7 +82,7 @@ int pidref_open_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat
 int pidref_verify(const struct pidref *p, int procfd)
 {
 	struct reaper_stat st;
-	if (p->fd < 0 || procfs_stat(procfd, p->pid, &st) < 0 || st.start_time != p->start_time)
+	if (p->pid <= 0 || procfs_stat(procfd, p->pid, &st) < 0 || st.start_time != p->start_time)
 		return -ESRCH;
 	return 0;
 }
@@ -70,7 +93,17 @@ int pidref_signal(const struct pidref *p, int procfd, int sig)
 	if (r < 0)
 		return r;
 	/* The pidfd itself pins the process: even if it died since the check, the signal
-	 * cannot reach a recycled pid. */
+	 * cannot reach a recycled pid. Without pidfds only our own unreaped child is pinned
+	 * (its pid stays until we collect it); anyone else's pid could change hands between
+	 * the check and kill(), so it is not signalled. */
+	if (p->fd < 0) {
+		struct reaper_stat st;
+		if (procfs_stat(procfd, p->pid, &st) < 0 || st.start_time != p->start_time)
+			return -ESRCH;
+		if (st.ppid != getpid())
+			return -ENOSYS;
+		return kill(p->pid, sig) < 0 ? -errno : 0;
+	}
 	if (syscall(SYS_pidfd_send_signal, p->fd, sig, NULL, 0) < 0)
 		return -errno;
 	return 0;
@@ -89,21 +122,32 @@ int pidref_signal_group(const struct pidref *leader, int procfd, int sig)
 	return killpg(leader->pid, sig) < 0 ? -errno : 0;
 }
 
-int pidref_exited(const struct pidref *p)
+int pidref_exited(const struct pidref *p, int procfd)
 {
-	if (p->fd < 0)
+	if (p->pid <= 0)
 		return 1;
+	if (p->fd < 0) {
+		struct reaper_stat st;
+		return procfs_stat(procfd, p->pid, &st) < 0 || st.start_time != p->start_time ||
+		       st.state == 'Z' || st.state == 'X';
+	}
 	struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
 	int r = poll(&pfd, 1, 0);
 	return r > 0 ? 1 : 0;
 }
 
-int pidref_collect(const struct pidref *p, int *status)
+int pidref_collect(const struct pidref *p, int procfd, int *status)
 {
-	if (p->fd < 0)
+	if (p->pid <= 0)
 		return -EBADF;
 	siginfo_t si = { 0 };
-	if (waitid((idtype_t)P_PIDFD, (id_t)p->fd, &si, WEXITED | WNOHANG) < 0)
+	/* Without a pidfd: an unreaped child cannot lose its pid, so a verified pid is safe
+	 * to wait for by number. */
+	if (p->fd < 0 && pidref_verify(p, procfd) < 0)
+		return -ECHILD;
+	int r = p->fd >= 0 ? waitid((idtype_t)P_PIDFD, (id_t)p->fd, &si, WEXITED | WNOHANG)
+			   : waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG);
+	if (r < 0)
 		return -errno;
 	if (si.si_pid == 0)
 		return 0;
@@ -117,5 +161,5 @@ void pidref_done(struct pidref *p)
 {
 	if (p->fd >= 0)
 		close(p->fd);
-	p->fd = -1;
+	*p = PIDREF_NULL;
 }

@@ -9,14 +9,18 @@
 struct pidref {
 	pid_t pid;
 	uint64_t start_time; /* stat field 22, clock ticks since boot */
-	int fd;              /* pidfd, -1 when closed */
+	int fd;              /* pidfd; -1 without pidfd support (then pid + start time alone) */
 };
+/* A pidref is set while pid > 0; PIDREF_NULL and pidref_done() clear it. */
 
 #define PIDREF_NULL ((struct pidref){ .pid = 0, .start_time = 0, .fd = -1 })
 
 /* Pin the process now at pid whose start time is start_time: open a pidfd, then re-read the
  * start time, so the fd is known to refer to that very process. -ESRCH when it is gone or
- * was replaced; -EMFILE etc. from pidfd_open. procfd: an open /proc (or -1). */
+ * was replaced; -EMFILE etc. from pidfd_open. procfd: an open /proc (or -1). Where pidfds
+ * do not exist (ENOSYS: kernels before 5.3, valgrind 3.19) the pidref holds no fd, every
+ * use re-checks the start time first, only the caller's own children can be signalled, and
+ * the reap polls such processes for their exit. */
 int pidref_open(struct pidref *p, int procfd, pid_t pid, uint64_t start_time);
 /* Pin whatever holds pid now and read its stat into st: pidfd_open, read stat, and the fd
  * not yet readable proves the stat was that very process's (a pid cannot change hands while
@@ -26,17 +30,18 @@ struct reaper_stat;
 int pidref_open_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st);
 /* 0 while pid still names the same process (zombies included), -ESRCH otherwise. */
 int pidref_verify(const struct pidref *p, int procfd);
-/* Verify, then pidfd_send_signal. -ESRCH: gone or replaced, nothing was signalled. */
+/* Verify, then pidfd_send_signal. -ESRCH: gone or replaced, nothing was signalled.
+ * Without pidfds only the caller's own children can be signalled (-ENOSYS otherwise). */
 int pidref_signal(const struct pidref *p, int procfd, int sig);
 /* Signal the process group that the verified process leads (-ESRCH when it is gone,
  * replaced, or no longer leads a group of its own). Only safe for an unreaped child. */
 int pidref_signal_group(const struct pidref *leader, int procfd, int sig);
 /* 1 when the process has exited (zombie or reaped), 0 while it runs. */
-int pidref_exited(const struct pidref *p);
+int pidref_exited(const struct pidref *p, int procfd);
 /* Collect its zombie when the caller is its parent: 1 collected, 0 not exited yet,
  * -ECHILD not our child (or already collected). Never touches any other child. */
-int pidref_collect(const struct pidref *p, int *status);
-/* Close the pidfd. */
+int pidref_collect(const struct pidref *p, int procfd, int *status);
+/* Close the pidfd and clear the pidref. */
 void pidref_done(struct pidref *p);
 
 #endif

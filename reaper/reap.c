@@ -16,6 +16,7 @@
 #define RESCAN_MIN 0.002
 #define RESCAN_MAX 0.100
 #define QUIESCE_ROUNDS 10000
+#define UNWATCHED_POLL 0.010 /* without pidfds, how often exits are looked for */
 
 enum phase { WAIT, TERM, FREEZE, KILL };
 enum outcome { DONE, DEADLINE, ACT_TERM, ACT_KILL, FAILED };
@@ -28,6 +29,7 @@ struct reap {
 	enum phase phase;
 	int escalated;
 	int err;
+	size_t unwatched; /* live candidates without a pidfd (no pidfd support) */
 };
 
 static double now(void)
@@ -65,7 +67,11 @@ static void on_added(void *ctx, size_t idx)
 	struct cand *c = &rp->cs.v[idx];
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = idx };
 	/* a report-only reap without a timeout (reaper_scan) never waits for an exit */
-	if (!(rp->o->report_only && rp->o->timeout <= 0) && epoll_ctl(rp->ep, EPOLL_CTL_ADD, c->ref.fd, &ev) < 0)
+	if (rp->o->report_only && rp->o->timeout <= 0)
+		;
+	else if (c->ref.fd < 0)
+		rp->unwatched++; /* no pidfds here: polled in wait_until */
+	else if (epoll_ctl(rp->ep, EPOLL_CTL_ADD, c->ref.fd, &ev) < 0)
 		rp->err = -errno;
 	static const int sig_of[] = { [WAIT] = 0, [TERM] = SIGTERM, [FREEZE] = SIGSTOP, [KILL] = SIGKILL };
 	if (sig_of[rp->phase])
@@ -79,8 +85,11 @@ static void on_exit_event(struct reap *rp, struct cand *c)
 	c->live = 0;
 	rp->cs.live--;
 	c->info.fate = c->kill_sent ? REAPER_KILLED : c->term_sent ? REAPER_TERMINATED : REAPER_EXITED;
-	epoll_ctl(rp->ep, EPOLL_CTL_DEL, c->ref.fd, NULL);
-	int r = pidref_collect(&c->ref, &c->info.exit_status);
+	if (c->ref.fd >= 0)
+		epoll_ctl(rp->ep, EPOLL_CTL_DEL, c->ref.fd, NULL);
+	else
+		rp->unwatched--;
+	int r = pidref_collect(&c->ref, rp->sc.procfd, &c->info.exit_status);
 	if (r == 1) {
 		c->collected = 1;
 		pidref_done(&c->ref);
@@ -128,6 +137,8 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 		double until = deadline < next_scan ? deadline : next_scan;
 		if (rp->o->on_progress && next_tick < until)
 			until = next_tick;
+		if (rp->unwatched && until > t + UNWATCHED_POLL)
+			until = t + UNWATCHED_POLL;
 		int ms = (int)((until - t) * 1000.0 + 0.999);
 		int n = epoll_wait(rp->ep, evs, 256, ms < 0 ? 0 : ms);
 		if (n < 0 && errno != EINTR) {
@@ -145,6 +156,10 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 			}
 			on_exit_event(rp, &rp->cs.v[evs[i].data.u64]);
 		}
+		for (size_t i = 0; rp->unwatched && i < rp->cs.n; i++)
+			if (rp->cs.v[i].live && rp->cs.v[i].ref.fd < 0 &&
+			    pidref_exited(&rp->cs.v[i].ref, rp->sc.procfd))
+				on_exit_event(rp, &rp->cs.v[i]);
 	}
 }
 
@@ -194,9 +209,9 @@ static void finish(struct reap *rp)
 			c->info.fate = rp->o->report_only ? REAPER_ALIVE : REAPER_UNKILLABLE;
 			continue;
 		}
-		if (c->ref.fd < 0)
+		if (!c->ref.pid)
 			continue;
-		if (pidref_collect(&c->ref, &c->info.exit_status) == 1) {
+		if (pidref_collect(&c->ref, rp->sc.procfd, &c->info.exit_status) == 1) {
 			c->collected = 1;
 		} else if (c->info.state == 'Z' && pidref_verify(&c->ref, rp->sc.procfd) == 0) {
 			c->info.fate = REAPER_ZOMBIE_HELD; /* found dead, its parent lives outside the run */

@@ -467,7 +467,7 @@ START_TEST(identity_mismatch_not_signalled)
 	ref.start_time = child.start_time;
 	ck_assert_int_eq(pidref_signal(&ref, -1, SIGKILL), 0);
 	ck_assert_int_eq(tu_wait_exit(&child), SIGKILL);
-	ck_assert_int_eq(pidref_exited(&ref), 1);
+	ck_assert_int_eq(pidref_exited(&ref, -1), 1);
 	ck_assert_int_eq(pidref_signal(&ref, -1, SIGKILL), -ESRCH);
 	pidref_done(&ref);
 }

@@ -2,6 +2,7 @@
  * with the library's own parser (marker matching aside, which has its own unit tests). */
 #define _GNU_SOURCE
 #include "testutil.h"
+#include "reaper/pidref.h"
 
 #include "reaper/reaper.h"
 
@@ -154,22 +155,31 @@ int tu_wait_gone(pid_t pid, uint64_t start_time, double timeout)
 	}
 }
 
+/* tu_proc is a pidref with the test's names: the same identity rules (a pidfd where the
+ * kernel has them, pid + start time re-checked where it has not, as under valgrind). */
+static struct pidref ref_of(const struct tu_proc *p)
+{
+	return (struct pidref){ .pid = p->pid, .start_time = p->start_time, .fd = p->pidfd };
+}
+
+static void set_from(struct tu_proc *p, const struct pidref *r)
+{
+	p->pid = r->pid;
+	p->start_time = r->start_time;
+	p->pidfd = r->fd;
+}
+
 int tu_pin(struct tu_proc *p, pid_t pid, uint64_t start_time)
 {
-	p->pid = pid;
-	p->pidfd = -1;
-	p->start_time = 0;
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (fd < 0)
-		return -errno;
-	/* the fd is the process we mean only if pid still has the start time we were told */
+	struct pidref r;
+	*p = (struct tu_proc){ .pid = pid, .pidfd = -1 };
 	uint64_t st = tu_start_time(pid);
-	if (!st || (start_time && st != start_time)) {
-		close(fd);
+	if (!st || (start_time && st != start_time))
 		return -ESRCH;
-	}
-	p->start_time = st;
-	p->pidfd = fd;
+	int e = pidref_open(&r, -1, pid, st);
+	if (e < 0)
+		return e;
+	set_from(p, &r);
 	return 0;
 }
 
@@ -180,22 +190,29 @@ void tu_proc_close(struct tu_proc *p)
 	p->pidfd = -1;
 }
 
+/* Block until our child p exits and collect it. */
+static int wait_child(struct tu_proc *p, siginfo_t *si)
+{
+	for (;;) {
+		memset(si, 0, sizeof *si);
+		int r = p->pidfd >= 0 ? waitid((idtype_t)P_PIDFD, (id_t)p->pidfd, si, WEXITED)
+				      : waitid(P_PID, (id_t)p->pid, si, WEXITED);
+		if (r == 0)
+			return 0;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
 int tu_wait_exit(struct tu_proc *p)
 {
 	siginfo_t si;
-	if (p->pidfd < 0)
+	if (p->pid <= 0)
 		return -EBADF;
-	for (;;) {
-		memset(&si, 0, sizeof si);
-		if (waitid((idtype_t)P_PIDFD, (id_t)p->pidfd, &si, WEXITED) == 0)
-			break;
-		if (errno != EINTR) {
-			int e = -errno;
-			tu_proc_close(p);
-			return e;
-		}
-	}
+	int e = wait_child(p, &si);
 	tu_proc_close(p);
+	if (e < 0)
+		return e;
 	if (si.si_code == CLD_EXITED)
 		return W_EXITCODE(si.si_status, 0);
 	return si.si_status | (si.si_code == CLD_DUMPED ? 0x80 : 0);
@@ -203,16 +220,15 @@ int tu_wait_exit(struct tu_proc *p)
 
 int tu_kill_wait(struct tu_proc *p)
 {
-	if (p->pidfd < 0)
+	if (p->pid <= 0)
 		return -EBADF;
-	int r = 0;
-	if (syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
-		r = -errno;
-	siginfo_t si = { 0 };
-	if (waitid((idtype_t)P_PIDFD, (id_t)p->pidfd, &si, WEXITED) < 0) {
-		/* not our child: its exit shows on the pidfd, its zombie is someone else's */
-		struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
-		poll(&pfd, 1, 10000);
+	struct pidref ref = ref_of(p);
+	int r = pidref_signal(&ref, -1, SIGKILL);
+	if (r == -ESRCH)
+		r = 0; /* gone already */
+	siginfo_t si;
+	if (wait_child(p, &si) < 0) {
+		/* not our child: its zombie is someone else's; wait until it is gone */
 		if (tu_wait_gone(p->pid, p->start_time, 10) < 0 && r == 0)
 			r = -ETIMEDOUT;
 	}
@@ -222,9 +238,7 @@ int tu_kill_wait(struct tu_proc *p)
 
 int tu_spawn(struct tu_proc *p, char *const argv[], char *const envp[], int out_fd, int err_fd)
 {
-	p->pid = 0;
-	p->pidfd = -1;
-	p->start_time = 0;
+	*p = (struct tu_proc){ .pidfd = -1 };
 	pid_t pid = fork();
 	if (pid < 0)
 		return -errno;
@@ -239,8 +253,11 @@ int tu_spawn(struct tu_proc *p, char *const argv[], char *const envp[], int out_
 	/* our unwaited child: its pid cannot be reused under us */
 	p->pid = pid;
 	p->start_time = tu_start_time(pid);
-	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	return p->pidfd < 0 ? -errno : 0;
+	struct pidref r;
+	int e = pidref_open(&r, -1, pid, p->start_time);
+	if (e == 0)
+		set_from(p, &r);
+	return e;
 }
 
 int tu_run_pids(char *const argv[], char *const envp[], pid_t *pids, size_t max, int *status)
@@ -264,12 +281,7 @@ int tu_run_pids(char *const argv[], char *const envp[], pid_t *pids, size_t max,
 		fclose(in);
 	else
 		close(pfd[0]);
-	int st;
-	if (p.pidfd >= 0)
-		st = tu_wait_exit(&p);
-	else
-		while (waitpid(p.pid, &st, 0) < 0 && errno == EINTR)
-			;
+	int st = tu_wait_exit(&p);
 	if (status)
 		*status = st;
 	return n;
