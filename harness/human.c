@@ -33,7 +33,7 @@ static const char *color(const struct output *o, const char *code)
 static void label(struct tree *t, const struct reaper_proc *p)
 {
 	const char *what, *code;
-	if (output_is_leak(p))
+	if (reaper_proc_is_leak(p))
 		what = "LEAK", code = "\033[1;31m";
 	else if (p->allowed)
 		what = "ALLOWED", code = "\033[36m";

@@ -70,7 +70,7 @@ static void proc(struct sbuf *b, const struct reaper_proc *p, const struct reape
 	else
 		sbuf_puts(b, "\"test\": null, ");
 	sbuf_printf(b, "\"fate\": \"%s\", \"leak\": %s, \"allowed\": %s, \"kept\": %s, ", reaper_fate_name(p->fate),
-		    boolean(output_is_leak(p)), boolean(p->allowed), boolean(p->fate == REAPER_KEPT));
+		    boolean(reaper_proc_is_leak(p)), boolean(p->allowed), boolean(p->fate == REAPER_KEPT));
 	if (p->exit_status >= 0)
 		sbuf_printf(b, "\"exit_status\": %d, ", p->exit_status);
 	else

@@ -28,7 +28,7 @@ static void detail(struct sbuf *b, const char *k, const char *v)
 
 static void testcase(struct sbuf *b, const struct reaper_proc *p, const struct reaper_finder *f, size_t nf)
 {
-	int leak = output_is_leak(p);
+	int leak = reaper_proc_is_leak(p);
 	sbuf_puts(b, "    <testcase classname=\"");
 	text(b, p->test[0] ? p->test : "reaper", 200);
 	sbuf_printf(b, "\" name=\"%s: %d ", leak ? "leak" : p->fate == REAPER_KEPT ? "kept" : "allowed", (int)p->pid);
@@ -80,7 +80,7 @@ void junit_report(struct sbuf *b, const struct output *o, const struct reaper_re
 	size_t tests = 0, skipped = 0;
 	for (size_t i = 0; i < r->n; i++) {
 		const struct reaper_proc *p = &r->procs[i];
-		if (output_is_leak(p))
+		if (reaper_proc_is_leak(p))
 			tests++;
 		else if (p->allowed || p->fate == REAPER_KEPT)
 			tests++, skipped++;
@@ -101,7 +101,7 @@ void junit_report(struct sbuf *b, const struct output *o, const struct reaper_re
 		    tests, r->leaks, skipped, r->waited, when);
 	for (size_t i = 0; i < r->n; i++) {
 		const struct reaper_proc *p = &r->procs[i];
-		if (output_is_leak(p) || p->allowed || p->fate == REAPER_KEPT)
+		if (reaper_proc_is_leak(p) || p->allowed || p->fate == REAPER_KEPT)
 			testcase(b, p, f, nf);
 	}
 	if (!r->leaks)

@@ -194,13 +194,6 @@ void output_reap_opts(struct output *o, struct reaper_opts *opts)
 	}
 }
 
-int output_is_leak(const struct reaper_proc *p)
-{
-	if (p->allowed)
-		return 0;
-	return p->fate == REAPER_ALIVE || p->fate == REAPER_TERMINATED || p->fate == REAPER_KILLED ||
-	       p->fate == REAPER_UNKILLABLE;
-}
 
 size_t output_tests(const struct reaper_report *r, struct test_count **out)
 {
@@ -211,7 +204,7 @@ size_t output_tests(const struct reaper_report *r, struct test_count **out)
 		return 0;
 	for (size_t i = 0; i < r->n; i++) {
 		const struct reaper_proc *p = &r->procs[i];
-		if (!output_is_leak(p))
+		if (!reaper_proc_is_leak(p))
 			continue;
 		size_t j = 0;
 		while (j < n && strcmp(v[j].test, p->test))
@@ -257,7 +250,7 @@ static void github_annotations(const struct reaper_report *r)
 	struct sbuf line = { 0 }, msg = { 0 };
 	for (size_t i = 0; i < r->n; i++) {
 		const struct reaper_proc *p = &r->procs[i];
-		if (!output_is_leak(p))
+		if (!reaper_proc_is_leak(p))
 			continue;
 		msg.len = 0;
 		sbuf_printf(&msg, "pid %d (%s, age %.1f s", (int)p->pid, reaper_fate_name(p->fate), p->age);

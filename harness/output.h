@@ -68,8 +68,6 @@ void output_done(struct output *o);
 /* The report flags for --help. */
 void output_usage(FILE *out);
 
-/* Shared by the report writers. */
-int output_is_leak(const struct reaper_proc *p);
 /* Leaks per test, in the order the tests first appear; test "" means unattributed. */
 struct test_count {
 	const char *test;

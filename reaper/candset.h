@@ -16,6 +16,7 @@ struct cand {
 	unsigned kill_sent : 1;
 	unsigned stopped : 1;   /* we sent SIGSTOP */
 	unsigned collected : 1; /* its zombie was collected by us */
+	unsigned polled : 1;    /* its exit is looked for by polling (no pidfd or no epoll watch) */
 	unsigned gen;           /* the scan (scanner.gen) that read its details */
 };
 

@@ -140,8 +140,12 @@ static char *ancestry_of(struct scanner *sc, const struct reaper_stat *st)
 			a->ppid = ast.ppid;
 			memcpy(a->comm, ast.comm, sizeof a->comm);
 		}
-		len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%d %s", depth ? " < " : "",
-					(int)p, a->comm);
+		int w = snprintf(buf + len, sizeof buf - len, "%s%d %s", depth ? " < " : "", (int)p, a->comm);
+		if (w < 0 || (size_t)w >= sizeof buf - len) {
+			len = sizeof buf - 1; /* cut: the nearest ancestors are the ones that matter */
+			break;
+		}
+		len += (size_t)w;
 		p = a->ppid;
 	}
 	buf[len] = 0;

@@ -29,7 +29,7 @@ struct reap {
 	enum phase phase;
 	int escalated;
 	int err;
-	size_t unwatched; /* live candidates without a pidfd (no pidfd support) */
+	size_t unwatched; /* live candidates whose exit is polled, not an epoll event */
 };
 
 static double now(void)
@@ -69,10 +69,10 @@ static void on_added(void *ctx, size_t idx)
 	/* a report-only reap without a timeout (reaper_scan) never waits for an exit */
 	if (rp->o->report_only && rp->o->timeout <= 0)
 		;
-	else if (c->ref.fd < 0)
-		rp->unwatched++; /* no pidfds here: polled in wait_until */
-	else if (epoll_ctl(rp->ep, EPOLL_CTL_ADD, c->ref.fd, &ev) < 0)
-		rp->err = -errno;
+	else if (c->ref.fd < 0 || epoll_ctl(rp->ep, EPOLL_CTL_ADD, c->ref.fd, &ev) < 0) {
+		c->polled = 1; /* no pidfd here, or no epoll watch to spare: polled in wait_until */
+		rp->unwatched++;
+	}
 	static const int sig_of[] = { [WAIT] = 0, [TERM] = SIGTERM, [FREEZE] = SIGSTOP, [KILL] = SIGKILL };
 	if (sig_of[rp->phase])
 		signal_cand(rp, c, sig_of[rp->phase]);
@@ -85,10 +85,10 @@ static void on_exit_event(struct reap *rp, struct cand *c)
 	c->live = 0;
 	rp->cs.live--;
 	c->info.fate = c->kill_sent ? REAPER_KILLED : c->term_sent ? REAPER_TERMINATED : REAPER_EXITED;
-	if (c->ref.fd >= 0)
-		epoll_ctl(rp->ep, EPOLL_CTL_DEL, c->ref.fd, NULL);
-	else
+	if (c->polled)
 		rp->unwatched--;
+	else if (c->ref.fd >= 0)
+		epoll_ctl(rp->ep, EPOLL_CTL_DEL, c->ref.fd, NULL);
 	int r = pidref_collect(&c->ref, rp->sc.procfd, &c->info.exit_status);
 	if (r == 1) {
 		c->collected = 1;
@@ -157,7 +157,7 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 			on_exit_event(rp, &rp->cs.v[evs[i].data.u64]);
 		}
 		for (size_t i = 0; rp->unwatched && i < rp->cs.n; i++)
-			if (rp->cs.v[i].live && rp->cs.v[i].ref.fd < 0 &&
+			if (rp->cs.v[i].live && rp->cs.v[i].polled &&
 			    pidref_exited(&rp->cs.v[i].ref, rp->sc.procfd))
 				on_exit_event(rp, &rp->cs.v[i]);
 	}
@@ -258,20 +258,23 @@ int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reap
 	enum outcome w = wait_until(&rp, t0 + opts->timeout);
 	if (w != FAILED && w != DONE && !opts->report_only) {
 		if (w != ACT_KILL && opts->grace > 0) {
-			if (quiesce(&rp, TERM, SIGTERM) < 0)
+			if ((r = quiesce(&rp, TERM, SIGTERM)) < 0)
 				goto failed;
 			w = wait_until(&rp, now() + opts->grace);
 		}
 		if (w != DONE && w != FAILED) {
-			if (quiesce(&rp, FREEZE, SIGSTOP) < 0 || quiesce(&rp, KILL, SIGKILL) < 0)
+			if ((r = quiesce(&rp, FREEZE, SIGSTOP)) < 0 || (r = quiesce(&rp, KILL, SIGKILL)) < 0)
 				goto failed;
 			double settle = opts->settle > 0 ? opts->settle : 5.0;
 			w = wait_until(&rp, now() + settle);
 		}
 	}
 failed:
-	if (w == FAILED || rp.err) {
-		r = rp.err ? rp.err : -EIO;
+	if (r < 0 || w == FAILED || rp.err) {
+		/* never leave what we froze stopped: it was about to be killed anyway */
+		if (rp.phase >= FREEZE)
+			signal_all(&rp, SIGKILL);
+		r = r < 0 ? r : rp.err ? rp.err : -EIO;
 		goto out;
 	}
 	finish(&rp);

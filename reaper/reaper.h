@@ -1,6 +1,7 @@
 /* libreaper: find, wait for, kill and report the processes a test run left behind.
  *
- * Every function returns 0 (or a count) on success and a negative errno on failure.
+ * Functions that can fail return 0 (or a count) on success and a negative errno on failure;
+ * the value constructors and predicates below say what they return.
  * The library installs no signal handlers, never calls waitpid(-1, ...), and keeps no
  * global state but the adoption refcount; all functions are safe to call from several
  * threads at once.
@@ -63,7 +64,7 @@ enum reaper_fate {
 	REAPER_UNKILLABLE,      /* still there at the settle deadline (D state): a leak */
 	REAPER_ZOMBIE_HELD,     /* a zombie whose live parent is outside the run */
 	REAPER_KEPT,            /* matched a keep pattern: left running, not a leak */
-	REAPER_GONE,            /* vanished between being seen and being identified */
+	REAPER_GONE,            /* reserved: this version drops a match that vanishes before it is identified */
 };
 
 /* One process the finders found. Strings are never NULL; bytes are as /proc gave them
@@ -74,7 +75,7 @@ struct reaper_proc {
 	pid_t pgrp;                  /* process group when first seen */
 	int exit_status;             /* wait status when reaper_reap collected it, else -1 */
 	uint64_t start_time;         /* clock ticks since boot (stat field 22) */
-	double age;                  /* seconds alive when first seen */
+	double age;                  /* seconds alive when first seen (refreshed at the deadline) */
 	char state;                  /* stat state when first seen: R S D Z T t ... */
 	uid_t uid;
 	uint32_t matched_by;         /* bit i: finders[i] matched */
@@ -141,15 +142,22 @@ int reaper_scan(const struct reaper_finder *finders, size_t n, struct reaper_rep
  * opts->timeout for every match to exit, then SIGTERM + grace if asked, then freeze and
  * SIGKILL the identity-verified survivors until a rescan finds nothing new, wait up to
  * settle for them to be gone, and collect their zombies when the caller is their parent.
- * opts may be NULL for the defaults. */
+ * opts may be NULL for the defaults. -EINVAL for a bad finder or negative time, -E2BIG for
+ * more than 32 finders, -ENOMEM; on a failure after the freeze began, what was frozen is
+ * killed before returning. Each live match holds a pidfd: raise RLIMIT_NOFILE for many. */
 int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reaper_opts *opts,
 		struct reaper_report **out);
 
+/* Free a report from reaper_scan or reaper_reap (NULL is fine). */
 void reaper_report_free(struct reaper_report *r);
+/* 1 when p counts as a leak: alive at the end (report-only), terminated, killed or
+ * unkillable, and not allowed by a pattern; 0 otherwise. */
+int reaper_proc_is_leak(const struct reaper_proc *p);
 
 /* Names: "exited", "killed", ... */
 const char *reaper_fate_name(enum reaper_fate f);
-/* "env HOME=/x" or "tree 123" for finders[i] matched in mask, joined by ", " into buf. */
+/* "env HOME=/x" or "tree 123" (tree 0: the caller) for finders[i] matched in mask, joined
+ * by ", " into buf. 0, or -ENOSPC when buf is too small (-EINVAL when len is 0). */
 int reaper_matched_by(const struct reaper_finder *finders, size_t n, uint32_t mask, char *buf, size_t len);
 
 /* ---- /proc primitives (exposed for tests, fuzzing and tools) ------------------------- */

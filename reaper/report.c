@@ -58,7 +58,7 @@ void proc_free(struct reaper_proc *p)
 	memset(p, 0, sizeof *p);
 }
 
-static int is_leak(const struct reaper_proc *p)
+int reaper_proc_is_leak(const struct reaper_proc *p)
 {
 	if (p->allowed)
 		return 0;
@@ -79,7 +79,7 @@ int report_build(struct candset *cs, struct scanner *sc, struct reaper_report **
 		struct reaper_proc *p = &r->procs[r->n++];
 		*p = cs->v[i].info;
 		memset(&cs->v[i].info, 0, sizeof cs->v[i].info); /* strings now belong to the report */
-		r->leaks += is_leak(p);
+		r->leaks += reaper_proc_is_leak(p) != 0;
 		r->allowed += p->allowed;
 		switch (p->fate) {
 		case REAPER_EXITED: r->exited++; break;

@@ -158,7 +158,8 @@ START_TEST(comm_of_parens_real)
 	ck_assert_str_eq(pr->comm, ") ) )");
 	ck_assert_int_eq(pr->ppid, getpid());
 	ck_assert_uint_eq(pr->start_time, p.start_time); /* testutil's own /proc reading */
-	ck_assert_int_eq(pr->state, 'S');
+	/* a wrong parse past the comm would read ')' or a digit here; R is a busy machine */
+	ck_assert_msg(pr->state == 'S' || pr->state == 'R', "state %c", pr->state);
 	reaper_report_free(r);
 	struct reaper_opts o = quick();
 	ck_assert_int_eq(reaper_reap(&f, 1, &o, &r), 0);
