@@ -69,4 +69,4 @@ install: all
 		reaper/libreaper.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libreaper.pc
 
 clean:
-	rm -rf $(BUILD) build-*
+	rm -rf $(BUILD)
