@@ -11,8 +11,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* close_range, or one close per fd where it does not exist (ENOSYS: kernels before 5.9) */
+static void close_fds(unsigned lo, unsigned hi)
+{
+	if (lo > hi || close_range(lo, hi, 0) == 0)
+		return;
+	struct rlimit rl;
+	unsigned end = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+				       rl.rlim_cur < 1u << 20
+			       ? (unsigned)rl.rlim_cur
+			       : 1u << 20;
+	for (unsigned fd = lo; fd <= hi && fd < end; fd++)
+		close((int)fd);
+}
 
 static void guard(int rfd, const char *marker)
 {
@@ -27,8 +42,8 @@ static void guard(int rfd, const char *marker)
 	/* Hold nothing of the run: no pipe, terminal or file of it (a reader waiting for EOF must
 	 * not wait for us), and no directory a cleanup might want to unmount. */
 	if (rfd > 3)
-		close_range(3, (unsigned)rfd - 1, 0);
-	close_range((unsigned)rfd + 1, ~0u, 0);
+		close_fds(3, (unsigned)rfd - 1);
+	close_fds((unsigned)rfd + 1, ~0u);
 	if (chdir("/") < 0) {
 		/* stay where we are: only an unmount could notice */
 	}
@@ -56,6 +71,10 @@ int guardian_start(const char *marker, pid_t *guardian)
 		goto fail;
 	if (pipe2(q, O_CLOEXEC) < 0)
 		goto fail_p;
+	/* An inherited SIG_IGN for SIGCHLD would let the kernel collect the middle process
+	 * before we can wait for it; the caller's disposition is put back below. */
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, oldchld;
+	int chld_saved = sigaction(SIGCHLD, &dfl, &oldchld) == 0;
 	pid_t mid = fork();
 	if (mid < 0)
 		goto fail_q;
@@ -70,25 +89,38 @@ int guardian_start(const char *marker, pid_t *guardian)
 			sigprocmask(SIG_SETMASK, &none, NULL);
 			guard(p[0], marker);
 		}
-		_exit(g < 0 || write(q[1], &g, sizeof g) != (ssize_t)sizeof g ? 1 : 0);
+		/* the status tells the parent why (an errno fits in it) */
+		if (g < 0)
+			_exit(errno & 0xff ? errno & 0xff : EAGAIN);
+		_exit(write(q[1], &g, sizeof g) != (ssize_t)sizeof g ? EIO : 0);
 	}
 	close(p[0]);
 	close(q[1]);
-	int st;
-	while (waitpid(mid, &st, 0) < 0 && errno == EINTR)
+	int st = 0;
+	pid_t w;
+	while ((w = waitpid(mid, &st, 0)) < 0 && errno == EINTR)
 		;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || read(q[0], guardian, sizeof *guardian) != (ssize_t)sizeof *guardian) {
-		e = errno ? errno : ECHILD;
-		close(q[0]);
+	ssize_t n = -1;
+	if (w != mid)
+		e = errno;
+	else if (!WIFEXITED(st))
+		e = ECHILD;
+	else if ((e = WEXITSTATUS(st)) == 0 && (n = read(q[0], guardian, sizeof *guardian)) != (ssize_t)sizeof *guardian)
+		e = n < 0 ? errno : EIO;
+	if (chld_saved)
+		sigaction(SIGCHLD, &oldchld, NULL);
+	close(q[0]);
+	if (e) {
 		close(p[1]);
 		*guardian = 0;
 		errno = e;
 		goto fail;
 	}
-	close(q[0]);
 	return p[1];
 fail_q:
 	e = errno;
+	if (chld_saved)
+		sigaction(SIGCHLD, &oldchld, NULL);
 	close(q[0]);
 	close(q[1]);
 	errno = e;

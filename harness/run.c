@@ -27,12 +27,14 @@
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_MARKERS 16
 
 struct run {
 	const char *home;
+	char *home_marker;          /* "HOME=<home>": a finder holds it for the whole run */
 	const char *markers[MAX_MARKERS];
 	size_t nmarkers;
 	double timeout, grace;
@@ -51,6 +53,7 @@ struct run {
 	int supervising;            /* COMMAND runs under our job control (not yet being reaped) */
 	int guardian_fd;
 	struct run_state st;
+	struct reaper_opts opts;    /* the reap's: read by it while it runs (term_signal, below) */
 	struct pbuf buf;
 	struct output out;          /* report flags and outputs (output.h) */
 };
@@ -75,7 +78,9 @@ static int status_to_code(int status)
 	return 1;
 }
 
-/* Children of ours that are alive now (every thread's children file), for the state counts. */
+/* Children of ours that are alive now, for the state counts. The main thread's children file
+ * is all of them: reaper is single-threaded, and a children file lists only the children that
+ * thread forked. */
 static long count_children(struct run *r)
 {
 	char what[48];
@@ -145,8 +150,10 @@ static int drain_signals(struct run *r)
 			if (sig == SIGCHLD) {
 				reap_children(r);
 			} else if (is_cancel(sig)) {
+				/* The reap reads term_signal when it escalates: a cancellation during
+				 * the drain reaches the leftovers as itself, as in terminate_run. */
 				if (!r->st.termination_signal)
-					r->st.termination_signal = sig;
+					r->st.termination_signal = r->opts.term_signal = sig;
 				r->cancels++;
 				action = r->cancels > 1 ? REAPER_KILL_NOW : REAPER_TERMINATE_NOW;
 			} else if (!r->cmd_done) {
@@ -246,11 +253,15 @@ static int start_command(struct run *r)
 	setpgid(pid, pid);
 	if (r->tty >= 0)
 		tcsetpgrp(r->tty, pid);
-	struct reaper_stat st;
-	if (procfs_stat(r->procfd, pid, &st) == 0)
-		pidref_open(&r->cmd, r->procfd, pid, st.start_time);
-	if (r->cmd.fd < 0)
+	/* COMMAND is our unreaped child, so its pid cannot change hands: whatever stat is read
+	 * is its own. Without a pidfd to spare, pid + start time; with no stat either, a start
+	 * time of 0 that no check accepts, never an uninitialised one. */
+	struct reaper_stat st = { 0 };
+	if (pidref_open_stat(&r->cmd, r->procfd, pid, &st) < 0) {
+		if (procfs_stat(r->procfd, pid, &st) < 0)
+			st = (struct reaper_stat){ 0 };
 		r->cmd = (struct pidref){ .pid = pid, .start_time = st.start_time, .fd = -1 };
+	}
 	r->st.command_pid = pid;
 	int e = 0;
 	ssize_t n = read(ep[0], &e, sizeof e);
@@ -326,7 +337,7 @@ static int parse(struct run *r, int argc, char **argv)
 	return 0;
 }
 
-static void setup_finders(struct run *r)
+static int setup_finders(struct run *r)
 {
 	unsigned char rnd[8];
 	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
@@ -339,6 +350,30 @@ static void setup_finders(struct run *r)
 	r->finders[r->nfinders++] = reaper_find_tree(0);
 	for (size_t i = 0; i < r->nmarkers; i++)
 		r->finders[r->nfinders++] = reaper_find_env(r->markers[i]);
+	/* a leftover that left the tree and cleared its environment down to HOME is still ours */
+	if (r->home) {
+		if (asprintf(&r->home_marker, "HOME=%s", r->home) < 0) {
+			r->home_marker = NULL;
+			return -ENOMEM;
+		}
+		r->finders[r->nfinders++] = reaper_find_env(r->home_marker);
+	}
+	return 0;
+}
+
+/* The reap's options, shared by the drain and the cancellation; term_signal is the
+ * cancellation signal once one arrived (0: SIGTERM). */
+static void init_reap_opts(struct run *r, double timeout, double grace)
+{
+	reaper_opts_init(&r->opts);
+	r->opts.timeout = timeout;
+	r->opts.grace = grace;
+	r->opts.term_signal = r->st.termination_signal;
+	r->opts.event_fd = r->sfd;
+	r->opts.on_event = on_event;
+	r->opts.on_escalate = on_escalate;
+	r->opts.ctx = r;
+	output_reap_opts(&r->out, &r->opts);
 }
 
 /* Everything of the run gets the cancellation signal (COMMAND's group as one), then grace,
@@ -351,33 +386,16 @@ static int terminate_run(struct run *r, struct reaper_report **rep)
 		/* a stopped suite (Ctrl-Z, a debugger) could not act on it before the grace ends */
 		pidref_signal_group(&r->cmd, r->procfd, SIGCONT);
 	}
-	struct reaper_opts o;
-	reaper_opts_init(&o);
-	o.timeout = 0;
-	o.grace = r->cancels > 1 ? 0 : (r->grace > 0 ? r->grace : 0.001);
-	o.term_signal = r->st.termination_signal;
-	o.term_skip_pgrp = r->cmd_done ? 0 : r->cmd.pid;
-	o.event_fd = r->sfd;
-	o.on_event = on_event;
-	o.on_escalate = on_escalate;
-	o.ctx = r;
-	output_reap_opts(&r->out, &o);
-	return reaper_reap(r->finders, r->nfinders, &o, rep);
+	init_reap_opts(r, 0, r->cancels > 1 ? 0 : (r->grace > 0 ? r->grace : 0.001));
+	r->opts.term_skip_pgrp = r->cmd_done ? 0 : r->cmd.pid;
+	return reaper_reap(r->finders, r->nfinders, &r->opts, rep);
 }
 
 static int drain_run(struct run *r, struct reaper_report **rep)
 {
 	state_update(r, "draining");
-	struct reaper_opts o;
-	reaper_opts_init(&o);
-	o.timeout = r->timeout;
-	o.grace = r->grace;
-	o.event_fd = r->sfd;
-	o.on_event = on_event;
-	o.on_escalate = on_escalate;
-	o.ctx = r;
-	output_reap_opts(&r->out, &o);
-	return reaper_reap(r->finders, r->nfinders, &o, rep);
+	init_reap_opts(r, r->timeout, r->grace);
+	return reaper_reap(r->finders, r->nfinders, &r->opts, rep);
 }
 
 /* Fire in ms milliseconds, then every second. */
@@ -466,6 +484,32 @@ static int setup_signals(struct run *r)
 	return r->sfd < 0 ? -errno : 0;
 }
 
+/* Collect COMMAND (killed or exited by now) within seconds: 1 collected, 0 still there,
+ * negative errno. An unkillable COMMAND (D state) must not keep us forever: it stays our
+ * child, and is init's to collect once we exit. */
+static int wait_command(struct run *r, double seconds)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		/* our own child by pid: safe even where pidref checks would refuse (start time 0) */
+		pid_t w = waitpid(r->cmd.pid, &r->cmd_status, WNOHANG);
+		if (w == r->cmd.pid)
+			return 1;
+		if (w < 0 && errno != EINTR)
+			return -errno;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		double left = seconds - ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9);
+		if (left <= 0)
+			return 0;
+		/* the pidfd wakes us at the exit; without one, look again every 10 ms */
+		int ms = r->cmd.fd >= 0 ? (int)(left * 1000.0) + 1 : 10;
+		struct pollfd p = { .fd = r->cmd.fd, .events = POLLIN };
+		if (poll(&p, 1, ms) < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
 /* A cancelled run's reap also ends COMMAND (it is the run's first process), but COMMAND is
  * the runner, not a leftover: its fate is its exit status, so it leaves the leak report. */
 static void drop_command(struct run *r, struct reaper_report *rep)
@@ -509,7 +553,10 @@ int cmd_run(int argc, char **argv)
 	}
 	if (pr > 0)
 		return pr;
-	setup_finders(&r);
+	if (setup_finders(&r) < 0) {
+		fprintf(stderr, "reaper: out of memory\n");
+		return EXIT_CANNOT_EXEC;
+	}
 	if (r.home) {
 		int e = make_home(r.home);
 		if (e < 0) {
@@ -552,7 +599,7 @@ int cmd_run(int argc, char **argv)
 	supervise(&r);
 	struct reaper_report *rep = NULL;
 	int rr = r.cancels ? terminate_run(&r, &rep) : drain_run(&r, &rep);
-	if (rr == 0 && r.cancels && !r.cmd_done) {
+	if (rr == 0 && !r.cmd_done) {
 		/* the reap collected COMMAND itself: take its status from the report */
 		for (size_t i = 0; i < rep->n; i++)
 			if (rep->procs[i].pid == r.cmd.pid && rep->procs[i].start_time == r.cmd.start_time &&
@@ -570,21 +617,33 @@ int cmd_run(int argc, char **argv)
 			}
 	if (rr == 0)
 		drop_command(&r, rep);
-	if (!r.cmd_done && (rr < 0 || r.cancels)) {
-		/* The reap failed or could not see COMMAND (no pidfd to spare, say): a cancelled
-		 * COMMAND still ends after its grace, and we do not wait forever. It is our unwaited
+	if (!r.cmd_done) {
+		/* The reap failed or could not see COMMAND (no pidfd to spare, say), or supervise()
+		 * gave up on a poll error: COMMAND still ends, and we do not wait forever. It is our unwaited
 		 * child, so its pid cannot have been reused and a late pidfd is still its own. */
-		if (r.cmd.fd < 0)
-			pidref_open(&r.cmd, r.procfd, r.cmd.pid, r.cmd.start_time);
+		struct pidref late;
+		if (r.cmd.fd < 0 && pidref_open(&late, r.procfd, r.cmd.pid, r.cmd.start_time) == 0) {
+			pidref_done(&r.cmd);
+			r.cmd = late; /* on failure r.cmd keeps the pid the wait below needs */
+		}
 		if (!pidref_exited(&r.cmd, r.procfd)) {
 			if (pidref_signal_group(&r.cmd, r.procfd, SIGKILL) < 0)
 				pidref_signal(&r.cmd, r.procfd, SIGKILL);
 			r.st.escalated = 1;
 		}
 	}
-	if (!r.cmd_done) /* still not collected: wait for COMMAND (it was killed or exited) */
-		while (waitpid(r.cmd.pid, &r.cmd_status, 0) < 0 && errno == EINTR)
-			;
+	double settle = r.opts.settle > 0 ? r.opts.settle : 5.0;
+	int w = r.cmd_done ? 1 : wait_command(&r, settle);
+	if (w <= 0) {
+		if (w == 0)
+			fprintf(stderr, "reaper: COMMAND (pid %d) is still there %g s after SIGKILL "
+					"(uninterruptible sleep?); not waiting for it\n", (int)r.cmd.pid, settle);
+		else
+			fprintf(stderr, "reaper: cannot wait for COMMAND (pid %d): %s\n", (int)r.cmd.pid,
+				strerror(-w));
+		r.cmd_status = SIGKILL; /* reported as 137: it had to be killed, and was not seen to end */
+		r.st.escalated = 1;
+	}
 	r.cmd_done = 1;
 	reap_children(&r);
 	if (r.tty >= 0)
@@ -608,6 +667,7 @@ int cmd_run(int argc, char **argv)
 	guardian_stop(r.guardian_fd);
 	reaper_report_free(rep);
 	pidref_done(&r.cmd);
+	free(r.home_marker);
 	pbuf_free(&r.buf);
 	output_done(&r.out);
 	return code;

@@ -26,6 +26,13 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+/* snprintf's return is what it wanted to write, not what it wrote: this is the length of a
+ * whole write into n bytes, or -1 for a cut (or failed) one, which must never be added up. */
+static ssize_t whole(int len, size_t n)
+{
+	return len < 0 || (size_t)len >= n ? -1 : (ssize_t)len;
+}
+
 void state_phase(struct run_state *s, const char *phase)
 {
 	if (s->nphases && !strcmp(s->phases[s->nphases - 1], phase))
@@ -40,19 +47,26 @@ void state_write(struct run_state *s, FILE *err)
 	if (!s->path || s->failed)
 		return;
 	char doc[1024], when[64], code[16], sig[16], tmp[4096], seen[160] = "";
-	for (int i = 0, o = 0; i < s->nphases && o < (int)sizeof seen; i++)
-		o += snprintf(seen + o, sizeof seen - (size_t)o, "%s\"%s\"", i ? ", " : "", s->phases[i]);
+	for (size_t i = 0, o = 0; i < (size_t)s->nphases; i++) {
+		ssize_t w = whole(snprintf(seen + o, sizeof seen - o, "%s\"%s\"", i ? ", " : "", s->phases[i]),
+				  sizeof seen - o);
+		if (w < 0) {
+			seen[o] = 0; /* a cut name would break the JSON: the list ends before it */
+			break;
+		}
+		o += (size_t)w;
+	}
 	struct timespec ts;
 	struct tm tm;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	size_t wl = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+	size_t wl = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm); /* 0 on failure */
 	snprintf(when + wl, sizeof when - wl, ".%03ldZ", ts.tv_nsec / 1000000);
 	snprintf(code, sizeof code, s->runner_exit_code < 0 ? "null" : "%d", s->runner_exit_code);
 	snprintf(sig, sizeof sig, s->termination_signal ? "%d" : "null", s->termination_signal);
 	char guardian[16];
 	snprintf(guardian, sizeof guardian, s->guardian_pid ? "%d" : "null", (int)s->guardian_pid);
-	int len = snprintf(doc, sizeof doc,
+	ssize_t len = whole(snprintf(doc, sizeof doc,
 			   "{\"version\": 1, \"phase\": \"%s\", \"run_id\": \"%s\", \"reaper_pid\": %d, "
 			   "\"command_pid\": %d, \"guardian_pid\": %s, \"active_children\": %ld, \"adopted_children\": %ld, "
 			   "\"orphaned_children_total\": %lu, \"reaped_children_total\": %lu, "
@@ -62,9 +76,10 @@ void state_write(struct run_state *s, FILE *err)
 			   s->phase, s->run_id ? s->run_id : "", (int)getpid(), (int)s->command_pid, guardian,
 			   s->active_children, s->adopted_children, s->orphaned_children_total,
 			   s->reaped_children_total, s->reaped_orphans_total, s->escalated ? "true" : "false",
-			   sig, code, s->leaks, seen, s->timeout, s->grace, s->leak_exit_code, when);
-	int r = -ENAMETOOLONG;
-	if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", s->path, (int)getpid()) < sizeof tmp) {
+			   sig, code, s->leaks, seen, s->timeout, s->grace, s->leak_exit_code, when), sizeof doc);
+	/* a cut document is no JSON: not written (the fields are bounded, so this is latent) */
+	int r = len < 0 ? -EOVERFLOW : -ENAMETOOLONG;
+	if (len >= 0 && whole(snprintf(tmp, sizeof tmp, "%s.tmp.%d", s->path, (int)getpid()), sizeof tmp) >= 0) {
 		/* A stale or planted file at tmp is removed, never written through: ours is new. */
 		unlink(tmp);
 		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
