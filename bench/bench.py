@@ -474,6 +474,10 @@ def table(res: dict) -> str:
             parts.append(f"reaper_scan {g['scan_us_per_proc']:.1f} us per process on the system (half marked; "
                          f"raw floor {g['floor_us_per_proc']:.1f}, rescan {g['rescan_us_per_proc']:.1f}, "
                          f"none marked {g['nomatch_us_per_proc']:.1f}, seed {g['seed_us_per_proc']:.1f})")
+            if "cpu_reaper_scan_us_per_proc" in g:
+                parts.append(f"in CPU time {g['cpu_reaper_scan_us_per_proc']:.1f} us (raw floor "
+                             f"{g['cpu_floor_us_per_proc']:.1f}, rescan {g['cpu_rescan_us_per_proc']:.1f}, none marked "
+                             f"{g['cpu_nomatch_us_per_proc']:.1f}, seed {g['cpu_seed_us_per_proc']:.1f})")
         if "reap_us_per_leftover" in g:
             parts.append(f"whole reap {g['reap_us_per_leftover']:.0f} us per leftover")
         lines.append("growth (least-squares slope): " + "; ".join(parts))
@@ -490,6 +494,9 @@ def growth(res: dict):
         g["rescan_us_per_proc"] = slope(xs, [x["median"]["rescan"] for x in s]) * 1e6
         g["seed_us_per_proc"] = slope(xs, [x["median"]["seed"] for x in s]) * 1e6
         g["nomatch_us_per_proc"] = slope(xs, [x["nomatch"]["reaper_scan"] for x in s]) * 1e6
+        for k in ("reaper_scan", "floor", "rescan", "seed"):
+            g[f"cpu_{k}_us_per_proc"] = slope(xs, [x["cpu"][k] for x in s]) * 1e6
+        g["cpu_nomatch_us_per_proc"] = slope(xs, [x["nomatch_cpu"]["reaper_scan"] for x in s]) * 1e6
     if len(r) >= 2:
         g["reap_us_per_leftover"] = slope([x["n"] for x in r], [x["total"] for x in r]) * 1e6
     res["growth"] = g
