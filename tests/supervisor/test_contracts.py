@@ -1,0 +1,175 @@
+"""`reaper run` keeps what its help promises at the edges: --home finds leftovers by HOME=DIR,
+a cancellation during the drain reaches leftovers as itself, an unkillable COMMAND does not
+keep reaper forever, and an inherited SIGCHLD=SIG_IGN does not cost the guardian."""
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import FIXTURES, PY, alive, has_marker, script, wait_gone
+
+
+def kill_by_pidfd(fd):
+    try:
+        signal.pidfd_send_signal(fd, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def test_home_finds_a_leftover_outside_the_tree(run, tmp_path):
+    """A process outside the run's tree (started here, not by reaper) that carries only
+    HOME=DIR is found, reported and ended by `reaper run --home DIR`; one with another HOME
+    is left alone."""
+    home, other = tmp_path / "sandbox", tmp_path / "elsewhere"
+    home.mkdir()
+    other.mkdir()
+    sleeper = [PY, "-c", "import time; time.sleep(300)"]
+    stray = subprocess.Popen(sleeper, env={"HOME": str(home)}, stdin=subprocess.DEVNULL)
+    control = subprocess.Popen(sleeper, env={"HOME": str(other)}, stdin=subprocess.DEVNULL)
+    fds = [os.pidfd_open(stray.pid), os.pidfd_open(control.pid)]
+    try:
+        report = tmp_path / "report.json"
+        r = run(["--home", str(home), "--timeout", "0", "--grace", "5", "--report", str(report)],
+                ["true"])
+        assert r.wait(60) == 23, r.stderr  # COMMAND succeeded, the stray leaked
+        assert stray.wait(30) == -signal.SIGTERM
+        assert alive(fds[1]), "a process with another HOME was signalled"
+        procs = {p["pid"]: p for p in json.loads(report.read_text())["processes"]}
+        assert procs[stray.pid]["fate"] == "terminated"
+        assert "env HOME=%s" % home in procs[stray.pid]["found_by"]
+        assert control.pid not in procs
+    finally:
+        for fd in fds:
+            kill_by_pidfd(fd)
+            os.close(fd)
+        stray.wait()
+        control.wait()
+
+
+def test_sigint_during_the_drain_reaches_leftovers_as_sigint(run):
+    """The drain's escalation sends the cancellation signal received, not SIGTERM."""
+    rfd, wfd = os.pipe()
+    leftover = None
+    try:
+        r = run(["--timeout", "300", "--grace", "1"],
+                [os.path.join(FIXTURES, "hard_sig"), "-f", str(wfd), "-o"], pass_fds=(wfd,))
+        os.close(wfd)
+        wfd = -1
+        pid = int(r.line())
+        leftover = os.pidfd_open(pid)
+        r.wait_state(lambda d: d["phase"] == "draining", what="draining")
+        assert has_marker(pid, r.run_id) and alive(leftover)
+        r.signal(signal.SIGINT)
+        assert r.wait(60) == 23, r.stderr  # hard_sig survives SIGINT: killed, a leak
+        assert not wait_gone([leftover], 30)
+        doc = r.state()
+        assert doc["termination_signal"] == signal.SIGINT and doc["escalated"] is True
+        got = b""
+        while select.select([rfd], [], [], 5)[0]:
+            chunk = os.read(rfd, 4096)
+            if not chunk:
+                break
+            got += chunk
+        assert got.startswith(b"R"), got
+        caught = set(got[1:])
+        assert signal.SIGINT in caught, caught
+        assert signal.SIGTERM not in caught, caught
+    finally:
+        if wfd >= 0:
+            os.close(wfd)
+        os.close(rfd)
+        if leftover is not None:
+            kill_by_pidfd(leftover)
+            os.close(leftover)
+
+
+FREEZER = "/sys/fs/cgroup/freezer"
+
+
+def test_unkillable_command_does_not_keep_reaper(run):
+    """COMMAND frozen by the cgroup v1 freezer sleeps uninterruptibly and ignores SIGKILL;
+    a cancelled reaper gives up on it after the settle time and exits 137."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create a freezer cgroup")
+    if not os.path.exists(os.path.join(FREEZER, "cgroup.procs")):
+        pytest.skip("no cgroup v1 freezer at %s (cgroup v2 lets SIGKILL through a freeze)" % FREEZER)
+    cg = os.path.join(FREEZER, "reaper-test-%d-%d" % (os.getpid(), time.monotonic_ns()))
+    os.mkdir(cg)
+    cmd = None
+    try:
+        r = run(["--grace", "0.5"], script("""
+            import os, time
+            print(os.getpid(), flush=True)
+            null = os.open("/dev/null", os.O_RDWR)
+            os.dup2(null, 1)  # frozen, it must not hold the test's pipes open
+            os.dup2(null, 2)
+            time.sleep(300)
+        """))
+        pid = int(r.line())
+        cmd = os.pidfd_open(pid)
+        r.state()
+        assert has_marker(pid, r.run_id)
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+        with open(os.path.join(cg, "freezer.state"), "w") as f:
+            f.write("FROZEN")
+        deadline = time.monotonic() + 30
+        while open(os.path.join(cg, "freezer.state")).read().strip() != "FROZEN":
+            assert time.monotonic() < deadline, "the freezer did not freeze COMMAND"
+            time.sleep(0.05)
+        r.signal(signal.SIGTERM)
+        # grace 0.5 s + the reap's settle 5 s + the bounded wait 5 s; hangs forever unfixed
+        assert r.wait(60) == 137, r.stderr
+        assert "is still there" in r.stderr, r.stderr
+        assert alive(cmd)  # still frozen: reaper did not wait for it
+        doc = r.state()
+        assert doc["phase"] == "exited" and doc["runner_exit_code"] == 137
+    finally:
+        with open(os.path.join(cg, "freezer.state"), "w") as f:
+            f.write("THAWED")
+        if cmd is not None:
+            kill_by_pidfd(cmd)
+            wait_gone([cmd], 30)
+            os.close(cmd)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                os.rmdir(cg)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+
+def test_inherited_sigchld_ignore_keeps_the_guardian(run):
+    """With SIGCHLD ignored the kernel would collect the guardian's middle process before
+    reaper's waitpid: the guardian must still start, and COMMAND's status still count."""
+    def ignore_sigchld():
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+
+    r = run([], script("""
+        import os, sys
+        print(os.getppid(), flush=True)
+        sys.stdin.readline()
+        sys.exit(5)
+    """), preexec_fn=ignore_sigchld, stdin=subprocess.PIPE)
+    r.line()
+    doc = r.state()
+    g = doc["guardian_pid"]
+    assert isinstance(g, int) and g > 0, (doc, r.p.stderr)
+    gfd = os.pidfd_open(g)
+    try:
+        with open("/proc/%d/comm" % g) as f:
+            assert f.read().strip() == "reaper-guard"
+        r.p.stdin.write(b"\n")
+        r.p.stdin.flush()
+        assert r.wait(60) == 5, r.stderr
+        assert "no owner-death guardian" not in r.stderr, r.stderr
+        assert not wait_gone([gfd], 30), "the guardian did not stop with the run"
+    finally:
+        os.close(gfd)
