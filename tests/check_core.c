@@ -152,7 +152,8 @@ START_TEST(stat_real_process_fooling_comm)
 		ck_assert_int_eq(reaper_parse_stat(buf, (size_t)n, &st), 0);
 		ck_assert_int_eq(st.pid, pid);
 		ck_assert_str_eq(st.comm, names[i]);
-		ck_assert_int_eq(st.state, 'S');
+		/* a wrong parse past the comm reads ')' or a digit; R is a busy machine */
+		ck_assert_msg(st.state == 'S' || st.state == 'R', "state %c", st.state);
 		ck_assert_int_eq(st.ppid, status_ppid(pid)); /* what /proc/PID/status says too */
 		ck_assert_int_eq(st.pgrp, st.session);       /* the double fork's setsid */
 		ck_assert_int_ne(st.session, getsid(0));
