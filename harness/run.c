@@ -350,8 +350,14 @@ static int setup_finders(struct run *r)
 	r->finders[r->nfinders++] = reaper_find_tree(0);
 	for (size_t i = 0; i < r->nmarkers; i++)
 		r->finders[r->nfinders++] = reaper_find_env(r->markers[i]);
-	/* a leftover that left the tree and cleared its environment down to HOME is still ours */
-	if (r->home) {
+	/* A leftover that left the tree and cleared its environment down to HOME is still ours.
+	 * Not when reaper's own HOME is DIR: then HOME=DIR names the caller's session too (and
+	 * our guardian), not the run. */
+	const char *own = getenv("HOME");
+	if (r->home && own && !strcmp(own, r->home))
+		fprintf(stderr, "reaper: warning: --home %s is reaper's own HOME: leftovers are not found "
+				"by it, only by the run's marker and by descent\n", r->home);
+	else if (r->home) {
 		if (asprintf(&r->home_marker, "HOME=%s", r->home) < 0) {
 			r->home_marker = NULL;
 			return -ENOMEM;

@@ -50,6 +50,25 @@ def test_home_finds_a_leftover_outside_the_tree(run, tmp_path):
         control.wait()
 
 
+def test_home_equal_to_reapers_own_home_finds_nothing_outside(run, tmp_path):
+    """When reaper's own HOME is DIR, HOME=DIR names the caller's session (and the guardian),
+    not the run: it is not used as a finder, and reaper says so."""
+    home = tmp_path / "sandbox"
+    home.mkdir()
+    sibling = subprocess.Popen([PY, "-c", "import time; time.sleep(300)"], env={"HOME": str(home)},
+                               stdin=subprocess.DEVNULL)
+    fd = os.pidfd_open(sibling.pid)
+    try:
+        r = run(["--home", str(home), "--timeout", "0", "--grace", "1"], ["true"], env={"HOME": str(home)})
+        assert r.wait(60) == 0, r.stderr  # neither the sibling nor the guardian is a leak
+        assert "is reaper's own HOME" in r.stderr, r.stderr
+        assert alive(fd)
+    finally:
+        kill_by_pidfd(fd)
+        os.close(fd)
+        sibling.wait()
+
+
 def test_sigint_during_the_drain_reaches_leftovers_as_sigint(run):
     """The drain's escalation sends the cancellation signal received, not SIGTERM."""
     rfd, wfd = os.pipe()
