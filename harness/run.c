@@ -8,7 +8,6 @@
 #include "guardian.h"
 #include "output.h"
 #include "state.h"
-#include "reaper/candset.h"
 #include "reaper/pidref.h"
 #include "reaper/procfs.h"
 
@@ -524,22 +523,7 @@ static void drop_command(struct run *r, struct reaper_report *rep)
 		struct reaper_proc *p = &rep->procs[i];
 		if (p->pid != r->cmd.pid || p->start_time != r->cmd.start_time)
 			continue;
-		int leak = !p->allowed && (p->fate == REAPER_ALIVE || p->fate == REAPER_TERMINATED ||
-					   p->fate == REAPER_KILLED || p->fate == REAPER_UNKILLABLE);
-		rep->leaks -= (size_t)leak;
-		rep->allowed -= (size_t)(p->allowed != 0);
-		switch (p->fate) {
-		case REAPER_EXITED: rep->exited--; break;
-		case REAPER_TERMINATED: rep->terminated--; break;
-		case REAPER_KILLED: rep->killed--; break;
-		case REAPER_UNKILLABLE: rep->unkillable--; break;
-		case REAPER_ZOMBIE_HELD: rep->zombies_held--; break;
-		case REAPER_KEPT: rep->kept--; break;
-		default: break;
-		}
-		proc_free(p);
-		memmove(p, p + 1, (rep->n - i - 1) * sizeof *p);
-		rep->n--;
+		reaper_report_remove(rep, i);
 		return;
 	}
 }

@@ -150,6 +150,9 @@ int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reap
 
 /* Free a report from reaper_scan or reaper_reap (NULL is fine). */
 void reaper_report_free(struct reaper_report *r);
+/* Take procs[i] out of the report, with its share of the counts (a caller that knows a
+ * match is not a leftover, e.g. its own runner). 0, or -EINVAL. */
+int reaper_report_remove(struct reaper_report *r, size_t i);
 /* 1 when p counts as a leak: alive at the end (report-only), terminated, killed or
  * unkillable, and not allowed by a pattern; 0 otherwise. */
 int reaper_proc_is_leak(const struct reaper_proc *p);

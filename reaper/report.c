@@ -66,6 +66,33 @@ int reaper_proc_is_leak(const struct reaper_proc *p)
 	       p->fate == REAPER_UNKILLABLE;
 }
 
+/* Add (sign 1) or take away (sign -1) p's share of the report's counts. */
+static void count(struct reaper_report *r, const struct reaper_proc *p, int sign)
+{
+	size_t *by_fate[] = {
+		[REAPER_EXITED] = &r->exited,         [REAPER_TERMINATED] = &r->terminated,
+		[REAPER_KILLED] = &r->killed,         [REAPER_UNKILLABLE] = &r->unkillable,
+		[REAPER_ZOMBIE_HELD] = &r->zombies_held, [REAPER_KEPT] = &r->kept,
+	};
+	if (reaper_proc_is_leak(p))
+		r->leaks += (size_t)sign;
+	if (p->allowed)
+		r->allowed += (size_t)sign;
+	if ((unsigned)p->fate < sizeof by_fate / sizeof *by_fate && by_fate[p->fate])
+		*by_fate[p->fate] += (size_t)sign;
+}
+
+int reaper_report_remove(struct reaper_report *r, size_t i)
+{
+	if (!r || i >= r->n)
+		return -EINVAL;
+	count(r, &r->procs[i], -1);
+	proc_free(&r->procs[i]);
+	memmove(&r->procs[i], &r->procs[i + 1], (r->n - i - 1) * sizeof *r->procs);
+	r->n--;
+	return 0;
+}
+
 int report_build(struct candset *cs, struct scanner *sc, struct reaper_report **out)
 {
 	struct reaper_report *r = calloc(1, sizeof *r);
@@ -79,17 +106,7 @@ int report_build(struct candset *cs, struct scanner *sc, struct reaper_report **
 		struct reaper_proc *p = &r->procs[r->n++];
 		*p = cs->v[i].info;
 		memset(&cs->v[i].info, 0, sizeof cs->v[i].info); /* strings now belong to the report */
-		r->leaks += reaper_proc_is_leak(p) != 0;
-		r->allowed += p->allowed;
-		switch (p->fate) {
-		case REAPER_EXITED: r->exited++; break;
-		case REAPER_TERMINATED: r->terminated++; break;
-		case REAPER_KILLED: r->killed++; break;
-		case REAPER_UNKILLABLE: r->unkillable++; break;
-		case REAPER_ZOMBIE_HELD: r->zombies_held++; break;
-		case REAPER_KEPT: r->kept++; break;
-		default: break;
-		}
+		count(r, p, 1);
 	}
 	r->pattern_hits = sc->pattern_hits;
 	r->npatterns = sc->npatterns;
