@@ -358,6 +358,12 @@ int main(void)
 	tcase_add_test(tc, stat_truncated);
 	tcase_add_test(tc, stat_garbage);
 	tcase_add_test(tc, stat_long_comm_clipped);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	/* "pidfd": kills a process that is not our child, which needs pidfds (valgrind 3.19
+	 * has none); check-valgrind excludes this tag */
+	tc = tcase_create("stat_pidfd");
+	tcase_set_tags(tc, "pidfd");
 	tcase_add_test(tc, stat_real_process_fooling_comm);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);

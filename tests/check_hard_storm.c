@@ -73,8 +73,14 @@ int main(void)
 {
 	Suite *s = suite_create("hard_storm");
 	TCase *tc = tcase_create("storm");
+	/* "pidfd": storm members are each other's children, not ours; killing them needs
+	 * pidfds (valgrind 3.19 has none). check-valgrind excludes this tag. */
+	tcase_set_tags(tc, "pidfd");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, fork_storm_converges);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("zz_nothing_left");
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, nothing_left_behind);
 	suite_add_tcase(s, tc);
 	return hard_run(s);
