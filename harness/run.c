@@ -551,12 +551,14 @@ int cmd_run(int argc, char **argv)
 		int e = make_home(r.home);
 		if (e < 0) {
 			fprintf(stderr, "reaper: cannot create --home %s: %s\n", r.home, strerror(-e));
+			free(r.home_marker);
 			return EXIT_CANNOT_EXEC;
 		}
 	}
 	r.procfd = procfs_open();
 	if (r.procfd < 0) {
 		fprintf(stderr, "reaper: cannot open /proc: %s\n", strerror(-r.procfd));
+		free(r.home_marker);
 		return EXIT_CANNOT_EXEC;
 	}
 	/* Before we become a subreaper, so the guardian's orphaned self is not ours. */
