@@ -3,7 +3,8 @@
 # part of make check.
 SUP_FIXTURES := $(BUILD)/fixtures/sup_orphans
 
-check-supervisor: $(BUILD)/reaper $(SUP_FIXTURES)
+# `fixtures` (tests/tests.mk) builds every fixture: the suite uses hard_sig and others too
+check-supervisor: $(BUILD)/reaper $(SUP_FIXTURES) fixtures
 	REAPER_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/supervisor
 
 soak-supervisor: $(BUILD)/reaper $(SUP_FIXTURES)
