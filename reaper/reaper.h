@@ -2,7 +2,7 @@
  *
  * Functions that can fail return 0 (or a count) on success and a negative errno on failure;
  * the value constructors and predicates below say what they return.
- * The library installs no signal handlers, never calls waitpid(-1, ...), and keeps no
+ * The library installs no signal handlers, never waits for "any child" (pid -1), and keeps no
  * global state but the adoption refcount; all functions are safe to call from several
  * threads at once.
  *
