@@ -20,11 +20,6 @@ struct tree {
 	struct sbuf line;
 };
 
-static int shown(const struct reaper_proc *p)
-{
-	return p->fate != REAPER_EXITED && p->fate != REAPER_GONE;
-}
-
 static const char *color(const struct output *o, const char *code)
 {
 	return o->color ? code : "";
@@ -103,10 +98,10 @@ static void link_parents(struct tree *t)
 	const struct reaper_report *r = t->r;
 	for (size_t i = 0; i < r->n; i++) {
 		t->parent[i] = -1;
-		if (!shown(&r->procs[i]))
+		if (!output_shown(&r->procs[i]))
 			continue;
 		for (size_t j = 0; j < r->n; j++)
-			if (j != i && shown(&r->procs[j]) && r->procs[j].pid == r->procs[i].ppid &&
+			if (j != i && output_shown(&r->procs[j]) && r->procs[j].pid == r->procs[i].ppid &&
 			    r->procs[j].start_time <= r->procs[i].start_time)
 				t->parent[i] = (ssize_t)j;
 	}
@@ -129,14 +124,14 @@ static void draw_tree(struct tree *t)
 	const char *last_context = NULL;
 	size_t nshown = 0;
 	for (size_t i = 0; i < r->n; i++)
-		nshown += shown(&r->procs[i]);
+		nshown += output_shown(&r->procs[i]);
 	if (!nshown)
 		return;
 	fprintf(t->out, "reaper: %zu process%s left behind (process tree as first seen):\n", nshown,
 		nshown == 1 ? "" : "es");
 	for (size_t i = 0; i < r->n; i++) {
 		const struct reaper_proc *p = &r->procs[i];
-		if (!shown(p) || t->parent[i] >= 0)
+		if (!output_shown(p) || t->parent[i] >= 0)
 			continue;
 		if (!last_context || strcmp(last_context, p->ancestry)) {
 			t->line.len = 0;

@@ -65,6 +65,11 @@ void output_reap_opts(struct output *o, struct reaper_opts *opts);
 int output_emit(struct output *o, const struct reaper_report *r, const struct reaper_finder *f, size_t nf,
 		unsigned what);
 void output_done(struct output *o);
+/* A process the reports list: still there or dealt with, not one that exited in time. */
+static inline int output_shown(const struct reaper_proc *p)
+{
+	return p->fate != REAPER_EXITED && p->fate != REAPER_GONE;
+}
 /* The report flags for --help. */
 void output_usage(FILE *out);
 

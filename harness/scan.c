@@ -157,11 +157,6 @@ static int start(struct cli *c, const char *name, int argc, char **argv)
 	return code < 0 ? 0 : code;
 }
 
-static int matched(const struct reaper_proc *p)
-{
-	return p->fate != REAPER_EXITED && p->fate != REAPER_GONE;
-}
-
 int cmd_scan(int argc, char **argv)
 {
 	struct cli c;
@@ -182,7 +177,7 @@ int cmd_scan(int argc, char **argv)
 	}
 	size_t n = 0;
 	for (size_t i = 0; i < rep->n; i++)
-		n += matched(&rep->procs[i]);
+		n += output_shown(&rep->procs[i]);
 	if (c.json) {
 		struct sbuf b = { 0 };
 		json_report(&b, &c.out, rep, c.f, c.nf);
@@ -192,7 +187,7 @@ int cmd_scan(int argc, char **argv)
 		struct sbuf b = { 0 };
 		for (size_t i = 0; i < rep->n; i++) {
 			const struct reaper_proc *p = &rep->procs[i];
-			if (!matched(p))
+			if (!output_shown(p))
 				continue;
 			b.len = 0;
 			sbuf_printf(&b, "%d ", (int)p->pid);
