@@ -1,4 +1,4 @@
-# Benchmarks (issue 6): `make bench` builds the drivers, runs every scenario beside its anchors,
+# Benchmarks: `make bench` builds the drivers, runs every scenario beside its anchors,
 # prints the table, writes bench/results.json (and bench/growth.png when gnuplot exists).
 # BENCH_QUICK=1: fewer repetitions and sizes, for iterating. Not part of make check.
 BENCH_DIR     := $(BUILD)/bench

@@ -1,15 +1,18 @@
-"""make bench: every scenario of issue 6, libreaper beside its anchors, in one run.
+"""make bench: every scenario, libreaper beside its anchors, in one run.
 
-Run by /usr/bin/python3 from bench/bench.mk. The seed anchor is imported from its path (never
-copied). This process is a child subreaper (through the seed's own adopt_orphans), so every
-population it spawns with bench-spawn is its orphan; populations exit by themselves when their
-hold pipe is closed, so nothing here ever signals a process. Prints the table, writes
-bench/results.json and, when gnuplot exists, bench/growth.png.
+Run by /usr/bin/python3 from bench/bench.mk. The anchors outside this repository are optional:
+the hand-written Python reaper that e2e suites carry (a module with adopt_orphans, with_home and
+reap, given by REAPER_HANDWRITTEN=PATH) and the init shims tini, dumb-init and catatonit (Debian
+packages). Each one missing is named in one line and its comparison skipped; the rest runs.
+This process is a child subreaper, so every population it spawns with bench-spawn is its orphan;
+populations exit by themselves when their hold pipe is closed, so nothing here ever signals a
+process. Prints the table, writes bench/results.json and, when gnuplot exists, bench/growth.png.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import importlib.util
 import json
 import mmap
@@ -22,15 +25,30 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SEED_PATH = os.path.abspath(os.path.join(HERE, "..", "..", "shared", "anchors", "seed_reaper.py"))
+PR_SET_CHILD_SUBREAPER = 36
 
 
-def load_seed():
-    path = os.environ.get("REAPER_SEED", SEED_PATH)
-    spec = importlib.util.spec_from_file_location("seed_reaper", path)
+def skipped(what: str, how: str) -> None:
+    print(f"bench: skipped: {what} ({how})", flush=True)
+
+
+def load_handwritten():
+    """The hand-written reaper module named by REAPER_HANDWRITTEN, or None (said once)."""
+    path = os.environ.get("REAPER_HANDWRITTEN", "")
+    if not path or not os.path.isfile(path):
+        skipped("comparisons with the hand-written Python reaper" + (f": no file {path}" if path else ""),
+                "set REAPER_HANDWRITTEN=/path/to/_reaper.py, a module with adopt_orphans, with_home and reap")
+        return None
+    spec = importlib.util.spec_from_file_location("handwritten_reaper", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def become_subreaper() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
 
 
 def med(v):
@@ -76,8 +94,8 @@ class Bench:
         self.reaper = os.path.abspath(os.path.join(build, "reaper"))
         self.spawn_bin = os.path.join(self.bin, "bench-spawn")
         self.quick = quick
-        self.seed = load_seed()
-        self.seed.adopt_orphans()
+        self.hw = load_handwritten()
+        become_subreaper()
         self.tmp = f"/tmp/reaper-bench-{os.getpid()}"
         self.results: dict = {"quick": quick, "cores": os.cpu_count(),
                               "kernel": os.uname().release, "started": time.time()}
@@ -103,7 +121,8 @@ class Bench:
         home = f"{self.tmp}/scan/home"
         marked, plain = self.env(home), self.env(f"{self.tmp}/plain/home")
         entry = f"HOME={home}"
-        finder, nobody = self.seed.with_home(home), self.seed.with_home(f"{self.tmp}/nobody")
+        if self.hw:
+            finder, nobody = self.hw.with_home(home), self.hw.with_home(f"{self.tmp}/nobody")
         hold_r, hold_w = os.pipe()
         os.set_inheritable(hold_w, False)
         server = subprocess.Popen([os.path.join(self.bin, "bench-scan")], stdin=subprocess.PIPE,
@@ -135,18 +154,20 @@ class Bench:
                 for r in range(reps):
                     procs.append(count_procs())
                     res = ask(f"scan {entry}")
-                    t, c = time.perf_counter(), time.thread_time()
-                    found = finder()
-                    res["seed"] = [time.perf_counter() - t, len(found), time.thread_time() - c]
+                    if self.hw:
+                        t, c = time.perf_counter(), time.thread_time()
+                        found = finder()
+                        res["handwritten"] = [time.perf_counter() - t, len(found), time.thread_time() - c]
                     for k, (sec, n, cpu) in res.items():
                         times.setdefault(k, []).append(sec)
                         cpus.setdefault(k, []).append(cpu)
                         counts.setdefault(k, set()).add(n)
                     # the common case: a clean test, nothing carries the marker
                     res = ask(f"scan HOME={self.tmp}/nobody")
-                    t, c = time.perf_counter(), time.thread_time()
-                    nobody()
-                    res["seed"] = [time.perf_counter() - t, 0, time.thread_time() - c]
+                    if self.hw:
+                        t, c = time.perf_counter(), time.thread_time()
+                        nobody()
+                        res["handwritten"] = [time.perf_counter() - t, 0, time.thread_time() - c]
                     for k, (sec, n, cpu) in res.items():
                         nomatch.setdefault(k, []).append(sec)
                         nomatch_cpu.setdefault(k, []).append(cpu)
@@ -164,18 +185,20 @@ class Bench:
                 row["ratio_rescan_floor"] = m["rescan"] / m["floor"]
                 row["ratio_libproc2_floor"] = m["libproc2_reap"] / m["floor"]
                 row["ratio_libproc2_floor_cpu"] = c["libproc2_reap"] / c["floor"]
-                row["seed_over_reaper"] = m["seed"] / m["reaper_scan"]
-                row["seed_over_reaper_cpu"] = c["seed"] / c["reaper_scan"]
                 row["nomatch_ratio_floor"] = nm["reaper_scan"] / nm["floor"]
                 row["nomatch_ratio_floor_cpu"] = nc["reaper_scan"] / nc["floor"]
-                row["nomatch_seed_over_reaper"] = nm["seed"] / nm["reaper_scan"]
-                row["nomatch_seed_over_reaper_cpu"] = nc["seed"] / nc["reaper_scan"]
+                if self.hw:
+                    row["hw_over_reaper"] = m["handwritten"] / m["reaper_scan"]
+                    row["hw_over_reaper_cpu"] = c["handwritten"] / c["reaper_scan"]
+                    row["nomatch_hw_over_reaper"] = nm["handwritten"] / nm["reaper_scan"]
+                    row["nomatch_hw_over_reaper_cpu"] = nc["handwritten"] / nc["reaper_scan"]
                 row["consistent"] = all(v == [n_marked] for v in row["found"].values())
                 rows.append(row)
                 print(f"  scan {size} ({row['procs']:.0f} procs): floor {m['floor']*1e3:.2f} ms, reaper_scan "
                       f"{m['reaper_scan']*1e3:.2f} ms ({row['ratio_floor']:.2f}x wall, {row['ratio_floor_cpu']:.2f}x cpu),"
-                      f" rescan {m['rescan']*1e3:.2f} ms, libproc2 {m['libproc2_reap']*1e3:.2f} ms, seed "
-                      f"{m['seed']*1e3:.1f} ms; nothing matching: floor {nm['floor']*1e3:.2f} ms, reaper_scan "
+                      f" rescan {m['rescan']*1e3:.2f} ms, libproc2 {m['libproc2_reap']*1e3:.2f} ms"
+                      + (f", hand-written {m['handwritten']*1e3:.1f} ms" if self.hw else "") +
+                      f"; nothing matching: floor {nm['floor']*1e3:.2f} ms, reaper_scan "
                       f"{nm['reaper_scan']*1e3:.2f} ms ({row['nomatch_ratio_floor']:.2f}x wall, "
                       f"{row['nomatch_ratio_floor_cpu']:.2f}x cpu); found {row['found']}", flush=True)
         finally:
@@ -186,9 +209,9 @@ class Bench:
             collect(True)
         self.results["scan"] = rows
 
-    # ---- 2. exit detection, 3. kill convergence: the seed side -----------------------------
-    def seed_exit(self, n: int, rep: int) -> dict:
-        home = f"{self.tmp}/seed-exit-{n}-{rep}/home"
+    # ---- 2. exit detection, 3. kill convergence: the hand-written reaper's side ----------------
+    def hw_exit(self, n: int, rep: int) -> dict:
+        home = f"{self.tmp}/hw-exit-{n}-{rep}/home"
         fd = os.memfd_create("bench-shm", 0)
         os.ftruncate(fd, 8 * n)
         shm = mmap.mmap(fd, 8 * n)
@@ -197,8 +220,8 @@ class Bench:
         self.spawn("hold", n, self.env(home), hold_r, fd, 0)
         os.close(fd)
         os.close(hold_r)
-        # released 20 ms after the seed's first scan has seen them all (as for libreaper)
-        finder, seen = self.seed.with_home(home), threading.Event()
+        # released 20 ms after its first scan has seen them all (as for libreaper)
+        finder, seen = self.hw.with_home(home), threading.Event()
 
         def watched():
             found = finder()
@@ -216,7 +239,7 @@ class Bench:
 
         th = threading.Thread(target=releaser)
         th.start()
-        killed = self.seed.reap(watched, timeout=30)
+        killed = self.hw.reap(watched, timeout=30)
         t_ret = time.monotonic()
         th.join()
         release_at = release["at"]
@@ -225,8 +248,8 @@ class Bench:
         return {"n": n, "latency": t_ret - last, "since_release": t_ret - release_at, "killed": len(killed),
                 "zombies": zombies_left()}
 
-    def seed_kill(self, n: int, rep: int, forker: bool, timeout: float) -> dict:
-        home = f"{self.tmp}/seed-kill-{n}-{rep}/home"
+    def hw_kill(self, n: int, rep: int, forker: bool, timeout: float) -> dict:
+        home = f"{self.tmp}/hw-kill-{n}-{rep}/home"
         env = self.env(home)
         hold_r, hold_w = os.pipe()
         os.set_inheritable(hold_w, False)
@@ -234,9 +257,9 @@ class Bench:
         if forker:
             self.spawn("forker", 1, env, hold_r)
         os.close(hold_r)
-        finder = self.seed.with_home(home)
+        finder = self.hw.with_home(home)
         t0 = time.monotonic()
-        killed = self.seed.reap(finder, timeout=timeout)
+        killed = self.hw.reap(finder, timeout=timeout)
         t_ret = time.monotonic()
         left = len(finder())
         zombies = zombies_left()
@@ -255,40 +278,43 @@ class Bench:
         for n in ([1, 100] if self.quick else [1, 100, 1000]):
             reps = 3 if self.quick else (5 if n >= 1000 else 9)
             lib = self.reap_c("exit", n, reps)
-            seed = [self.seed_exit(n, r) for r in range(reps if n < 1000 else 3)]
             row = {"n": n, "reps": reps, "procs": count_procs(),
                    "reaper_latency": med([x["latency"] for x in lib]),
                    "reaper_since_release": med([x["since_release"] for x in lib]),
                    "reaper_found": sorted({x["found"] for x in lib}),
-                   "reaper_zombies": max(x["zombies"] for x in lib),
-                   "seed_latency": med([x["latency"] for x in seed]),
-                   "seed_since_release": med([x["since_release"] for x in seed]),
-                   "seed_zombies": max(x["zombies"] for x in seed)}
-            row["seed_over_reaper"] = row["seed_latency"] / row["reaper_latency"]
+                   "reaper_zombies": max(x["zombies"] for x in lib)}
+            if self.hw:
+                hw = [self.hw_exit(n, r) for r in range(reps if n < 1000 else 3)]
+                row.update({"hw_latency": med([x["latency"] for x in hw]),
+                            "hw_since_release": med([x["since_release"] for x in hw]),
+                            "hw_zombies": max(x["zombies"] for x in hw)})
+                row["hw_over_reaper"] = row["hw_latency"] / row["reaper_latency"]
             rows.append(row)
-            print(f"  exit {n}: reaper {row['reaper_latency']*1e3:.2f} ms after the last exit, "
-                  f"seed {row['seed_latency']*1e3:.1f} ms", flush=True)
+            print(f"  exit {n}: reaper {row['reaper_latency']*1e3:.2f} ms after the last exit"
+                  + (f", hand-written {row['hw_latency']*1e3:.1f} ms" if self.hw else ""), flush=True)
         self.results["exit"] = rows
 
     def kill_convergence(self):
         n = 200 if self.quick else 1000
         reps = 3
         lib = self.reap_c("kill", n, reps)
-        seed = [self.seed_kill(n, r, True, 0.3) for r in range(reps)]
         row = {"n": n, "reps": reps,
                "reaper_after_deadline": med([x["after_deadline"] for x in lib]),
                "reaper_found": med([x["found"] for x in lib]),
                "reaper_left": max(x["left"] for x in lib),
-               "reaper_zombies": max(x["zombies"] for x in lib),
-               "seed_after_deadline": med([x["after_deadline"] for x in seed]),
-               "seed_left": max(x["left"] for x in seed),
-               "seed_left_median": med([x["left"] for x in seed]),
-               "seed_zombies": max(x["zombies"] for x in seed)}
-        row["seed_over_reaper"] = row["seed_after_deadline"] / row["reaper_after_deadline"]
+               "reaper_zombies": max(x["zombies"] for x in lib)}
+        if self.hw:
+            hw = [self.hw_kill(n, r, True, 0.3) for r in range(reps)]
+            row.update({"hw_after_deadline": med([x["after_deadline"] for x in hw]),
+                        "hw_left": max(x["left"] for x in hw),
+                        "hw_left_median": med([x["left"] for x in hw]),
+                        "hw_zombies": max(x["zombies"] for x in hw)})
+            row["hw_over_reaper"] = row["hw_after_deadline"] / row["reaper_after_deadline"]
         self.results["kill"] = row
         print(f"  kill {n}+forker: reaper {row['reaper_after_deadline']*1e3:.1f} ms after the deadline, "
-              f"{row['reaper_left']} left, {row['reaper_zombies']} zombies; seed "
-              f"{row['seed_after_deadline']*1e3:.1f} ms, {row['seed_left']} left", flush=True)
+              f"{row['reaper_left']} left, {row['reaper_zombies']} zombies"
+              + (f"; hand-written {row['hw_after_deadline']*1e3:.1f} ms, {row['hw_left']} left" if self.hw else ""),
+              flush=True)
 
     def reap_growth(self):
         rows = []
@@ -313,6 +339,9 @@ class Bench:
                 "tini": f"{shutil.which('tini') or '/usr/bin/tini'} -s -- /bin/true",
                 "dumb-init": f"{shutil.which('dumb-init') or '/usr/bin/dumb-init'} /bin/true",
                 "catatonit": f"{shutil.which('catatonit') or '/usr/bin/catatonit'} -- /bin/true"}
+        for k, v in cmds.items():
+            if not os.path.exists(v.split()[0]):
+                skipped(f"wrapper overhead of {k}: {v.split()[0]} is not installed", f"apt-get install {k}")
         cmds = {k: v for k, v in cmds.items() if os.path.exists(v.split()[0])}
         out = subprocess.run([os.path.join(self.bin, "bench-wrap"), str(runs)] + list(cmds.values()),
                              check=True, capture_output=True, text=True).stdout
@@ -405,16 +434,18 @@ def table(res: dict) -> str:
             r["nomatch_ratio_floor_cpu"] <= 1.3)
         add(f"marker scan, {p}: a wait-loop rescan vs raw floor", ms(m["rescan"]), ms(m["floor"]),
             f"{r['ratio_rescan_floor']:.2f}x", "<= 1.3x", r["ratio_rescan_floor"] <= 1.3)
-        add(f"marker scan, {p}, half marked: seed with_home vs reaper_scan", ms(m["reaper_scan"]), ms(m["seed"]),
-            f"{r['seed_over_reaper']:.1f}x ({r['seed_over_reaper_cpu']:.1f}x) faster", ">= 10x",
-            r["seed_over_reaper_cpu"] >= 10)
-        add(f"marker scan, {p}, none marked: seed with_home vs reaper_scan", ms(nm["reaper_scan"]), ms(nm["seed"]),
-            f"{r['nomatch_seed_over_reaper']:.1f}x ({r['nomatch_seed_over_reaper_cpu']:.1f}x) faster", ">= 10x",
-            r["nomatch_seed_over_reaper_cpu"] >= 10)
         nc = r["nomatch_cpu"]
-        add(f"marker scan, {p}, none marked: seed with_home vs the raw floor itself (the most any reader "
-            "of environ can gain)", ms(nm["floor"]), ms(nm["seed"]),
-            f"{nm['seed'] / nm['floor']:.1f}x ({nc['seed'] / nc['floor']:.1f}x) faster", "-", True)
+        if "hw_over_reaper" in r:
+            add(f"marker scan, {p}, half marked: hand-written with_home vs reaper_scan", ms(m["reaper_scan"]),
+                ms(m["handwritten"]), f"{r['hw_over_reaper']:.1f}x ({r['hw_over_reaper_cpu']:.1f}x) faster",
+                ">= 10x", r["hw_over_reaper_cpu"] >= 10)
+            add(f"marker scan, {p}, none marked: hand-written with_home vs reaper_scan", ms(nm["reaper_scan"]),
+                ms(nm["handwritten"]),
+                f"{r['nomatch_hw_over_reaper']:.1f}x ({r['nomatch_hw_over_reaper_cpu']:.1f}x) faster", ">= 10x",
+                r["nomatch_hw_over_reaper_cpu"] >= 10)
+            add(f"marker scan, {p}, none marked: hand-written with_home vs the raw floor itself (the most any "
+                "reader of environ can gain)", ms(nm["floor"]), ms(nm["handwritten"]),
+                f"{nm['handwritten'] / nm['floor']:.1f}x ({nc['handwritten'] / nc['floor']:.1f}x) faster", "-", True)
         add(f"marker scan, {p}, half marked: libproc2 PIDS_ENVIRON_V vs raw floor", ms(m["libproc2_reap"]),
             ms(m["floor"]), f"{r['ratio_libproc2_floor']:.2f}x ({r['ratio_libproc2_floor_cpu']:.2f}x)", "(measured)",
             True)
@@ -427,14 +458,15 @@ def table(res: dict) -> str:
     for r in res.get("exit", []):
         target = r["n"] == 100
         add(f"exit detection, {r['n']} leftovers ({r.get('procs', 0):.0f} procs): last exit -> reap() returns",
-            ms(r["reaper_latency"]), ms(r["seed_latency"]), f"{r['seed_over_reaper']:.0f}x faster",
+            ms(r["reaper_latency"]), ms(r["hw_latency"]) if "hw_latency" in r else "",
+            f"{r['hw_over_reaper']:.0f}x faster" if "hw_over_reaper" in r else "",
             "<= 5 ms" if target else "-", r["reaper_latency"] <= 0.005 or not target)
     if "kill" in res:
         k = res["kill"]
         add(f"kill convergence, {k['n']} TERM-ignoring + 1 forker: deadline -> report",
             f"{ms(k['reaper_after_deadline'])}, {k['reaper_left']} left, {k['reaper_zombies']} zombies",
-            f"{ms(k['seed_after_deadline'])}, {k['seed_left']} left, {k['seed_zombies']} zombies",
-            f"{k['seed_over_reaper']:.1f}x faster", "nothing left, no zombie",
+            f"{ms(k['hw_after_deadline'])}, {k['hw_left']} left, {k['hw_zombies']} zombies" if "hw_left" in k else "",
+            f"{k['hw_over_reaper']:.1f}x faster" if "hw_left" in k else "", "nothing left, no zombie",
             k["reaper_left"] == 0 and k["reaper_zombies"] == 0)
     for r in res.get("reap", []):
         add(f"whole reap (find, freeze, kill, collect), {r['n']} leftovers", ms(r["total"]), "", "",
@@ -473,11 +505,14 @@ def table(res: dict) -> str:
         if "scan_us_per_proc" in g:
             parts.append(f"reaper_scan {g['scan_us_per_proc']:.1f} us per process on the system (half marked; "
                          f"raw floor {g['floor_us_per_proc']:.1f}, rescan {g['rescan_us_per_proc']:.1f}, "
-                         f"none marked {g['nomatch_us_per_proc']:.1f}, seed {g['seed_us_per_proc']:.1f})")
+                         f"none marked {g['nomatch_us_per_proc']:.1f}"
+                         + (f", hand-written {g['hw_us_per_proc']:.1f})" if "hw_us_per_proc" in g else ")"))
             if "cpu_reaper_scan_us_per_proc" in g:
                 parts.append(f"in CPU time {g['cpu_reaper_scan_us_per_proc']:.1f} us (raw floor "
                              f"{g['cpu_floor_us_per_proc']:.1f}, rescan {g['cpu_rescan_us_per_proc']:.1f}, none marked "
-                             f"{g['cpu_nomatch_us_per_proc']:.1f}, seed {g['cpu_seed_us_per_proc']:.1f})")
+                             f"{g['cpu_nomatch_us_per_proc']:.1f}"
+                             + (f", hand-written {g['cpu_handwritten_us_per_proc']:.1f})"
+                                if "hw_us_per_proc" in g else ")"))
         if "reap_us_per_leftover" in g:
             parts.append(f"whole reap {g['reap_us_per_leftover']:.0f} us per leftover")
         lines.append("growth (least-squares slope): " + "; ".join(parts))
@@ -492,9 +527,11 @@ def growth(res: dict):
         g["scan_us_per_proc"] = slope(xs, [x["median"]["reaper_scan"] for x in s]) * 1e6
         g["floor_us_per_proc"] = slope(xs, [x["median"]["floor"] for x in s]) * 1e6
         g["rescan_us_per_proc"] = slope(xs, [x["median"]["rescan"] for x in s]) * 1e6
-        g["seed_us_per_proc"] = slope(xs, [x["median"]["seed"] for x in s]) * 1e6
+        hw = "handwritten" in s[0]["median"]
+        if hw:
+            g["hw_us_per_proc"] = slope(xs, [x["median"]["handwritten"] for x in s]) * 1e6
         g["nomatch_us_per_proc"] = slope(xs, [x["nomatch"]["reaper_scan"] for x in s]) * 1e6
-        for k in ("reaper_scan", "floor", "rescan", "seed"):
+        for k in ("reaper_scan", "floor", "rescan") + (("handwritten",) if hw else ()):
             g[f"cpu_{k}_us_per_proc"] = slope(xs, [x["cpu"][k] for x in s]) * 1e6
         g["cpu_nomatch_us_per_proc"] = slope(xs, [x["nomatch_cpu"]["reaper_scan"] for x in s]) * 1e6
     if len(r) >= 2:
@@ -505,13 +542,15 @@ def growth(res: dict):
 def plot(res: dict, path: str):
     gp = shutil.which("gnuplot")
     if not gp or not res.get("scan"):
+        if not gp:
+            skipped("bench/growth.png", "apt-get install gnuplot-nox")
         return None
     data = path + ".dat"
     with open(data, "w") as f:
         for x in res["scan"]:
             m = x["median"]
             f.write(f"{x['procs']} {m['floor']*1e3} {m['reaper_scan']*1e3} {m['rescan']*1e3} "
-                    f"{m['libproc2_reap']*1e3} {m['seed']*1e3} {x['nomatch']['reaper_scan']*1e3}\n")
+                    f"{m['libproc2_reap']*1e3} {m.get('handwritten', float('nan'))*1e3} {x['nomatch']['reaper_scan']*1e3}\n")
     script = f"""set terminal png size 900,600 noenhanced
 set output '{path}'
 set title 'marker scan: cost against processes on the system (half marked)'
@@ -520,7 +559,7 @@ set ylabel 'ms per scan'
 set logscale y
 set key left top
 plot '{data}' u 1:2 w lp t 'raw floor', '' u 1:3 w lp t 'libreaper reaper_scan', '' u 1:4 w lp t 'libreaper rescan', \
- '' u 1:5 w lp t 'libproc2 PIDS_ENVIRON_V', '' u 1:6 w lp t 'seed with_home', \
+ '' u 1:5 w lp t 'libproc2 PIDS_ENVIRON_V', '' u 1:6 w lp t 'hand-written with_home', \
  '' u 1:7 w lp t 'libreaper reaper_scan, nothing marked'
 """
     subprocess.run([gp], input=script, text=True, check=False)

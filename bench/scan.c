@@ -1,6 +1,6 @@
 /* bench-scan: the marker-scan contenders, one round each per command, so the driver can
- * interleave them (and the seed) on the same processes.  Reads commands on stdin, answers one
- * JSON line each:
+ * interleave them (and the hand-written Python reaper) on the same processes.  Reads commands
+ * on stdin, answers one JSON line each:
  *   scan ENTRY      floor, reaper_scan, rescan, libproc2 (reap and get) over every process
  *   details ENTRY   per-candidate details of every process holding ENTRY: raw reads as
  *                   libreaper does them, beside libproc2 procps_pids_select
