@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Soak `reaper run` with N short-lived orphans made while COMMAND runs (issue 3, point 1), and
+"""Soak `reaper run` with N short-lived orphans made while COMMAND runs, and
 measure reaper's memory before and after: it keeps nothing per orphan, so RSS stays flat.
 
     REAPER_BUILD=build tests/supervisor/soak.py [N]      (make soak-supervisor: N = 100000)

@@ -1,4 +1,4 @@
-# The `reaper run` supervisor suite (issue 3): pytest with real processes, under the system
+# The `reaper run` supervisor suite: pytest with real processes, under the system
 # /usr/bin/python3 (it has pytest). soak-supervisor is the long 100,000-orphan soak; it is not
 # part of make check.
 SUP_FIXTURES := $(BUILD)/fixtures/sup_orphans

@@ -1,4 +1,4 @@
-"""Configuration by flag and environment, usage errors, exec failures (issue 3, points 7-8).
+"""Configuration by flag and environment, usage errors, exec failures.
 The settings in effect are read back from the state document; the leak exit code is also
 shown by behaviour."""
 import os

@@ -1,5 +1,5 @@
 """A leftover holding COMMAND's stdout/stderr pipe or its pty never keeps the reader waiting
-past timeout + grace + a short settle (issue 3, point 11). Without the kill the leftover would
+past timeout + grace + a short settle. Without the kill the leftover would
 hold them for 300 s; the bounds below are only there so a hang fails instead of stalling."""
 import errno
 import os

@@ -1,4 +1,4 @@
-"""Owner death (issue 3, point 10): a reaper that is SIGKILLed mid-run still takes its run with
+"""Owner death: a reaper that is SIGKILLed mid-run still takes its run with
 it (its guardian sees the pipe close and kills by the run's marker), while another, live
 reaper run is left alone."""
 import os

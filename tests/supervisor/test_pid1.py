@@ -1,4 +1,4 @@
-"""`reaper run` as PID 1 of a PID namespace (issue 3, point 9): it reaps every orphan, handles
+"""`reaper run` as PID 1 of a PID namespace: it reaps every orphan, handles
 and forwards signals (the kernel gives PID 1 no default actions: an unhandled SIGTERM would
 simply be dropped) and exits with COMMAND's status."""
 import os

@@ -1,4 +1,4 @@
-"""Cancellation, escalation and forwarding of signals sent to `reaper run` (issue 3, points 2-4)."""
+"""Cancellation, escalation and forwarding of signals sent to `reaper run`."""
 import os
 import signal
 import subprocess

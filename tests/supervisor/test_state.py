@@ -1,5 +1,5 @@
 """The --state document: counts while the run lives, phases, mode, atomicity, no output in it,
-and a path that cannot be written (issue 3, points 1, 4 and 6)."""
+and a path that cannot be written."""
 import json
 import os
 import stat

@@ -1,4 +1,4 @@
-"""Terminal and job control (issue 3, point 5): under a controlling tty COMMAND gets the
+"""Terminal and job control: under a controlling tty COMMAND gets the
 foreground, so the terminal's ^C reaches the suite and ^Z / fg work; once COMMAND is gone the
 terminal is reaper's again, so ^C cancels the drain. Each test makes a pty the controlling
 terminal of a new session (setsid + TIOCSCTTY) and types into its master side."""

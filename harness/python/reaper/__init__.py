@@ -33,7 +33,7 @@ __all__ = [
 REAP_TIMEOUT = 30.0
 _clib, library_path = _lib.load()
 
-Identity = Tuple[int, int]  # (pid, kernel start time in clock ticks), as the seed module
+Identity = Tuple[int, int]  # (pid, kernel start time in clock ticks)
 
 
 class ReaperError(OSError):
@@ -56,7 +56,7 @@ def adopt_orphans() -> None:
 
 def release_orphans() -> None:
     """Undo one ``adopt_orphans``; the last one stops adopting. Processes already adopted stay
-    our children. Like the seed module, a release without an adopt is harmless."""
+    our children. A release without an adopt is harmless."""
     if _clib.reaper_adopted() > 0:
         _check(_clib.reaper_release(), "reaper_release")
 
@@ -70,7 +70,7 @@ def adopted() -> int:
 
 class Finder:
     """What to look for; pass several to ``reap`` to combine them. Calling one scans now and
-    returns ``{(pid, start_time): cmdline}`` like the seed module's finders."""
+    returns ``{(pid, start_time): cmdline}``, as a hand-written ``_reaper.py``'s finders do."""
 
     __slots__ = ("kind", "marker", "root")
 
@@ -141,7 +141,7 @@ class Process:
         return self.fate in _lib.LEAK_FATES and not self.allowed
 
     def line(self) -> str:
-        """``"PID: cmdline"``, the seed module's format."""
+        """``"PID: cmdline"``, the line a hand-written ``_reaper.py`` reports."""
         return f"{self.pid}: {self.cmdline[:160]}"
 
     def as_dict(self) -> dict:

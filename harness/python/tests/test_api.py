@@ -16,7 +16,8 @@ import pytest
 import reaper
 from conftest import TAG_VAR, alive, stat, with_tag, zombie_children
 
-ANCHOR = Path(__file__).resolve().parents[3].parent / "shared" / "anchors" / "seed_reaper.py"
+# A hand-written _reaper.py to compare the calls with (optional: REAPER_HANDWRITTEN=PATH).
+HANDWRITTEN = os.environ.get("REAPER_HANDWRITTEN", "")
 
 
 @pytest.fixture
@@ -73,7 +74,7 @@ def test_sandbox_home_setsid_daemon_is_killed_and_reported(spawner, tmp_path, ad
     held = set(zombie_children())
     control, cstart, _ = spawner.start()  # same tag, another HOME: not the sandbox's
     leaked = reaper.reap(reaper.with_home(home), timeout=0.5)
-    assert leaked == [f"{pid}: {cmd[:160]}"]  # the seed module's format
+    assert leaked == [f"{pid}: {cmd[:160]}"]  # a hand-written _reaper.py's format
     assert not alive(pid, start)
     assert alive(control, cstart), "a process with another HOME was touched"
     assert set(zombie_children()) <= held and pid not in zombie_children()
@@ -180,18 +181,30 @@ def test_bad_input_is_refused_clearly():
         reaper.reap(lambda: {}, timeout=0)
     with pytest.raises(ValueError):
         reaper.reap_report(reaper.descendants(), timeout=-1)
-    reaper.release_orphans()  # without an adopt: harmless, as in the seed module
+    reaper.release_orphans()  # without an adopt: harmless
 
 
-@pytest.mark.skipif(not ANCHOR.exists(), reason=f"the anchor {ANCHOR} is not beside this checkout")
-def test_same_calls_as_the_seed_module():
+def calls(module) -> dict:
+    return {name: [(p.name, p.kind, p.default) for p in inspect.signature(getattr(module, name)).parameters.values()]
+            for name in ("adopt_orphans", "release_orphans", "with_home", "reap")}
+
+
+def test_same_calls_as_a_handwritten_reaper():
+    """The drop-in contract: the calls a hand-written _reaper.py offers, spelled out."""
+    P = inspect.Parameter
+    assert calls(reaper) == {
+        "adopt_orphans": [], "release_orphans": [],
+        "with_home": [("home", P.POSITIONAL_OR_KEYWORD, P.empty)],
+        "reap": [("finders", P.VAR_POSITIONAL, P.empty), ("timeout", P.KEYWORD_ONLY, 30.0)]}
+    assert reaper.REAP_TIMEOUT == 30.0
+
+
+@pytest.mark.skipif(not os.path.isfile(HANDWRITTEN),
+                    reason="no hand-written reaper to compare with: set REAPER_HANDWRITTEN=/path/to/_reaper.py")
+def test_same_calls_as_the_given_handwritten_reaper():
     import importlib.util
-    spec = importlib.util.spec_from_file_location("seed_reaper", ANCHOR)
-    seed = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(seed)
-    for name in ("adopt_orphans", "release_orphans", "with_home", "reap"):
-        ours = inspect.signature(getattr(reaper, name))
-        theirs = inspect.signature(getattr(seed, name))
-        assert [(p.name, p.kind, p.default) for p in ours.parameters.values()] == \
-            [(p.name, p.kind, p.default) for p in theirs.parameters.values()], name
-    assert reaper.REAP_TIMEOUT == seed.REAP_TIMEOUT
+    spec = importlib.util.spec_from_file_location("handwritten_reaper", HANDWRITTEN)
+    theirs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(theirs)
+    assert calls(reaper) == calls(theirs)
+    assert reaper.REAP_TIMEOUT == theirs.REAP_TIMEOUT
