@@ -1,6 +1,7 @@
 /* Fuzz the flag and environment parsing of `reaper run` (harness/config.c): any text as a
- * flag value or as REAPER_TIMEOUT / REAPER_LEAK_EXIT_CODE gives a value inside the
- * documented range (or the default), never a crash, never NaN. */
+ * flag value gives a value inside the documented range or a refusal naming the flag; as
+ * REAPER_TIMEOUT / REAPER_LEAK_EXIT_CODE, a value inside the range (or the default); never a
+ * crash, never NaN. */
 #include "harness/config.h"
 
 #include <math.h>
@@ -34,18 +35,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int r = config_parse_int(s, &n);
 	check(r == 0 || r == -22 || r == -34);
 
-	double t = config_seconds(sink, "--timeout", s, "REAPER_TIMEOUT", 10.0, 0, 86400);
-	check(isfinite(t) && t >= 0 && t <= 86400);
+	/* a flag value: accepted inside the range, or refused with a message naming the flag */
+	char err[256] = "";
+	double t = -1;
+	if (config_seconds(sink, err, sizeof err, "--timeout", s, "REAPER_TIMEOUT", 10.0, 0, 86400, &t) == 0)
+		check(isfinite(t) && t >= 0 && t <= 86400 && !err[0]);
+	else
+		check(!strncmp(err, "--timeout: ", 11));
+	/* the environment: a warning and the default or a clamped value, never a refusal */
 	setenv("REAPER_TIMEOUT", s, 1);
-	t = config_seconds(sink, "--timeout", NULL, "REAPER_TIMEOUT", 10.0, 0, 86400);
+	check(config_seconds(sink, err, sizeof err, "--timeout", NULL, "REAPER_TIMEOUT", 10.0, 0, 86400, &t) == 0);
 	check(isfinite(t) && t >= 0 && t <= 86400);
 	/* the flag wins over the environment */
-	check(config_seconds(sink, "--grace", "2", "REAPER_TIMEOUT", 5.0, 0, 3600) == 2.0);
+	check(config_seconds(sink, err, sizeof err, "--grace", "2", "REAPER_TIMEOUT", 5.0, 0, 3600, &t) == 0 && t == 2.0);
 
-	int code = config_leak_exit_code(sink, s);
-	check(code >= 3 && code <= 125 && code != 64);
+	int code = -1;
+	if (config_leak_exit_code(sink, err, sizeof err, s, &code) == 0)
+		check(code >= 3 && code <= 125 && code != 64);
+	else
+		check(!strncmp(err, "--leak-exit-code: ", 18));
 	setenv("REAPER_LEAK_EXIT_CODE", s, 1);
-	code = config_leak_exit_code(sink, NULL);
+	check(config_leak_exit_code(sink, err, sizeof err, NULL, &code) == 0);
 	check(code >= 3 && code <= 125 && code != 64);
 	unsetenv("REAPER_TIMEOUT");
 	unsetenv("REAPER_LEAK_EXIT_CODE");

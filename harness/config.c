@@ -9,23 +9,28 @@
 
 int config_parse_seconds(const char *s, double *out)
 {
+	static const struct {
+		const char *unit;
+		double factor;
+	} units[] = { { "", 1 }, { "s", 1 }, { "ms", 0.001 }, { "m", 60 }, { "h", 3600 }, { "d", 86400 } };
 	if (!s || !*s)
 		return -EINVAL;
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (end == s || errno || !isfinite(v))
+	/* strtod also takes "inf", "nan" and hex floats: none is a duration */
+	if (end == s || errno || !isfinite(v) || strpbrk(s, "xXnN"))
 		return -EINVAL;
-	if (strcmp(end, "ms") == 0)
-		v /= 1000.0;
-	else if (strcmp(end, "m") == 0)
-		v *= 60.0;
-	else if (*end && strcmp(end, "s") != 0)
-		return -EINVAL;
-	if (!isfinite(v)) /* "1e308m" overflows only after the unit is applied */
-		return -EINVAL;
-	*out = v;
-	return 0;
+	for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
+		if (strcmp(end, units[i].unit))
+			continue;
+		v *= units[i].factor;
+		if (!isfinite(v)) /* "1e308d" overflows only after the unit is applied */
+			return -EINVAL;
+		*out = v;
+		return 0;
+	}
+	return -EINVAL;
 }
 
 int config_parse_int(const char *s, long *out)
@@ -43,48 +48,66 @@ int config_parse_int(const char *s, long *out)
 	return 0;
 }
 
-double config_seconds(FILE *err, const char *flag, const char *flag_value, const char *env, double def,
-		      double min, double max)
+int config_seconds(FILE *warn, char *err, size_t errlen, const char *flag, const char *flag_value, const char *env,
+		   double def, double min, double max, double *out)
 {
-	const char *v = flag_value, *src = flag;
-	if (!v && env && (v = getenv(env)) && !*v)
-		v = NULL;
-	if (!flag_value)
-		src = env;
-	if (!v)
-		return def;
 	double d;
+	if (flag_value) {
+		if (config_parse_seconds(flag_value, &d) < 0) {
+			snprintf(err, errlen, "%s: '%s' is not a duration (seconds, or a number with s, m, h or d)",
+				 flag, flag_value);
+			return -EINVAL;
+		}
+		if (d < min || d > max) {
+			snprintf(err, errlen, "%s: '%s' is out of range [%g, %g] seconds", flag, flag_value, min, max);
+			return -ERANGE;
+		}
+		*out = d;
+		return 0;
+	}
+	const char *v = env ? getenv(env) : NULL;
+	*out = def;
+	if (!v || !*v) /* an empty variable is an unset one */
+		return 0;
 	if (config_parse_seconds(v, &d) < 0) {
-		fprintf(err, "reaper: warning: %s: '%s' is not a number of seconds; using %g\n", src, v, def);
-		return def;
+		fprintf(warn, "reaper: warning: %s: '%s' is not a duration; using %g\n", env, v, def);
+		return 0;
 	}
 	if (d < min || d > max) {
 		double c = d < min ? min : max;
-		fprintf(err, "reaper: warning: %s: %s is out of range [%g, %g]; using %g\n", src, v, min, max, c);
-		return c;
+		fprintf(warn, "reaper: warning: %s: %s is out of range [%g, %g]; using %g\n", env, v, min, max, c);
+		d = c;
 	}
-	return d;
+	*out = d;
+	return 0;
 }
 
-int config_leak_exit_code(FILE *err, const char *flag_value)
+int config_leak_exit_code(FILE *warn, char *err, size_t errlen, const char *flag_value, int *out)
 {
-	const char *v = flag_value, *src = "--leak-exit-code";
-	if (!v) {
-		v = getenv("REAPER_LEAK_EXIT_CODE");
-		src = "REAPER_LEAK_EXIT_CODE";
-	}
-	if (!v || (!*v && !flag_value)) /* an empty variable is an unset one; an empty flag is bad */
-		return DEFAULT_LEAK_EXIT;
 	long n;
+	if (flag_value) {
+		if (config_parse_int(flag_value, &n) < 0 || n < 3 || n > 125 || n == EXIT_USAGE) {
+			snprintf(err, errlen, "--leak-exit-code: '%s' is not a usable exit code (3..125, not 64)",
+				 flag_value);
+			return -EINVAL;
+		}
+		*out = (int)n;
+		return 0;
+	}
+	const char *v = getenv("REAPER_LEAK_EXIT_CODE");
+	*out = DEFAULT_LEAK_EXIT;
+	if (!v || !*v)
+		return 0;
 	if (config_parse_int(v, &n) < 0 || n == EXIT_USAGE) {
-		fprintf(err, "reaper: warning: %s: '%s' is not a usable exit code (3..125, not 64); using %d\n", src,
-			v, DEFAULT_LEAK_EXIT);
-		return DEFAULT_LEAK_EXIT;
+		fprintf(warn, "reaper: warning: REAPER_LEAK_EXIT_CODE: '%s' is not a usable exit code (3..125, not 64); "
+			      "using %d\n", v, DEFAULT_LEAK_EXIT);
+		return 0;
 	}
 	if (n < 3 || n > 125) {
 		long c = n < 3 ? 3 : 125;
-		fprintf(err, "reaper: warning: %s: %s is out of range [3, 125]; using %ld\n", src, v, c);
-		return (int)c;
+		fprintf(warn, "reaper: warning: REAPER_LEAK_EXIT_CODE: %s is out of range [3, 125]; using %ld\n", v, c);
+		n = c;
 	}
-	return (int)n;
+	*out = (int)n;
+	return 0;
 }

@@ -1,5 +1,6 @@
 /* config: values from flags and the environment, with the documented precedence (the flag
- * wins), warnings for invalid values (the default is used) and clamping of out-of-range ones. */
+ * wins). A bad or out-of-range flag value is a usage error naming the flag and the value; a
+ * bad environment value is a warning and the default, an out-of-range one is clamped. */
 #ifndef HARNESS_CONFIG_H
 #define HARNESS_CONFIG_H
 
@@ -10,16 +11,19 @@
 #define EXIT_NOT_FOUND 127
 #define DEFAULT_LEAK_EXIT 23 /* as LeakSanitizer's default exitcode */
 
-/* Parse seconds ("1.5", "2s", "250ms", "1m"). 0 or -EINVAL. */
+/* Parse a duration: a finite number of seconds, or one with the unit ms, s, m, h or d
+ * ("1.5", "30s", "250ms", "2m", "1h", "1d"). 0 or -EINVAL. */
 int config_parse_seconds(const char *s, double *out);
 /* Parse a whole number. 0 or -EINVAL / -ERANGE. */
 int config_parse_int(const char *s, long *out);
 
-/* The value of a seconds setting: flag (may be NULL), else getenv(env), else def. Invalid:
- * a warning on err and def. Out of [min, max]: clamped, with a warning. */
-double config_seconds(FILE *err, const char *flag, const char *flag_value, const char *env, double def,
-		      double min, double max);
-/* The leak exit code: 3..125 but never 64; invalid: warning and the default. */
-int config_leak_exit_code(FILE *err, const char *flag_value);
+/* A seconds setting into *out: flag_value when given (NULL: not given), else getenv(env),
+ * else def. A bad flag value: -EINVAL or -ERANGE with the message in err. A bad environment
+ * value: a warning on warn and def; out of [min, max]: clamped, with a warning. */
+int config_seconds(FILE *warn, char *err, size_t errlen, const char *flag, const char *flag_value, const char *env,
+		   double def, double min, double max, double *out);
+/* The leak exit code (3..125, never 64) into *out, from the flag, else REAPER_LEAK_EXIT_CODE,
+ * else the default; errors and warnings as config_seconds. */
+int config_leak_exit_code(FILE *warn, char *err, size_t errlen, const char *flag_value, int *out);
 
 #endif

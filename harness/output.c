@@ -8,9 +8,11 @@
 #include "junit.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The countdown is called back without our context (opts->ctx belongs to the caller). */
@@ -81,13 +83,29 @@ static char *trim(char *s)
 	return s;
 }
 
-/* Lines "allow: GLOB" and "keep: GLOB"; blank lines and lines starting with '#' are skipped.
- * Any other line is an error naming FILE:LINE, and nothing of the file is used. */
+/* A regular file only: a FIFO or a device (/dev/zero) would hang or never end a line. */
 static int load_allow_file(struct output *o, const char *path)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat sb;
+	if (fd < 0)
 		return fail(o, "--allow-file %s: cannot read it: %s", path, strerror(errno));
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return fail(o, "--allow-file %s: not a regular file", path);
+	}
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return fail(o, "out of memory");
+	}
+	int r = output_allow_stream(o, f, path);
+	fclose(f);
+	return r;
+}
+
+int output_allow_stream(struct output *o, FILE *f, const char *path)
+{
 	size_t before = o->npatterns;
 	char *line = NULL;
 	size_t cap = 0;
@@ -122,7 +140,6 @@ static int load_allow_file(struct output *o, const char *path)
 	if (r == 0 && ferror(f))
 		r = fail(o, "--allow-file %s: read error", path);
 	free(line);
-	fclose(f);
 	if (r < 0) {
 		while (o->npatterns > before)
 			free(o->pattern_from[--o->npatterns]);

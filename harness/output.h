@@ -57,6 +57,10 @@ void output_init(struct output *o, const char *command);
 /* Handle a getopt_long value c (OUTPUT_OPT_*) with its argument: 1 handled, 0 not a
  * report flag, -1 a usage error described in o->err. */
 int output_option(struct output *o, int c, const char *arg);
+/* The lines of an allow file read from f ("allow: GLOB", "keep: GLOB", blank lines and '#'
+ * comments; path names it in messages): 0, or -1 with o->err naming PATH:LINE, and then
+ * nothing of the file is used. */
+int output_allow_stream(struct output *o, FILE *f, const char *path);
 /* Patterns, report_only and the countdown into opts (which the caller initialised). */
 void output_reap_opts(struct output *o, struct reaper_opts *opts);
 /* Every requested output: the human report on stderr, the JSON and JUnit files, the GitHub

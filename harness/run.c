@@ -292,7 +292,7 @@ static int parse(struct run *r, int argc, char **argv)
 	const char *timeout = NULL, *grace = NULL, *leak = NULL;
 	int c;
 	opterr = 0;
-	optind = 1;
+	optind = 0; /* 0, not 1: getopt forgets a cluster of short options a former parse left */
 	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
 		switch (c) {
 		case 'H': r->home = optarg; break;
@@ -327,9 +327,12 @@ static int parse(struct run *r, int argc, char **argv)
 		return usage_error("--home wants an absolute path");
 	if (!r->st.path && getenv("REAPER_STATE") && *getenv("REAPER_STATE"))
 		r->st.path = getenv("REAPER_STATE");
-	r->timeout = config_seconds(stderr, "--timeout", timeout, "REAPER_TIMEOUT", 10.0, 0, 86400);
-	r->grace = config_seconds(stderr, "--grace", grace, "REAPER_GRACE", 5.0, 0, 3600);
-	r->leak_code = config_leak_exit_code(stderr, leak);
+	char msg[256];
+	if (config_seconds(stderr, msg, sizeof msg, "--timeout", timeout, "REAPER_TIMEOUT", 10.0, 0, 86400,
+			   &r->timeout) < 0 ||
+	    config_seconds(stderr, msg, sizeof msg, "--grace", grace, "REAPER_GRACE", 5.0, 0, 3600, &r->grace) < 0 ||
+	    config_leak_exit_code(stderr, msg, sizeof msg, leak, &r->leak_code) < 0)
+		return usage_error(msg);
 	r->st.timeout = r->timeout;
 	r->st.grace = r->grace;
 	r->st.leak_exit_code = r->leak_code;
@@ -665,6 +668,15 @@ int cmd_run(int argc, char **argv)
 	return code;
 }
 
+int run_check_args(int argc, char **argv)
+{
+	struct run r = { .sfd = -1, .tty = -1, .guardian_fd = -1 };
+	output_init(&r.out, "run");
+	int code = parse(&r, argc, argv);
+	output_done(&r.out);
+	return code;
+}
+
 void run_usage(FILE *out)
 {
 	fprintf(out,
@@ -672,11 +684,12 @@ void run_usage(FILE *out)
 		"Run COMMAND as a child subreaper, then wait for, kill and report what it left behind.\n\n"
 		"  --home DIR           run COMMAND with HOME=DIR (created 0700); find leftovers by it\n"
 		"  --marker NAME=VALUE  also set NAME=VALUE for COMMAND and find leftovers by it (repeatable)\n"
-		"  --timeout S          seconds leftovers get to exit by themselves (REAPER_TIMEOUT, default 10)\n"
-		"  --grace S            seconds between SIGTERM and SIGKILL (REAPER_GRACE, default 5)\n"
+		"  --timeout S          time leftovers get to exit by themselves (REAPER_TIMEOUT, default 10)\n"
+		"  --grace S            time between SIGTERM and SIGKILL (REAPER_GRACE, default 5)\n"
 		"  --state FILE         keep a JSON state document at FILE (REAPER_STATE)\n"
 		"  --leak-exit-code N   exit status when COMMAND succeeded but leaked (REAPER_LEAK_EXIT_CODE,\n"
 		"                       default %d; 3..125, not 64)\n\n"
+		"S: seconds, or a number with ms, s, m, h or d (1.5, 30s, 2m, 1h).\n"
 		"Every process of the run carries REAPER_RUN=<random id> and is found by it or by descent.\n"
 		"Exit status: COMMAND's own; 128+N when signal N ended it; the leak exit code when it\n"
 		"succeeded but left processes behind; 126 COMMAND cannot be executed; 127 not found;\n"

@@ -25,7 +25,8 @@ struct cli {
 	char *owned[MAX_FINDERS];        /* "HOME=DIR" strings built for --home */
 	size_t nf, nowned;
 	int json;
-	const char *timeout, *grace, *leak;
+	double timeout, grace;
+	int leak_code;
 	struct output out;
 };
 
@@ -65,21 +66,24 @@ static int parse(struct cli *c, int argc, char **argv, int reap)
 		OUTPUT_LONG_OPTIONS,
 		{ 0, 0, 0, 0 },
 	};
+	const char *timeout = NULL, *grace = NULL, *leak = NULL;
+	char msg[256];
 	int opt, h;
 	long pid;
 	char *s;
 	opterr = 0;
-	optind = 1;
+	optind = 0; /* 0, not 1: getopt forgets a cluster of short options a former parse left */
 	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (opt) {
 		case OPT_HOME:
 			if (optarg[0] != '/')
 				return usage_error(c, "--home wants an absolute path, not '%s'", optarg);
+			if (add_finder(c, reaper_find_env(NULL)))
+				return EXIT_USAGE;
 			if (asprintf(&s, "HOME=%s", optarg) < 0)
 				return usage_error(c, "%s", "out of memory");
 			c->owned[c->nowned++] = s;
-			if (add_finder(c, reaper_find_env(s)))
-				return EXIT_USAGE;
+			c->f[c->nf - 1].marker = s;
 			break;
 		case OPT_ENV:
 			if (!strchr(optarg, '=') || optarg[0] == '=')
@@ -103,7 +107,7 @@ static int parse(struct cli *c, int argc, char **argv, int reap)
 		case OPT_LEAK:
 			if (!reap)
 				return usage_error(c, "'%s' is for reap, not scan", argv[optind - 1]);
-			*(opt == OPT_TIMEOUT ? &c->timeout : opt == OPT_GRACE ? &c->grace : &c->leak) = optarg;
+			*(opt == OPT_TIMEOUT ? &timeout : opt == OPT_GRACE ? &grace : &leak) = optarg;
 			break;
 		case 'h':
 		case OPT_HELP:
@@ -120,6 +124,12 @@ static int parse(struct cli *c, int argc, char **argv, int reap)
 		return usage_error(c, "unexpected argument '%s'", argv[optind]);
 	if (!c->nf)
 		return usage_error(c, "%s", "no finder given: use --home DIR, --env NAME=VALUE or --tree PID");
+	if (reap && (config_seconds(stderr, msg, sizeof msg, "--timeout", timeout, "REAPER_TIMEOUT", 10.0, 0, 86400,
+				    &c->timeout) < 0 ||
+		     config_seconds(stderr, msg, sizeof msg, "--grace", grace, "REAPER_GRACE", 5.0, 0, 3600,
+				    &c->grace) < 0 ||
+		     config_leak_exit_code(stderr, msg, sizeof msg, leak, &c->leak_code) < 0))
+		return usage_error(c, "%s", msg);
 	return 0;
 }
 
@@ -155,6 +165,15 @@ static int start(struct cli *c, const char *name, int argc, char **argv)
 		(reap ? reap_usage : scan_usage)(stdout);
 	cli_done(c);
 	return code < 0 ? 0 : code;
+}
+
+int scan_check_args(int argc, char **argv, int reap)
+{
+	struct cli c = { .name = reap ? "reap" : "scan" };
+	output_init(&c.out, c.name);
+	int code = parse(&c, argc, argv, reap);
+	cli_done(&c);
+	return code;
 }
 
 int cmd_scan(int argc, char **argv)
@@ -211,9 +230,8 @@ int cmd_reap(int argc, char **argv)
 		return code;
 	struct reaper_opts o;
 	reaper_opts_init(&o);
-	o.timeout = config_seconds(stderr, "--timeout", c.timeout, "REAPER_TIMEOUT", 10.0, 0, 86400);
-	o.grace = config_seconds(stderr, "--grace", c.grace, "REAPER_GRACE", 5.0, 0, 3600);
-	int leak_code = config_leak_exit_code(stderr, c.leak);
+	o.timeout = c.timeout;
+	o.grace = c.grace;
 	output_reap_opts(&c.out, &o);
 	struct reaper_report *rep = NULL;
 	int r = reaper_reap(c.f, c.nf, &o, &rep);
@@ -223,7 +241,7 @@ int cmd_reap(int argc, char **argv)
 		return 1;
 	}
 	int failed = output_emit(&c.out, rep, c.f, c.nf, OUT_ALL) < 0;
-	code = rep->leaks ? leak_code : failed ? EXIT_REPORT_FAILED : 0;
+	code = rep->leaks ? c.leak_code : failed ? EXIT_REPORT_FAILED : 0;
 	reaper_report_free(rep);
 	cli_done(&c);
 	return code;
@@ -253,10 +271,11 @@ void reap_usage(FILE *out)
 		"  --home DIR           processes whose environment holds HOME=DIR\n"
 		"  --env NAME=VALUE     processes whose environment holds NAME=VALUE (repeatable)\n"
 		"  --tree PID           descendants of PID (repeatable)\n"
-		"  --timeout S          seconds to exit by themselves (REAPER_TIMEOUT, default 10)\n"
-		"  --grace S            seconds between SIGTERM and SIGKILL (REAPER_GRACE, default 5)\n"
+		"  --timeout S          time to exit by themselves (REAPER_TIMEOUT, default 10)\n"
+		"  --grace S            time between SIGTERM and SIGKILL (REAPER_GRACE, default 5)\n"
 		"  --leak-exit-code N   exit status when something leaked (REAPER_LEAK_EXIT_CODE,\n"
-		"                       default %d; 3..125, not 64)\n\n"
+		"                       default %d; 3..125, not 64)\n"
+		"S: seconds, or a number with ms, s, m, h or d (1.5, 30s, 2m, 1h).\n\n"
 		"Exit status: 0 nothing leaked; the leak exit code when something did; 64 usage error;\n"
 		"74 nothing leaked but a --report or --junit file could not be written; 1 the reap\n"
 		"failed.\n",

@@ -71,13 +71,23 @@ def test_leak_exit_code_flag_env_and_bad_values(spawn, home):
     spawn.sleeper()
     r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "0", env={"REAPER_LEAK_EXIT_CODE": "7"})
     assert r.returncode == 7, r.stderr
-    spawn.sleeper()
+    # a bad flag value is a usage error and nothing is reaped; in the environment, a warning
+    p = spawn.sleeper()
     r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "0", "--leak-exit-code", "nope")
-    assert r.returncode == 23 and b"not a usable exit code" in r.stderr
+    assert r.returncode == 64 and b"--leak-exit-code: 'nope' is not a usable exit code" in r.stderr
+    assert p.alive
+    r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "0", env={"REAPER_LEAK_EXIT_CODE": "nope"})
+    assert r.returncode == 23 and b"REAPER_LEAK_EXIT_CODE: 'nope' is not a usable exit code" in r.stderr
     r = reaper("reap", "--home", home, "--timeout", "abc", "--grace", "99999")
+    assert r.returncode == 64
+    assert b"--timeout: 'abc' is not a duration" in r.stderr
+    r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "99999")
+    assert r.returncode == 64
+    assert b"--grace: '99999' is out of range" in r.stderr
+    r = reaper("reap", "--home", home, env={"REAPER_TIMEOUT": "abc", "REAPER_GRACE": "99999"})
     assert r.returncode == 0
-    assert b"--timeout: 'abc' is not a number of seconds; using 10" in r.stderr
-    assert b"--grace: 99999 is out of range" in r.stderr
+    assert b"REAPER_TIMEOUT: 'abc' is not a duration; using 10" in r.stderr
+    assert b"REAPER_GRACE: 99999 is out of range" in r.stderr
 
 
 def test_weird_cmdline_json_and_junit_read_back(spawn, home, tmp_path):

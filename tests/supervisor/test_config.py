@@ -20,16 +20,15 @@ CASES = [
     (["--timeout", "1.5", "--grace", "1m", "--leak-exit-code", "43"],
      {"REAPER_TIMEOUT": "3", "REAPER_GRACE": "2", "REAPER_LEAK_EXIT_CODE": "42"}, 1.5, 60, 43, None),
     ([], {"REAPER_TIMEOUT": "abc"}, 10, 5, 23, ["REAPER_TIMEOUT", "abc"]),
-    (["--grace", "soon"], {"REAPER_GRACE": "2"}, 10, 5, 23, ["--grace", "soon"]),
+    ([], {"REAPER_TIMEOUT": "nan"}, 10, 5, 23, ["REAPER_TIMEOUT", "nan"]),
+    (["--timeout", "2h", "--grace", "0.5m"], {}, 7200, 30, 23, None),
+    (["--timeout", "1d", "--grace", "1h"], {}, 86400, 3600, 23, None),
+    (["--timeout", "250ms", "--grace", "1.5s"], {}, 0.25, 1.5, 23, None),
     ([], {"REAPER_TIMEOUT": "-1"}, 0, 5, 23, ["REAPER_TIMEOUT", "out of range"]),
-    (["--grace", "99999"], {}, 10, 3600, 23, ["--grace", "out of range"]),
     ([], {"REAPER_LEAK_EXIT_CODE": "64"}, 10, 5, 23, ["REAPER_LEAK_EXIT_CODE", "64"]),
     ([], {"REAPER_LEAK_EXIT_CODE": "200"}, 10, 5, 125, ["REAPER_LEAK_EXIT_CODE", "out of range"]),
-    (["--leak-exit-code", "1"], {}, 10, 5, 3, ["--leak-exit-code", "out of range"]),
     ([], {"REAPER_LEAK_EXIT_CODE": "x12"}, 10, 5, 23, ["REAPER_LEAK_EXIT_CODE", "x12"]),
     ([], {"REAPER_TIMEOUT": "", "REAPER_LEAK_EXIT_CODE": ""}, 10, 5, 23, None),  # empty: not set
-    (["--leak-exit-code", ""], {"REAPER_LEAK_EXIT_CODE": "42"}, 10, 5, 23, ["--leak-exit-code"]),
-    (["--timeout", ""], {}, 10, 5, 23, ["--timeout"]),
 ]
 
 
@@ -103,6 +102,23 @@ def test_usage_errors_exit_64(argv):
     p = subprocess.run([REAPER, "run"] + argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
     assert p.returncode == 64
     assert b"usage:" in p.stderr
+
+
+@pytest.mark.parametrize("flag,value", [
+    ("--timeout", "abc"), ("--timeout", "2x"), ("--timeout", ""), ("--timeout", "nan"), ("--timeout", "inf"),
+    ("--timeout", "-1"), ("--timeout", "2d"), ("--timeout", "0x10"), ("--grace", "soon"), ("--grace", "99999"),
+    ("--grace", "-0.5"), ("--leak-exit-code", "64"), ("--leak-exit-code", "1"), ("--leak-exit-code", "126"),
+    ("--leak-exit-code", ""), ("--leak-exit-code", "x12"),
+])
+def test_bad_flag_values_are_usage_errors_naming_flag_and_value(flag, value):
+    """A bad or out-of-range flag value is never replaced by a default: the command does not
+    run, and the message names the flag and the value."""
+    p = subprocess.run([REAPER, "run", flag, value, "--", "/bin/sh", "-c", "echo ran"],
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    assert p.returncode == 64, p.stderr
+    assert p.stdout == b""
+    line = p.stderr.splitlines()[0].decode()
+    assert flag in line and "'%s'" % value in line, line
 
 
 def test_help_is_not_an_error():
