@@ -6,6 +6,7 @@
 #include "human.h"
 #include "json.h"
 #include "junit.h"
+#include "replace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -239,24 +240,12 @@ void output_finder_name(const struct reaper_finder *f, size_t i, char *buf, size
 		snprintf(buf, len, "%s", f[i].kind == REAPER_FIND_ENV ? "env (marker too long)" : "tree");
 }
 
-/* Write text to path whole; an error is said on stderr. */
+/* Write text to path whole (replace.h); an error is said on stderr. */
 static int write_file(const char *what, const char *path, struct sbuf *b)
 {
-	if (b->oom) {
-		fprintf(stderr, "reaper: error: cannot write the %s %s: out of memory\n", what, path);
-		return -1;
-	}
-	FILE *f = fopen(path, "we");
-	if (!f) {
-		fprintf(stderr, "reaper: error: cannot write the %s %s: %s\n", what, path, strerror(errno));
-		return -1;
-	}
-	size_t w = fwrite(b->p, 1, b->len, f);
-	int e = w == b->len ? 0 : errno;
-	if (fclose(f) != 0 && !e)
-		e = errno;
-	if (e) {
-		fprintf(stderr, "reaper: error: cannot write the %s %s: %s\n", what, path, strerror(e));
+	int r = b->oom ? -ENOMEM : replace_file(path, b->p ? b->p : "", b->len, REPLACE_SYNC);
+	if (r < 0) {
+		fprintf(stderr, "reaper: error: cannot write the %s %s: %s\n", what, path, strerror(-r));
 		return -1;
 	}
 	return 0;

@@ -1,30 +1,15 @@
-/* state: see state.h. Written to PATH.tmp.PID with O_EXCL and 0600, then renamed over PATH,
- * so a reader sees the old document or the new one, never half of one. */
+/* state: see state.h. Written 0600 as every file reaper writes (replace.h): a reader sees
+ * the old document or the new one, never half of one. */
 #define _GNU_SOURCE
 #include "state.h"
 
+#include "replace.h"
+
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 /* snprintf's return is what it wanted to write, not what it wrote: this is the length of a
  * whole write into n bytes, or -1 for a cut (or failed) one, which must never be added up. */
@@ -46,7 +31,7 @@ void state_write(struct run_state *s, FILE *err)
 {
 	if (!s->path || s->failed)
 		return;
-	char doc[1024], when[64], code[16], sig[16], tmp[4096], seen[160] = "";
+	char doc[1024], when[64], code[16], sig[16], seen[160] = "";
 	for (size_t i = 0, o = 0; i < (size_t)s->nphases; i++) {
 		ssize_t w = whole(snprintf(seen + o, sizeof seen - o, "%s\"%s\"", i ? ", " : "", s->phases[i]),
 				  sizeof seen - o);
@@ -78,23 +63,7 @@ void state_write(struct run_state *s, FILE *err)
 			   s->reaped_children_total, s->reaped_orphans_total, s->escalated ? "true" : "false",
 			   sig, code, s->leaks, seen, s->timeout, s->grace, s->leak_exit_code, when), sizeof doc);
 	/* a cut document is no JSON: not written (the fields are bounded, so this is latent) */
-	int r = len < 0 ? -EOVERFLOW : -ENAMETOOLONG;
-	if (len >= 0 && whole(snprintf(tmp, sizeof tmp, "%s.tmp.%d", s->path, (int)getpid()), sizeof tmp) >= 0) {
-		/* A stale or planted file at tmp is removed, never written through: ours is new. */
-		unlink(tmp);
-		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (fd < 0) {
-			r = -errno;
-		} else {
-			r = fchmod(fd, 0600) < 0 ? -errno : write_all(fd, doc, (size_t)len);
-			if (close(fd) < 0 && r == 0)
-				r = -errno;
-			if (r == 0 && rename(tmp, s->path) < 0)
-				r = -errno;
-			if (r < 0)
-				unlink(tmp);
-		}
-	}
+	int r = len < 0 ? -EOVERFLOW : replace_file(s->path, doc, (size_t)len, REPLACE_PRIVATE);
 	if (r < 0) {
 		fprintf(err, "reaper: warning: process state unavailable: %s: %s\n", s->path, strerror(-r));
 		s->failed = 1;

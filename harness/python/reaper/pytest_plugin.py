@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import tempfile
 import time
 from typing import Dict, List, Optional
 
@@ -56,6 +57,24 @@ def pytest_configure(config):
     if config.getoption("reaper_disable"):
         return
     config.pluginmanager.register(_Session(config), "reaper-session")
+
+
+def _replace_file(path: str, text: str) -> None:
+    """Write path whole, as the reaper command writes its files: a new file with a random name
+    in the same directory (exclusive create, so no symlink is followed), then renamed over
+    path; a reader sees the old file or the new one, and a symlink at path is replaced."""
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
+                               dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            os.fchmod(f.fileno(), 0o644)
+            f.write(text)
+            f.flush()
+            os.fdatasync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def _timeout_of(config) -> float:
@@ -138,11 +157,7 @@ class _Session:
             "fixture_leaks": self.shared_leaks,
             "summary": {"leaks": len(leaks), "tests_with_leaks": len(per_test), "per_test": per_test},
         }
-        tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2, ensure_ascii=True)
-            f.write("\n")
-        os.replace(tmp, path)
+        _replace_file(path, json.dumps(doc, indent=2, ensure_ascii=True) + "\n")
 
     def pytest_runtest_logreport(self, report):
         if report.when != "teardown":
