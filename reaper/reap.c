@@ -5,6 +5,7 @@
 #include "candset.h"
 
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,12 @@ static void finish(struct reap *rp)
 	}
 }
 
+/* A NaN deadline compares false with every clock reading: the wait would never end. */
+static int valid_time(double t)
+{
+	return isfinite(t) && t >= 0;
+}
+
 void reaper_opts_init(struct reaper_opts *o)
 {
 	memset(o, 0, sizeof *o);
@@ -235,7 +242,7 @@ int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reap
 	if (!opts)
 		opts = &defaults;
 	*out = NULL;
-	if ((n && !finders) || opts->timeout < 0 || opts->grace < 0 || opts->settle < 0)
+	if ((n && !finders) || !valid_time(opts->timeout) || !valid_time(opts->grace) || !valid_time(opts->settle))
 		return -EINVAL;
 	struct reap rp = { .o = opts, .ep = -1 };
 	double t0 = now();

@@ -142,8 +142,8 @@ int reaper_scan(const struct reaper_finder *finders, size_t n, struct reaper_rep
  * opts->timeout for every match to exit, then SIGTERM + grace if asked, then freeze and
  * SIGKILL the identity-verified survivors until a rescan finds nothing new, wait up to
  * settle for them to be gone, and collect their zombies when the caller is their parent.
- * opts may be NULL for the defaults. -EINVAL for a bad finder or negative time, -E2BIG for
- * more than 32 finders, -ENOMEM; on a failure after the freeze began, what was frozen is
+ * opts may be NULL for the defaults. -EINVAL for a bad finder or a negative, NaN or infinite
+ * time, -E2BIG for more than 32 finders, -ENOMEM; on a failure after the freeze began, what was frozen is
  * killed before returning. Each live match holds a pidfd: raise RLIMIT_NOFILE for many. */
 int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reaper_opts *opts,
 		struct reaper_report **out);

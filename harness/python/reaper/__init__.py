@@ -17,6 +17,7 @@ library waits.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 from dataclasses import asdict, dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
@@ -216,8 +217,9 @@ def reap_report(*finders: Finder, timeout: float = REAP_TIMEOUT, grace: float = 
     (after SIGTERM and ``grace`` s when grace > 0) SIGKILL the identity-verified survivors,
     rescanning until nothing new appears. ``allow`` globs (on cmdline or exe) are cleaned up
     but not leaks; ``keep`` globs are left running. Returns every process found."""
-    if timeout < 0 or grace < 0 or settle < 0:
-        raise ValueError("reaper: timeout, grace and settle must be >= 0")
+    for name, value in (("timeout", timeout), ("grace", grace), ("settle", settle)):
+        if not math.isfinite(float(value)) or value < 0:
+            raise ValueError(f"reaper: {name} must be >= 0 (a finite number of seconds), not {value!r}")
     farr = _finder_array(finders)
     parr, npat = _patterns(tuple(allow), tuple(keep))
     opts = _lib.Opts()

@@ -21,6 +21,7 @@ entry point, so it loads by itself; ``-p no:reaper`` turns it off).
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import tempfile
@@ -77,14 +78,23 @@ def _replace_file(path: str, text: str) -> None:
         raise
 
 
+def _seconds(value, what: str) -> float:
+    """A time setting as a number of seconds; anything else is a usage error naming it."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:
+        raise pytest.UsageError(f"{what} must be >= 0 (a finite number of seconds), not {value!r}")
+    return seconds
+
+
 def _timeout_of(config) -> float:
     value = config.getoption("reaper_timeout")
-    if value is None:
-        ini = config.getini("reaper_timeout")
-        value = float(ini) if ini not in (None, "") else DEFAULT_TIMEOUT
-    if value < 0:
-        raise pytest.UsageError(f"--reaper-timeout must be >= 0, not {value}")
-    return value
+    if value is not None:
+        return _seconds(value, "--reaper-timeout")
+    ini = config.getini("reaper_timeout")
+    return _seconds(ini, "the reaper_timeout ini value") if ini not in (None, "") else DEFAULT_TIMEOUT
 
 
 def _swap_env(values: Dict[str, Optional[str]]) -> Dict[str, Optional[str]]:

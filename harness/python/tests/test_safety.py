@@ -26,3 +26,44 @@ def test_plugin_report_never_written_through_a_symlink(pytester):
     assert victim.read_text() == "precious\n"
     assert not link.is_symlink() and '"reaper-pytest/1"' in link.read_text()
     assert not [n for n in os.listdir(pytester.path) if n.endswith(".tmp")]  # no temporary file left
+
+
+@pytest.mark.parametrize("kw", [{"timeout": math.nan}, {"timeout": math.inf}, {"grace": math.nan},
+                                {"settle": -math.inf}, {"timeout": -0.5}])
+def test_nan_infinite_or_negative_times_are_value_errors(spawner, kw):
+    """A NaN deadline compares false with every clock reading: accepted, the wait never ended
+    and nothing was ever escalated."""
+    with pytest.raises(ValueError, match="finite number of seconds"):
+        reaper.reap_report(reaper.with_env("REAPER_NO_SUCH_MARKER", "x"), **kw)
+
+
+def test_library_refuses_nan_and_infinite_times():
+    """The C call itself, without the Python check in front of it."""
+    import ctypes
+    from reaper import _lib
+    clib = ctypes.CDLL(reaper.library_path)
+    f = (_lib.Finder * 1)()
+    f[0].kind = _lib.FIND_ENV
+    f[0].marker = b"REAPER_NO_SUCH_MARKER=x"
+    for field, value in (("timeout", math.nan), ("timeout", math.inf), ("grace", math.nan), ("settle", math.nan)):
+        opts = _lib.Opts()
+        clib.reaper_opts_init(ctypes.byref(opts))
+        setattr(opts, field, value)
+        out = ctypes.c_void_p()
+        assert clib.reaper_reap(f, 1, ctypes.byref(opts), ctypes.byref(out)) == -22, field
+        assert not out.value
+
+
+@pytest.mark.parametrize("where,value", [
+    ("ini", "abc"), ("ini", "nan"), ("ini", "-1"), ("ini", "inf"), ("option", "nan"), ("option", "inf"),
+])
+def test_plugin_bad_timeout_is_a_usage_error(pytester, where, value):
+    pytester.makepyfile(test_ok="def test_ok():\n    pass\n")
+    if where == "ini":
+        pytester.makeini(f"[pytest]\nreaper_timeout = {value}\n")
+        result = pytester.runpytest_subprocess(*PLUGIN)
+    else:
+        result = pytester.runpytest_subprocess(*PLUGIN, "--reaper-timeout", value)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stderr.str()
+    err = result.stderr.str()
+    assert "INTERNALERROR" not in err and "must be >= 0" in err and value in err
