@@ -178,31 +178,65 @@ static void on_escalate(void *ctx, int sig)
 	state_update(r, "terminating");
 }
 
-static int make_home(const char *home)
+/* --home DIR becomes COMMAND's HOME (rc files run from it) and a kill marker, so only a
+ * directory nobody else controls is taken: a real directory (not a symlink), owned by us, not
+ * writable by group or others. 0, or a positive errno-like code with *why set:
+ * EXIT_USAGE when DIR breaks a rule, otherwise the errno of a failed create or open. */
+static int check_home(const char *home, const char **why)
 {
-	struct stat sb;
-	if (stat(home, &sb) == 0)
-		return S_ISDIR(sb.st_mode) ? 0 : -ENOTDIR;
-	/* mkdir -p, each missing level 0700 */
-	char *p = strdup(home);
-	if (!p)
-		return -ENOMEM;
-	int r = 0;
-	for (char *s = p + 1;; s++) {
-		if (*s == '/' || !*s) {
-			char c = *s;
-			*s = 0;
+	int fd = open(home, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		/* mkdir -p, each missing level 0700; then the same checks on what we open, so a
+		 * directory someone else slipped in meanwhile is refused like any other */
+		char *p = strdup(home);
+		if (!p)
+			return ENOMEM;
+		for (char *c = p + 1;; c++) {
+			if (*c != '/' && *c)
+				continue;
+			char end = *c;
+			*c = 0;
 			if (mkdir(p, 0700) < 0 && errno != EEXIST) {
-				r = -errno;
-				break;
+				int e = errno;
+				free(p);
+				*why = "cannot create it";
+				return e;
 			}
-			*s = c;
-			if (!c)
+			*c = end;
+			if (!end)
 				break;
 		}
+		free(p);
+		fd = open(home, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	}
-	free(p);
-	return r;
+	struct stat sb;
+	if (fd < 0) {
+		int e = errno;
+		if (lstat(home, &sb) == 0 && S_ISLNK(sb.st_mode))
+			*why = "it is a symlink (a real directory is needed)";
+		else if (e == ENOTDIR)
+			*why = "it is not a directory";
+		else {
+			*why = "cannot open it";
+			return e;
+		}
+		return EXIT_USAGE;
+	}
+	int r = fstat(fd, &sb) < 0 ? errno : 0;
+	close(fd);
+	if (r) {
+		*why = "cannot open it";
+		return r;
+	}
+	if (sb.st_uid != geteuid()) {
+		*why = geteuid() == 0 ? "it is not owned by root (the caller)" : "it is not owned by the caller";
+		return EXIT_USAGE;
+	}
+	if (sb.st_mode & (S_IWGRP | S_IWOTH)) {
+		*why = "it is writable by group or others";
+		return EXIT_USAGE;
+	}
+	return 0;
 }
 
 /* In the child: COMMAND's environment, group, terminal and signal state, then exec.
@@ -551,11 +585,15 @@ int cmd_run(int argc, char **argv)
 		return EXIT_CANNOT_EXEC;
 	}
 	if (r.home) {
-		int e = make_home(r.home);
-		if (e < 0) {
-			fprintf(stderr, "reaper: cannot create --home %s: %s\n", r.home, strerror(-e));
+		const char *why = NULL;
+		int e = check_home(r.home, &why);
+		if (e == EXIT_USAGE)
+			fprintf(stderr, "reaper run: --home %s refused: %s\n", r.home, why);
+		else if (e)
+			fprintf(stderr, "reaper: --home %s: %s: %s\n", r.home, why, strerror(e));
+		if (e) {
 			free(r.home_marker);
-			return EXIT_CANNOT_EXEC;
+			return e == EXIT_USAGE ? EXIT_USAGE : EXIT_CANNOT_EXEC;
 		}
 	}
 	r.procfd = procfs_open();
@@ -682,7 +720,9 @@ void run_usage(FILE *out)
 	fprintf(out,
 		"usage: reaper run [OPTIONS] -- COMMAND [ARG...]\n"
 		"Run COMMAND as a child subreaper, then wait for, kill and report what it left behind.\n\n"
-		"  --home DIR           run COMMAND with HOME=DIR (created 0700); find leftovers by it\n"
+		"  --home DIR           run COMMAND with HOME=DIR (created 0700; an existing DIR must be a\n"
+		"                       directory of ours, not a symlink, not group/other-writable);\n"
+		"                       find leftovers by it\n"
 		"  --marker NAME=VALUE  also set NAME=VALUE for COMMAND and find leftovers by it (repeatable)\n"
 		"  --timeout S          time leftovers get to exit by themselves (REAPER_TIMEOUT, default 10)\n"
 		"  --grace S            time between SIGTERM and SIGKILL (REAPER_GRACE, default 5)\n"

@@ -73,3 +73,64 @@ def test_state_document_over_a_symlink_replaces_the_link(tmp_path):
     assert target.read_text() == "precious\n"
     assert not link.is_symlink() and oct(os.stat(link).st_mode & 0o777) == "0o600"
     assert sorted(os.listdir(tmp_path)) == ["state.json", "victim"]
+
+
+def need_root():
+    if os.geteuid() != 0:
+        pytest.skip("needs root: directories owned by another user (nobody) and a chown")
+
+
+def nobody():
+    import pwd
+    return pwd.getpwnam("nobody")
+
+
+def test_home_symlink_to_a_world_writable_directory_of_nobody_is_refused(tmp_path):
+    """The reproduction: a symlink to nobody's world-writable directory became root's HOME."""
+    need_root()
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    os.chown(planted, nobody().pw_uid, nobody().pw_gid)
+    os.chmod(planted, 0o777)
+    (planted / ".profile").write_text("echo ran-the-rc-file\n")
+    link = tmp_path / "home"
+    link.symlink_to(planted)
+    r = reaper("run", "--home", str(link), "--", "/bin/sh", "-c", "echo ran")
+    assert r.returncode == 64, r.stderr
+    assert r.stdout == b""
+    assert b"--home %s refused: it is a symlink" % str(link).encode() in r.stderr
+
+
+@pytest.mark.parametrize("rule", ["owner", "group-writable", "other-writable", "not-a-directory"])
+def test_home_breaking_a_rule_is_refused_naming_the_rule(tmp_path, rule):
+    need_root()
+    home = tmp_path / "home"
+    if rule == "not-a-directory":
+        home.write_text("")
+    else:
+        home.mkdir(mode=0o700)
+    if rule == "owner":
+        os.chown(home, nobody().pw_uid, nobody().pw_gid)
+    elif rule == "group-writable":
+        os.chmod(home, 0o770)
+    elif rule == "other-writable":
+        os.chmod(home, 0o1703)  # sticky or not: others can put files there
+    r = reaper("run", "--home", str(home), "--", "/bin/sh", "-c", "echo ran")
+    assert r.returncode == 64, r.stderr
+    assert r.stdout == b""
+    want = {"owner": b"not owned by root", "group-writable": b"writable by group or others",
+            "other-writable": b"writable by group or others", "not-a-directory": b"not a directory"}[rule]
+    assert want in r.stderr, r.stderr
+
+
+def test_home_that_is_safe_or_missing_is_used(tmp_path):
+    home = tmp_path / "own"
+    home.mkdir(mode=0o755)
+    r = reaper("run", "--home", str(home), "--", "/bin/sh", "-c", 'echo "$HOME"')
+    assert r.returncode == 0 and r.stdout == b"%s\n" % str(home).encode(), r.stderr
+    missing = tmp_path / "new" / "deeper"
+    r = reaper("run", "--home", str(missing), "--", "/bin/sh", "-c", 'echo "$HOME"')
+    assert r.returncode == 0 and r.stdout == b"%s\n" % str(missing).encode(), r.stderr
+    for d in (missing, missing.parent):
+        st = os.lstat(d)
+        assert st.st_uid == os.geteuid() and st.st_mode & 0o7777 == 0o700
