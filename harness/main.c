@@ -5,6 +5,8 @@
 #include "scan.h"
 #include "reaper/reaper.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,8 +26,18 @@ static void usage(FILE *out)
 	fprintf(out, "\nSee reaper(1).\n");
 }
 
+/* Started with stdin, stdout or stderr closed, the first pipe we make would land there, and
+ * whatever later puts /dev/null on 0-2 (the guardian does) would close it unseen. */
+static void hold_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF && open("/dev/null", O_RDWR) < 0)
+			return; /* then nothing opens onto 0-2 either */
+}
+
 int main(int argc, char **argv)
 {
+	hold_std_fds();
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

@@ -1,4 +1,5 @@
-/* adoption: PR_SET_CHILD_SUBREAPER, refcounted. The only global state of libreaper. */
+/* adoption: PR_SET_CHILD_SUBREAPER, refcounted, and the host's own setting put back by the
+ * last release. The only global state of libreaper. */
 #define _GNU_SOURCE
 #include "reaper.h"
 
@@ -8,15 +9,21 @@
 
 static pthread_mutex_t adopt_lock = PTHREAD_MUTEX_INITIALIZER;
 static int adopters;
+static int host_subreaper; /* the setting before the first adopt: the last release restores it */
 
 int reaper_adopt(void)
 {
-	int r;
+	int r, was = 0;
 	pthread_mutex_lock(&adopt_lock);
-	if (adopters == 0 && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+	if (adopters == 0 && prctl(PR_GET_CHILD_SUBREAPER, (unsigned long)&was, 0, 0, 0) < 0)
 		r = -errno;
-	else
+	else if (adopters == 0 && !was && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		r = -errno;
+	else {
+		if (adopters == 0)
+			host_subreaper = was != 0;
 		r = ++adopters;
+	}
 	pthread_mutex_unlock(&adopt_lock);
 	return r;
 }
@@ -27,7 +34,7 @@ int reaper_release(void)
 	pthread_mutex_lock(&adopt_lock);
 	if (adopters == 0)
 		r = -EINVAL;
-	else if (adopters == 1 && prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) < 0)
+	else if (adopters == 1 && !host_subreaper && prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) < 0)
 		r = -errno;
 	else
 		r = --adopters;

@@ -29,7 +29,8 @@ extern "C" {
 /* Make the calling process a child subreaper (refcounted: the first adopt turns
  * PR_SET_CHILD_SUBREAPER on). Returns the new count, or -errno from prctl. */
 int reaper_adopt(void);
-/* Undo one reaper_adopt(); the last release turns subreaper off again. Processes already
+/* Undo one reaper_adopt(); the last release puts back the subreaper setting the process had
+ * before the first adopt (a host that was a subreaper itself stays one). Processes already
  * adopted stay our children. Returns the new count, -EINVAL when not adopted. */
 int reaper_release(void);
 /* The current adoption count. */

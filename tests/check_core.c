@@ -292,6 +292,25 @@ START_TEST(adopt_refcount)
 }
 END_TEST
 
+/* A host that made itself a subreaper before it used the library stays one after the last
+ * release (each test runs in a forked process, so the setting does not outlive it). */
+START_TEST(adopt_release_restores_host_setting)
+{
+	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+	ck_assert_int_eq(reaper_adopt(), 1);
+	ck_assert_int_eq(reaper_adopt(), 2);
+	ck_assert_int_eq(reaper_release(), 1);
+	ck_assert_int_eq(reaper_release(), 0);
+	ck_assert_int_eq(subreaper_flag(), 1);
+	/* and a host that was not one is not left one, even after it had been meanwhile */
+	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0), 0);
+	ck_assert_int_eq(reaper_adopt(), 1);
+	ck_assert_int_eq(subreaper_flag(), 1);
+	ck_assert_int_eq(reaper_release(), 0);
+	ck_assert_int_eq(subreaper_flag(), 0);
+}
+END_TEST
+
 static void *adopt_churn(void *arg)
 {
 	for (int i = 0; i < 2000; i++) {
@@ -376,6 +395,7 @@ int main(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("adopt");
 	tcase_add_test(tc, adopt_refcount);
+	tcase_add_test(tc, adopt_release_restores_host_setting);
 	tcase_add_test(tc, adopt_threads);
 	tcase_add_test(tc, adopt_brings_orphans_back);
 	tcase_set_timeout(tc, 60);

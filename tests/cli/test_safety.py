@@ -134,3 +134,41 @@ def test_home_that_is_safe_or_missing_is_used(tmp_path):
     for d in (missing, missing.parent):
         st = os.lstat(d)
         assert st.st_uid == os.geteuid() and st.st_mode & 0o7777 == 0o700
+
+
+GUARDIAN_CHECK = r"""
+import json, os, stat, sys, time
+state, out = sys.argv[1], sys.argv[2]
+deadline = time.monotonic() + 60
+verdict = "no guardian_pid in the state document"
+while time.monotonic() < deadline:
+    try:
+        g = json.load(open(state)).get("guardian_pid")
+    except (OSError, ValueError):
+        g = None
+    if g:
+        # the guardian holds its pipe from reaper on an fd above 2 for the whole run
+        try:
+            fds = [int(n) for n in os.listdir("/proc/%d/fd" % g)]
+            if any(n > 2 and stat.S_ISFIFO(os.stat("/proc/%d/fd/%d" % (g, n)).st_mode) for n in fds):
+                verdict = "guardian holds its pipe"
+                break
+            verdict = "guardian without its pipe"
+        except OSError:
+            verdict = "guardian gone"
+    time.sleep(0.02)
+open(out, "w").write(verdict)
+"""
+
+
+def test_started_with_fds_0_to_2_closed_the_guardian_lives(tmp_path):
+    """With 0-2 closed, the guardian's pipe landed on one of them and was replaced by /dev/null:
+    the guardian saw EOF at once, took it for reaper's death and killed the run."""
+    state, out = tmp_path / "state.json", tmp_path / "verdict"
+    script = tmp_path / "check.py"
+    script.write_text(GUARDIAN_CHECK)
+    import subprocess
+    p = subprocess.run(["/bin/sh", "-c", 'exec "$0" run --state "$1" -- "$2" "$3" "$1" "$4" <&- >&- 2>&-',
+                        REAPER, str(state), PY, str(script), str(out)], timeout=120)
+    assert out.read_text() == "guardian holds its pipe"
+    assert p.returncode == 0
