@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -62,9 +64,43 @@ static void guard(int rfd, const char *marker)
 	_exit(reaper_reap(&f, 1, &o, &rep) < 0 ? 1 : 0);
 }
 
+/* Shared with the middle process while it runs on our memory. */
+struct middle_args {
+	int p[2], q[2];
+	const char *marker;
+};
+
+/* The middle process: on our memory and a stack of its own (CLONE_VM | CLONE_VFORK), so
+ * starting it copies nothing and we sleep until it exits. It forks the guardian, the one
+ * copy of our memory the run needs, and exits at once: the guardian is nobody's child of
+ * ours. Its fd table is its own: what it closes stays open here. */
+static int middle(void *arg)
+{
+	struct middle_args *m = arg;
+	close(m->p[1]);
+	close(m->q[0]);
+	pid_t g = fork();
+	if (g == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		guard(m->p[0], m->marker);
+	}
+	/* the status tells the parent why (an errno fits in it) */
+	if (g < 0)
+		_exit(errno & 0xff ? errno & 0xff : EAGAIN);
+	_exit(write(m->q[1], &g, sizeof g) != (ssize_t)sizeof g ? EIO : 0);
+}
+
+/* The middle's stack, which the guardian keeps (a copy of) for its whole life and its reap:
+ * as large as a reap may need, with a guard page below it. */
+#define STACK_SIZE (1024 * 1024)
+
 int guardian_start(const char *marker, pid_t *guardian)
 {
-	int p[2], q[2] = { -1, -1 }, e;
+	struct middle_args m = { .marker = marker };
+	int *p = m.p, *q = m.q, e;
+	q[0] = q[1] = -1;
 	*guardian = 0;
 	/* p: reaper -> guardian, held open for the run; q: the middle process tells us the pid */
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -75,25 +111,19 @@ int guardian_start(const char *marker, pid_t *guardian)
 	 * before we can wait for it; the caller's disposition is put back below. */
 	struct sigaction dfl = { .sa_handler = SIG_DFL }, oldchld;
 	int chld_saved = sigaction(SIGCHLD, &dfl, &oldchld) == 0;
-	pid_t mid = fork();
+	long page = sysconf(_SC_PAGESIZE);
+	char *stack = mmap(NULL, STACK_SIZE + (size_t)page, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	pid_t mid = -1;
+	if (stack != MAP_FAILED) {
+		mprotect(stack, (size_t)page, PROT_NONE);
+		mid = clone(middle, stack + page + STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, &m);
+		e = errno;
+		munmap(stack, STACK_SIZE + (size_t)page); /* the middle is gone: CLONE_VFORK */
+		errno = e;
+	}
 	if (mid < 0)
 		goto fail_q;
-	if (mid == 0) {
-		close(p[1]);
-		close(q[0]);
-		/* double fork: the guardian must be nobody's child of ours */
-		pid_t g = fork();
-		if (g == 0) {
-			sigset_t none;
-			sigemptyset(&none);
-			sigprocmask(SIG_SETMASK, &none, NULL);
-			guard(p[0], marker);
-		}
-		/* the status tells the parent why (an errno fits in it) */
-		if (g < 0)
-			_exit(errno & 0xff ? errno & 0xff : EAGAIN);
-		_exit(write(q[1], &g, sizeof g) != (ssize_t)sizeof g ? EIO : 0);
-	}
 	close(p[0]);
 	close(q[1]);
 	int st = 0;
