@@ -33,7 +33,7 @@
 
 struct run {
 	const char *home;
-	char *home_marker;          /* "HOME=<home>": a finder holds it for the whole run */
+	char *home_marker;          /* "HOME=<home>", COMMAND's; a finder holds it for the whole run */
 	const char *markers[MAX_MARKERS];
 	size_t nmarkers;
 	double timeout, grace;
@@ -239,9 +239,52 @@ static int check_home(const char *home, const char **why)
 	return 0;
 }
 
-/* In the child: COMMAND's environment, group, terminal and signal state, then exec.
- * An exec failure goes back to the parent as an errno through errfd. */
-static void exec_command(struct run *r, int errfd)
+extern char **environ;
+
+/* Does entry set one of the names the run sets (NAME of each NAME=VALUE in set)? */
+static int overridden(const char *entry, const char *const *set, size_t nset)
+{
+	for (size_t i = 0; i < nset; i++) {
+		size_t len = (size_t)(strchr(set[i], '=') - set[i]) + 1;
+		if (!strncmp(entry, set[i], len))
+			return 1;
+	}
+	return 0;
+}
+
+/* COMMAND's environment, built before the fork (the child shares our memory until its exec):
+ * ours without REAPER_STATE (the document is this reaper's: a reaper run nested in COMMAND
+ * must not write over it) and without what the run sets, then the run's HOME, REAPER_RUN
+ * and markers. */
+static char **command_env(struct run *r)
+{
+	const char *set[MAX_MARKERS + 3];
+	size_t nset = 0, n = 0;
+	set[nset++] = "REAPER_STATE=";
+	set[nset++] = r->run_marker;
+	if (r->home_marker)
+		set[nset++] = r->home_marker;
+	for (size_t i = 0; i < r->nmarkers; i++)
+		set[nset++] = r->markers[i];
+	for (char **e = environ; *e; e++)
+		n++;
+	char **env = malloc((n + nset + 1) * sizeof *env);
+	if (!env)
+		return NULL;
+	n = 0;
+	for (char **e = environ; *e; e++)
+		if (!overridden(*e, set, nset))
+			env[n++] = *e;
+	for (size_t i = 1; i < nset; i++)
+		env[n++] = (char *)set[i];
+	env[n] = NULL;
+	return env;
+}
+
+/* In the child, on our memory until the exec (vfork): COMMAND's group, terminal and signal
+ * state, then exec; system calls only. An exec failure goes back to the parent as an errno
+ * through errfd. */
+static void exec_command(struct run *r, char **env, int errfd)
 {
 	setpgid(0, 0);
 	if (r->tty >= 0)
@@ -251,14 +294,7 @@ static void exec_command(struct run *r, int errfd)
 	sigaction(SIGPIPE, &r->oldpipe, NULL);
 	sigprocmask(SIG_SETMASK, &r->oldmask, NULL);
 	setrlimit(RLIMIT_NOFILE, &r->nofile);
-	if (r->home)
-		setenv("HOME", r->home, 1);
-	/* The document is this reaper's: a reaper run nested in COMMAND must not write over it. */
-	unsetenv("REAPER_STATE");
-	putenv(r->run_marker);
-	for (size_t i = 0; i < r->nmarkers; i++)
-		putenv((char *)r->markers[i]);
-	execvp(r->argv[0], r->argv);
+	execvpe(r->argv[0], r->argv, env);
 	int e = errno;
 	if (write(errfd, &e, sizeof e) < 0) {
 		/* the parent sees EOF and a 127 status instead */
@@ -266,21 +302,32 @@ static void exec_command(struct run *r, int errfd)
 	_exit(e == ENOENT || e == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
 }
 
+/* vfork: no copy of our memory for a child that only execs, and we resume once it has */
+static pid_t spawn_command(struct run *r, char **env, int errfd)
+{
+	pid_t pid = vfork();
+	if (pid == 0)
+		exec_command(r, env, errfd);
+	return pid;
+}
+
 static int start_command(struct run *r)
 {
 	int ep[2];
-	if (pipe2(ep, O_CLOEXEC) < 0)
+	char **env = command_env(r);
+	if (!env)
+		return -ENOMEM;
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		free(env);
 		return -errno;
-	pid_t pid = fork();
+	}
+	pid_t pid = spawn_command(r, env, ep[1]);
+	int e = errno;
+	free(env);
 	if (pid < 0) {
-		int e = -errno;
 		close(ep[0]);
 		close(ep[1]);
-		return e;
-	}
-	if (pid == 0) {
-		close(ep[0]);
-		exec_command(r, ep[1]);
+		return -e;
 	}
 	close(ep[1]);
 	setpgid(pid, pid);
@@ -296,7 +343,7 @@ static int start_command(struct run *r)
 		r->cmd = (struct pidref){ .pid = pid, .start_time = st.start_time, .fd = -1 };
 	}
 	r->st.command_pid = pid;
-	int e = 0;
+	e = 0;
 	ssize_t n = read(ep[0], &e, sizeof e);
 	close(ep[0]);
 	if (n == (ssize_t)sizeof e) {
@@ -389,17 +436,18 @@ static int setup_finders(struct run *r)
 	/* A leftover that left the tree and cleared its environment down to HOME is still ours.
 	 * Not when reaper's own HOME is DIR: then HOME=DIR names the caller's session too (and
 	 * our guardian), not the run. */
+	if (!r->home)
+		return 0;
+	if (asprintf(&r->home_marker, "HOME=%s", r->home) < 0) {
+		r->home_marker = NULL;
+		return -ENOMEM;
+	}
 	const char *own = getenv("HOME");
-	if (r->home && own && !strcmp(own, r->home))
+	if (own && !strcmp(own, r->home))
 		fprintf(stderr, "reaper: warning: --home %s is reaper's own HOME: leftovers are not found "
 				"by it, only by the run's marker and by descent\n", r->home);
-	else if (r->home) {
-		if (asprintf(&r->home_marker, "HOME=%s", r->home) < 0) {
-			r->home_marker = NULL;
-			return -ENOMEM;
-		}
+	else
 		r->finders[r->nfinders++] = reaper_find_env(r->home_marker);
-	}
 	return 0;
 }
 
