@@ -9,6 +9,7 @@
 #include <string.h>
 
 #define CMDLINE_MAX 120
+#define HOLDS_MAX 400
 
 struct tree {
 	FILE *out;
@@ -63,6 +64,8 @@ static void node(struct tree *t, size_t i, const char *prefix, int last, int roo
 	const char *bar = kids ? "|  " : "   ";
 	l->len = 0;
 	sbuf_printf(l, "  %s%s  age %.1f s, state %c", sub, bar, p->age, p->state ? p->state : '?');
+	if (p->holdings_read)
+		sbuf_printf(l, ", rss %.1f MiB, cpu %.2f s", (double)p->rss / 1048576.0, p->cpu_time);
 	if (p->test[0]) {
 		sbuf_puts(l, ", test ");
 		escape_text(l, p->test, strlen(p->test), CMDLINE_MAX);
@@ -84,6 +87,12 @@ static void node(struct tree *t, size_t i, const char *prefix, int last, int roo
 		first = 0;
 	}
 	fprintf(t->out, "%s\n", sbuf_str(l));
+	if (p->holds && p->holds[0]) {
+		l->len = 0;
+		sbuf_printf(l, "  %s%s  holds ", sub, bar);
+		escape_text(l, p->holds, strlen(p->holds), HOLDS_MAX);
+		fprintf(t->out, "%s\n", sbuf_str(l));
+	}
 
 	int seen = 0;
 	for (size_t j = 0; j < t->r->n; j++)

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SCHEMA "reaper-report/1"
+#define SCHEMA "reaper-report/1.1"
 
 static void key(struct sbuf *b, const char *k)
 {
@@ -75,7 +75,20 @@ static void proc(struct sbuf *b, const struct reaper_proc *p, const struct reape
 		sbuf_printf(b, "\"exit_status\": %d, ", p->exit_status);
 	else
 		sbuf_puts(b, "\"exit_status\": null, ");
-	sbuf_printf(b, "\"environ_unreadable\": %s}", boolean(p->environ_unreadable));
+	sbuf_printf(b, "\"environ_unreadable\": %s", boolean(p->environ_unreadable));
+	if (p->holdings_read) {
+		sbuf_printf(b, ",\n      \"holdings\": {\"rss\": %llu, \"cpu_time\": %.2f, ", (unsigned long long)p->rss,
+			    p->cpu_time);
+		field_str(b, "summary", p->holds, ", \"held\": [");
+		for (size_t i = 0; i < p->nholdings; i++) {
+			const struct reaper_holding *hd = &p->holdings[i];
+			sbuf_printf(b, "%s{\"kind\": \"%s\", \"fd\": %d, ", i ? ", " : "", reaper_hold_kind_name(hd->kind),
+				    hd->fd);
+			field_str(b, "what", hd->what, "}");
+		}
+		sbuf_puts(b, "]}");
+	}
+	sbuf_puts(b, "}");
 }
 
 void json_report(struct sbuf *b, const struct output *o, const struct reaper_report *r,

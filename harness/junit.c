@@ -70,6 +70,11 @@ static void testcase(struct sbuf *b, const struct reaper_proc *p, const struct r
 	sbuf_free(&by);
 	detail(b, "ancestry:", p->ancestry[0] ? p->ancestry : "?");
 	detail(b, "test:", p->test[0] ? p->test : "(unknown: no REAPER_TEST in its environment)");
+	if (p->holdings_read) {
+		detail(b, "holds:", p->holds[0] ? p->holds : "no socket, no file of the run, not its output");
+		snprintf(tmp, sizeof tmp, "RSS %.1f MiB, CPU %.2f s", (double)p->rss / 1048576.0, p->cpu_time);
+		detail(b, "used:", tmp);
+	}
 	sbuf_puts(b, leak ? "</failure>\n" : "</skipped>\n");
 	sbuf_puts(b, "    </testcase>\n");
 }

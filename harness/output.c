@@ -204,6 +204,7 @@ void output_reap_opts(struct output *o, struct reaper_opts *opts)
 	opts->patterns = o->patterns;
 	opts->npatterns = o->npatterns;
 	opts->report_only = o->report_only;
+	opts->holdings = 1;
 	o->timeout = opts->timeout;
 	o->grace = opts->grace;
 	if (o->tty) {
@@ -324,7 +325,7 @@ void output_usage(FILE *out)
 {
 	fprintf(out,
 		"Report options (run, reap, scan):\n"
-		"  --report FILE        write the JSON report (schema reaper-report/1) to FILE\n"
+		"  --report FILE        write the JSON report (schema reaper-report/1.1) to FILE\n"
 		"  --junit FILE         write a JUnit XML report (testsuite 'reaper') to FILE\n"
 		"  --allow PATTERN      a leftover matching PATTERN is cleaned up but is not a leak\n"
 		"  --keep PATTERN       a leftover matching PATTERN is left running and is not a leak\n"

@@ -53,6 +53,7 @@ struct run {
 	int guardian_fd;
 	struct run_state st;
 	struct reaper_opts opts;    /* the reap's: read by it while it runs (term_signal, below) */
+	const char *hold_dirs[3];   /* the run's HOME, working directory and /tmp */
 	struct pbuf buf;
 	struct output out;          /* report flags and outputs (output.h) */
 };
@@ -464,6 +465,11 @@ static void init_reap_opts(struct run *r, double timeout, double grace)
 	r->opts.on_escalate = on_escalate;
 	r->opts.ctx = r;
 	output_reap_opts(&r->out, &r->opts);
+	r->hold_dirs[0] = r->home ? r->home : getenv("HOME");
+	r->hold_dirs[1] = "."; /* COMMAND's working directory is ours */
+	r->hold_dirs[2] = "/tmp";
+	r->opts.hold_dirs = r->hold_dirs;
+	r->opts.nhold_dirs = 3;
 }
 
 /* Everything of the run gets the cancellation signal (COMMAND's group as one), then grace,

@@ -256,7 +256,7 @@ void scan_usage(FILE *out)
 		"  --home DIR           processes whose environment holds HOME=DIR\n"
 		"  --env NAME=VALUE     processes whose environment holds NAME=VALUE (repeatable)\n"
 		"  --tree PID           descendants of PID (repeatable)\n"
-		"  --json               print the JSON report (schema reaper-report/1) on stdout\n\n"
+		"  --json               print the JSON report (schema reaper-report/1.1) on stdout\n\n"
 		"Exit status: 0 some process matched; 1 none did; 64 usage error; 74 a --report or\n"
 		"--junit file could not be written; 126 /proc could not be scanned.\n");
 }

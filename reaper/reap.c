@@ -3,6 +3,7 @@
  * meanwhile, on a backoff, and once more the moment everything known is gone. */
 #define _GNU_SOURCE
 #include "candset.h"
+#include "holdings.h"
 
 #include <errno.h>
 #include <math.h>
@@ -31,6 +32,7 @@ struct reap {
 	int escalated;
 	int err;
 	size_t unwatched; /* live candidates whose exit is polled, not an epoll event */
+	struct holdings *hold; /* opts->holdings: what each leak holds */
 };
 
 static double now(void)
@@ -61,6 +63,14 @@ static void signal_cand(struct reap *rp, struct cand *c, int sig)
 		c->term_sent = 1;
 }
 
+/* c is a leak (still there at the deadline): what it holds is read now, before any signal
+ * changes it. */
+static void leak_found(struct reap *rp, struct cand *c)
+{
+	if (rp->hold && c->live && !c->info.allowed)
+		holdings_gather(rp->hold, rp->sc.procfd, &c->info);
+}
+
 /* A new candidate: watch its pidfd, and bring it to the phase everyone else is in. */
 static void on_added(void *ctx, size_t idx)
 {
@@ -75,8 +85,10 @@ static void on_added(void *ctx, size_t idx)
 		rp->unwatched++;
 	}
 	static const int sig_of[] = { [WAIT] = 0, [TERM] = SIGTERM, [FREEZE] = SIGSTOP, [KILL] = SIGKILL };
-	if (sig_of[rp->phase])
+	if (sig_of[rp->phase]) {
+		leak_found(rp, c);
 		signal_cand(rp, c, sig_of[rp->phase]);
+	}
 }
 
 static void on_exit_event(struct reap *rp, struct cand *c)
@@ -180,8 +192,10 @@ static int quiesce(struct reap *rp, enum phase phase, int sig)
 {
 	if (rp->phase == WAIT)
 		for (size_t i = 0; i < rp->cs.n; i++)
-			if (rp->cs.v[i].live)
+			if (rp->cs.v[i].live) {
 				scanner_refresh(&rp->sc, &rp->cs.v[i]);
+				leak_found(rp, &rp->cs.v[i]);
+			}
 	rp->phase = phase;
 	if (rp->o->on_escalate && rp->cs.live && sig != SIGSTOP)
 		rp->o->on_escalate(rp->o->ctx, sig == SIGTERM && rp->o->term_signal ? rp->o->term_signal : sig);
@@ -205,8 +219,10 @@ static void finish(struct reap *rp)
 	for (size_t i = 0; i < rp->cs.n; i++) {
 		struct cand *c = &rp->cs.v[i];
 		if (c->live) {
-			if (rp->phase == WAIT)
+			if (rp->phase == WAIT) {
 				scanner_refresh(&rp->sc, c);
+				leak_found(rp, c);
+			}
 			c->info.fate = rp->o->report_only ? REAPER_ALIVE : REAPER_UNKILLABLE;
 			continue;
 		}
@@ -251,6 +267,8 @@ int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reap
 		goto out;
 	rp.sc.added = on_added;
 	rp.sc.ctx = &rp;
+	if (opts->holdings)
+		rp.hold = holdings_new(opts); /* out of memory: a report without holdings */
 	if ((rp.ep = epoll_create1(EPOLL_CLOEXEC)) < 0) {
 		r = -errno;
 		goto out;
@@ -295,6 +313,7 @@ out:
 		close(rp.ep);
 	candset_free(&rp.cs);
 	scanner_done(&rp.sc);
+	holdings_free(rp.hold);
 	return r;
 }
 

@@ -68,8 +68,25 @@ enum reaper_fate {
 	REAPER_GONE,            /* reserved: this version drops a match that vanishes before it is identified */
 };
 
-/* One process the finders found. Strings are never NULL; bytes are as /proc gave them
- * (cmdline with NULs turned into spaces), so they may hold any byte but NUL. */
+/* What a leak held when it was found still there at the deadline (reaper_opts.holdings). */
+enum reaper_hold_kind {
+	REAPER_HOLD_LISTENING = 1, /* a listening TCP or unix socket, a bound UDP socket */
+	REAPER_HOLD_CONNECTED,     /* a TCP socket in any other state, a connected UDP or unix socket */
+	REAPER_HOLD_FILE,          /* an open file under one of the hold directories */
+	REAPER_HOLD_DELETED,       /* a deleted file still open */
+	REAPER_HOLD_OUTPUT,        /* the run's stdout, stderr or terminal */
+	REAPER_HOLD_UNREADABLE,    /* what could not be looked at, and why */
+};
+
+struct reaper_holding {
+	enum reaper_hold_kind kind;
+	int fd;                      /* its descriptor in the leak, -1 when none */
+	char *what;                  /* "127.0.0.1:6379 (listening)", "/home/u/db (locked)",
+	                                "the run's stdout", "open files: Permission denied" */
+};
+
+/* One process the finders found. Strings are never NULL (but holds, see below); bytes are as
+ * /proc gave them (cmdline with NULs turned into spaces), so they may hold any byte but NUL. */
 struct reaper_proc {
 	pid_t pid;
 	pid_t ppid;                  /* parent when first seen */
@@ -89,6 +106,14 @@ struct reaper_proc {
 	char *cwd;                   /* "" when unreadable */
 	char *test;                  /* REAPER_TEST value from its environment, "" if none */
 	char *ancestry;              /* "pid comm < ppid comm < ..." as first seen */
+	/* reaper_opts.holdings: what it held when found still there at the deadline, read before
+	 * any signal. Only leaks get them; holds is NULL when nothing was gathered. */
+	int holdings_read;           /* 1: the fields below were gathered */
+	uint64_t rss;                /* resident bytes */
+	double cpu_time;             /* seconds of user + system CPU */
+	struct reaper_holding *holdings;
+	size_t nholdings;
+	char *holds;                 /* the holdings' texts joined by ", " ("" when it held none) */
 };
 
 struct reaper_report {
@@ -130,6 +155,14 @@ struct reaper_opts {
 	/* Optional: called about once a second while waiting. */
 	void (*on_progress)(void *ctx, size_t alive, double seconds_left);
 	void *ctx;
+	/* Optional: gather what each leak holds (reaper_proc.holdings) before it is signalled:
+	 * its sockets, its open files under hold_dirs, deleted files it keeps open, whether it
+	 * holds the caller's fd 1, fd 2 or controlling terminal, its RSS and CPU time. Bounded in
+	 * time and count; what cannot be read is said so in the holdings. hold_dirs NULL: $HOME,
+	 * the current directory and /tmp. */
+	int holdings;
+	const char *const *hold_dirs;
+	size_t nhold_dirs;
 };
 
 /* Fill opts with the defaults (event_fd -1). */
@@ -160,6 +193,8 @@ int reaper_proc_is_leak(const struct reaper_proc *p);
 
 /* Names: "exited", "killed", ... */
 const char *reaper_fate_name(enum reaper_fate f);
+/* Names: "listening", "connected", "file", "deleted", "output", "unreadable". */
+const char *reaper_hold_kind_name(enum reaper_hold_kind k);
 /* "env HOME=/x" or "tree 123" (tree 0: the caller) for finders[i] matched in mask, joined
  * by ", " into buf. 0, or -ENOSPC when buf is too small (-EINVAL when len is 0). */
 int reaper_matched_by(const struct reaper_finder *finders, size_t n, uint32_t mask, char *buf, size_t len);

@@ -1,6 +1,7 @@
 /* report: the result of a reap, and the small value helpers of the public API. */
 #define _GNU_SOURCE
 #include "candset.h"
+#include "holdings.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +27,16 @@ const char *reaper_fate_name(enum reaper_fate f)
 		[REAPER_KEPT] = "kept",             [REAPER_GONE] = "gone",
 	};
 	return (unsigned)f < sizeof names / sizeof *names && names[f] ? names[f] : "unknown";
+}
+
+const char *reaper_hold_kind_name(enum reaper_hold_kind k)
+{
+	static const char *const names[] = {
+		[REAPER_HOLD_LISTENING] = "listening", [REAPER_HOLD_CONNECTED] = "connected",
+		[REAPER_HOLD_FILE] = "file",           [REAPER_HOLD_DELETED] = "deleted",
+		[REAPER_HOLD_OUTPUT] = "output",       [REAPER_HOLD_UNREADABLE] = "unreadable",
+	};
+	return (unsigned)k < sizeof names / sizeof *names && names[k] ? names[k] : "unknown";
 }
 
 int reaper_matched_by(const struct reaper_finder *f, size_t n, uint32_t mask, char *buf, size_t len)
@@ -55,6 +66,7 @@ void proc_free(struct reaper_proc *p)
 	free(p->cwd);
 	free(p->test);
 	free(p->ancestry);
+	holdings_clear(p);
 	memset(p, 0, sizeof *p);
 }
 

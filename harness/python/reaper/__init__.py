@@ -136,6 +136,14 @@ class Process:
     ancestry: str
     exit_status: Optional[int]
     environ_unreadable: bool
+    #: with ``holdings=True``, for a leak: what it held before it was signalled, as
+    #: ``(kind, fd, text)`` (kind: listening, connected, file, deleted, output, unreadable)
+    holdings: Tuple[Tuple[str, int, str], ...] = ()
+    #: the holdings' texts joined by ", " ("127.0.0.1:8000 (listening), the run's stdout");
+    #: None when they were not gathered
+    holds: Optional[str] = None
+    rss: Optional[int] = None
+    cpu_time: Optional[float] = None
 
     @property
     def leaked(self) -> bool:
@@ -170,6 +178,14 @@ class ReapReport:
         return sum(1 for p in self.processes if p.fate == fate)
 
 
+def _holdings(c) -> dict:
+    if not c.holdings_read:
+        return {}
+    held = tuple((_clib.reaper_hold_kind_name(c.holdings[i].kind).decode("ascii"), c.holdings[i].fd,
+                  _text(c.holdings[i].what)) for i in range(c.nholdings))
+    return {"holdings": held, "holds": _text(c.holds), "rss": c.rss, "cpu_time": c.cpu_time}
+
+
 def _convert(rep: "_lib.Report", finders: Tuple[Finder, ...]) -> ReapReport:
     procs = []
     for i in range(rep.n):
@@ -183,7 +199,7 @@ def _convert(rep: "_lib.Report", finders: Tuple[Finder, ...]) -> ReapReport:
             allowed=bool(c.allowed), ppid=c.ppid, pgrp=c.pgrp, uid=c.uid, age=c.age,
             comm=_text(c.comm), exe=_text(c.exe), ancestry=_text(c.ancestry),
             exit_status=None if c.exit_status < 0 else c.exit_status,
-            environ_unreadable=bool(c.environ_unreadable)))
+            environ_unreadable=bool(c.environ_unreadable), **_holdings(c)))
     hits = tuple(rep.pattern_hits[i] for i in range(rep.npatterns)) if rep.pattern_hits else ()
     return ReapReport(tuple(procs), bool(rep.escalated), rep.waited, hits)
 
@@ -212,11 +228,15 @@ def _patterns(allow: Iterable[str], keep: Iterable[str]):
 
 def reap_report(*finders: Finder, timeout: float = REAP_TIMEOUT, grace: float = 0.0,
                 settle: float = 0.0, allow: Iterable[str] = (), keep: Iterable[str] = (),
-                report_only: bool = False) -> ReapReport:
+                report_only: bool = False, holdings: bool = False,
+                hold_dirs: Optional[Iterable["os.PathLike[str] | str"]] = None) -> ReapReport:
     """Wait up to ``timeout`` s for everything the finders match to exit by itself, then
     (after SIGTERM and ``grace`` s when grace > 0) SIGKILL the identity-verified survivors,
     rescanning until nothing new appears. ``allow`` globs (on cmdline or exe) are cleaned up
-    but not leaks; ``keep`` globs are left running. Returns every process found."""
+    but not leaks; ``keep`` globs are left running. ``holdings``: each leak's sockets, files
+    under ``hold_dirs`` (default: $HOME, the current directory and /tmp), deleted files, and
+    whether it holds our stdout, stderr or terminal, read before it is signalled (see
+    ``Process.holds``). Returns every process found."""
     for name, value in (("timeout", timeout), ("grace", grace), ("settle", settle)):
         if not math.isfinite(float(value)) or value < 0:
             raise ValueError(f"reaper: {name} must be >= 0 (a finite number of seconds), not {value!r}")
@@ -231,6 +251,12 @@ def reap_report(*finders: Finder, timeout: float = REAP_TIMEOUT, grace: float = 
     opts.report_only = int(bool(report_only))
     opts.patterns = ctypes.cast(parr, ctypes.POINTER(_lib.Pattern))
     opts.npatterns = npat
+    opts.holdings = int(bool(holdings))
+    if hold_dirs is not None:
+        dirs = [os.fsencode(d) for d in hold_dirs]
+        darr = (ctypes.c_char_p * max(1, len(dirs)))(*dirs)
+        opts.hold_dirs = ctypes.cast(darr, ctypes.POINTER(ctypes.c_char_p))
+        opts.nhold_dirs = len(dirs)
     out = ctypes.POINTER(_lib.Report)()
     _check(_clib.reaper_reap(farr, len(finders), ctypes.byref(opts), ctypes.byref(out)), "reaper_reap")
     try:

@@ -34,6 +34,14 @@ class Finder(ctypes.Structure):
     ]
 
 
+class Holding(ctypes.Structure):
+    _fields_ = [
+        ("kind", c_enum),
+        ("fd", ctypes.c_int),
+        ("what", ctypes.POINTER(ctypes.c_char)),
+    ]
+
+
 class Proc(ctypes.Structure):
     _fields_ = [
         ("pid", pid_t),
@@ -55,6 +63,12 @@ class Proc(ctypes.Structure):
         ("cwd", ctypes.POINTER(ctypes.c_char)),
         ("test", ctypes.POINTER(ctypes.c_char)),
         ("ancestry", ctypes.POINTER(ctypes.c_char)),
+        ("holdings_read", ctypes.c_int),
+        ("rss", ctypes.c_uint64),
+        ("cpu_time", ctypes.c_double),
+        ("holdings", ctypes.POINTER(Holding)),
+        ("nholdings", ctypes.c_size_t),
+        ("holds", ctypes.POINTER(ctypes.c_char)),
     ]
 
 
@@ -104,12 +118,16 @@ class Opts(ctypes.Structure):
         ("on_escalate", ON_ESCALATE),
         ("on_progress", ON_PROGRESS),
         ("ctx", ctypes.c_void_p),
+        ("holdings", ctypes.c_int),
+        ("hold_dirs", ctypes.POINTER(ctypes.c_char_p)),
+        ("nhold_dirs", ctypes.c_size_t),
     ]
 
 
 # Python name -> C struct name, for the layout test.
 STRUCTS = {
     "reaper_finder": Finder,
+    "reaper_holding": Holding,
     "reaper_proc": Proc,
     "reaper_report": Report,
     "reaper_pattern": Pattern,
@@ -156,6 +174,7 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
                                        ctypes.POINTER(ctypes.POINTER(Report))]),
         "reaper_report_free": (None, [ctypes.POINTER(Report)]),
         "reaper_fate_name": (ctypes.c_char_p, [c_enum]),
+        "reaper_hold_kind_name": (ctypes.c_char_p, [c_enum]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)

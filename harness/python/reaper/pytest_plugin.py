@@ -211,7 +211,7 @@ class _Session:
         allow = kw.get("allow", ())
         allow = (allow,) if isinstance(allow, str) else tuple(allow)
         started = time.monotonic()
-        rep = reaper.reap_report(reaper.with_env(MARKER, marker), timeout=timeout, allow=allow)
+        rep = reaper.reap_report(reaper.with_env(MARKER, marker), timeout=timeout, allow=allow, holdings=True)
         found = [p for p in rep.processes if p.leaked or (p.allowed and p.fate != "exited")]
         if found:
             item.user_properties.append((_PROP, json.dumps([_record(p, item.nodeid) for p in found])))
@@ -224,8 +224,20 @@ class _Session:
                 lines.append(f"  {p.pid}: {p.cmdline[:200]}")
                 lines.append(f"      {p.fate}, state {p.state}, age {p.age:.1f} s, cwd {p.cwd or '?'}, "
                              f"ancestry {p.ancestry or '?'}")
+                lines.extend(_holdings_lines(p))
             lines.append("(allow one with @pytest.mark.reaper(allow=['glob']), or wait for it in the test)")
             pytest.fail("\n".join(lines), pytrace=False)
+
+
+def _holdings_lines(p: "reaper.Process") -> List[str]:
+    """What a leak held when it was found still running (the port the next test cannot bind,
+    the pipe that keeps a CI step waiting), for the teardown error."""
+    if p.holds is None:
+        return []
+    lines = [f"      rss {p.rss / 1048576:.1f} MiB, cpu {p.cpu_time:.2f} s"]
+    if p.holds:
+        lines.append(f"      holds {p.holds}")
+    return lines
 
 
 def _record(p: "reaper.Process", test: Optional[str]) -> dict:

@@ -1,0 +1,166 @@
+"""What a leak holds, read before it is killed: the port it listens on, the run's output it
+keeps open, the deleted or locked files of the sandbox. COMMAND starts the leftover and
+exits once the leftover holds what the test is about, so the report can only be right if it
+looked before the kill."""
+import os
+import socket
+import subprocess
+
+import pytest
+
+from cli_util import PY, REAPER, by_pid, load_json, reaper
+
+# A leftover started by COMMAND writes its pid (and is ready) once it holds its thing;
+# COMMAND waits for that file, then exits.
+STARTER = r"""
+import os, subprocess, sys, time
+ready = sys.argv[1]
+subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                 start_new_session=True)
+deadline = time.monotonic() + 60
+while not os.path.exists(ready) and time.monotonic() < deadline:
+    time.sleep(0.01)
+"""
+
+
+# a sleep left behind, COMMAND exiting once it is the sleep (exec'd)
+SLEEP_BEHIND = 'sleep 600 %s & while [ "$(cat /proc/$!/comm)" != sleep ]; do :; done'
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def sweep(home):
+    """Whatever a broken reaper left running is found by HOME and killed by the reaper
+    under test's own identity checks; the test then fails on what it reported."""
+    yield
+    subprocess.run([REAPER, "reap", "--home", home, "--timeout", "0", "--grace", "0"], capture_output=True,
+                   timeout=60)
+
+
+def run_leaking(home, tmp_path, leftover, ready, **kw):
+    report = str(tmp_path / "r.json")
+    r = reaper("run", "--home", home, "--timeout", "0", "--grace", "5", "--report", report, "--",
+               PY, "-c", STARTER, ready, *leftover, **kw)
+    return r, load_json(report)
+
+
+def holds_line(stderr, pid):
+    lines = stderr.decode().splitlines()
+    i = next(n for n, x in enumerate(lines) if x.startswith("  %d LEAK " % pid))
+    for x in lines[i + 1:i + 4]:
+        if x.strip().startswith("holds "):
+            return x.strip()
+    raise AssertionError("no holds line for %d in:\n%s" % (pid, stderr.decode()))
+
+
+def the_leak(rep):
+    (p,) = [p for p in rep["processes"] if p["leak"]]
+    return p
+
+
+def test_web_server_is_reported_holding_its_port(home, tmp_path, sweep):
+    port = free_port()
+    ready = str(tmp_path / "listening")
+    server = ("import http.server, os, sys\n"
+              "s = http.server.HTTPServer(('127.0.0.1', %d), http.server.SimpleHTTPRequestHandler)\n"
+              "open(sys.argv[1], 'w').close()\n"
+              "s.serve_forever()\n" % port)
+    r, rep = run_leaking(home, tmp_path, [PY, "-c", server, ready], ready)
+    assert r.returncode == 23, r.stderr
+    p = the_leak(rep)
+    want = "127.0.0.1:%d (listening)" % port
+    assert holds_line(r.stderr, p["pid"]) == "holds " + want
+    assert rep["schema"] == "reaper-report/1.1"
+    h = p["holdings"]
+    assert {"kind": "listening", "fd": h["held"][0]["fd"], "what": want} in h["held"], h
+    assert h["summary"] == want and h["rss"] > 0 and h["cpu_time"] >= 0
+    # the port is free again: the leak was killed after it was looked at
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", port))
+
+
+def test_python_http_server_module(home, tmp_path, sweep):
+    """The real `python3 -m http.server` on a free port."""
+    port = free_port()
+    ready = str(tmp_path / "up")
+    # COMMAND waits until the port answers, then marks it ready
+    waiter = ("import socket, sys, time, subprocess\n"
+              "subprocess.Popen([%r, '-m', 'http.server', '%d', '--bind', '127.0.0.1'],"
+              " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)\n"
+              "for _ in range(3000):\n"
+              "    try:\n"
+              "        socket.create_connection(('127.0.0.1', %d), 1).close(); break\n"
+              "    except OSError: time.sleep(0.02)\n" % (PY, port, port))
+    report = str(tmp_path / "r.json")
+    r = reaper("run", "--home", home, "--timeout", "0", "--grace", "5", "--report", report, "--", PY, "-c", waiter)
+    assert r.returncode == 23, r.stderr
+    (p,) = [p for p in load_json(report)["processes"] if p["leak"]]
+    assert "http.server" in p["cmdline"]
+    assert "127.0.0.1:%d (listening)" % port in holds_line(r.stderr, p["pid"])
+
+
+def test_sleep_keeping_the_runs_stdout_open(home, tmp_path, sweep):
+    # COMMAND's stdout and stderr are pipes to us: the leftover sleep keeps them open
+    report = str(tmp_path / "r.json")
+    r = reaper("run", "--home", home, "--timeout", "0", "--grace", "5", "--report", report, "--",
+               "sh", "-c", SLEEP_BEHIND % "")
+    assert r.returncode == 23, r.stderr
+    rep = load_json(report)
+    p = the_leak(rep)
+    assert p["comm"] == "sleep"
+    line = holds_line(r.stderr, p["pid"])
+    assert "the run's stdout" in line and "the run's stderr" in line, line
+    assert {"kind": "output", "fd": 1, "what": "the run's stdout"} in p["holdings"]["held"]
+
+
+def test_stdout_not_held_is_not_claimed(home, tmp_path, sweep):
+    report = str(tmp_path / "r.json")
+    r = reaper("run", "--home", home, "--timeout", "0", "--grace", "5", "--report", report, "--",
+               "sh", "-c", SLEEP_BEHIND % ">/dev/null 2>&1 </dev/null")
+    assert r.returncode == 23, r.stderr
+    p = the_leak(load_json(report))
+    assert p["holdings"]["held"] == [] and p["holdings"]["summary"] == ""
+    assert "holds " not in r.stderr.decode()
+
+
+def test_deleted_and_locked_files_under_home(home, tmp_path, sweep):
+    ready = str(tmp_path / "open")
+    holder = ("import fcntl, os, sys, time\n"
+              "home = os.environ['HOME']\n"
+              "gone = open(os.path.join(home, 'scratch.tmp'), 'w'); os.unlink(gone.name)\n"
+              "db = open(os.path.join(home, 'app.db'), 'w'); fcntl.lockf(db, fcntl.LOCK_EX)\n"
+              "open(sys.argv[1], 'w').close()\n"
+              "time.sleep(600)\n")
+    r, rep = run_leaking(home, tmp_path, [PY, "-c", holder, ready], ready)
+    assert r.returncode == 23, r.stderr
+    p = the_leak(rep)
+    held = {(h["kind"], h["what"]) for h in p["holdings"]["held"]}
+    assert ("deleted", os.path.join(home, "scratch.tmp") + " (deleted)") in held, held
+    assert ("file", os.path.join(home, "app.db") + " (locked)") in held, held
+    line = holds_line(r.stderr, p["pid"])
+    assert os.path.join(home, "scratch.tmp") + " (deleted)" in line
+
+
+def test_junit_failure_text_names_the_holdings(home, tmp_path, sweep):
+    junit = str(tmp_path / "j.xml")
+    r = reaper("run", "--home", home, "--timeout", "0", "--grace", "5", "--junit", junit, "--",
+               "sh", "-c", SLEEP_BEHIND % "")
+    assert r.returncode == 23, r.stderr
+    text = open(junit).read()
+    assert "holds:    the run&apos;s stdout" in text and "used:     RSS " in text
+
+
+def test_scan_gathers_for_what_is_alive(spawn, home, tmp_path):
+    p = spawn.sleeper(cwd=home)
+    report = str(tmp_path / "r.json")
+    r = reaper("scan", "--home", home, "--report", report)
+    assert r.returncode == 0, r.stderr
+    got = by_pid(load_json(report))[p.pid]
+    assert got["holdings"]["rss"] > 0
+    assert all(h["kind"] != "unreadable" for h in got["holdings"]["held"]), got["holdings"]
