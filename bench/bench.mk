@@ -1,6 +1,7 @@
-# Benchmarks: `make bench` builds the drivers, runs every scenario beside its anchors,
-# prints the table, writes bench/results.json (and bench/growth.png when gnuplot exists).
-# BENCH_QUICK=1: fewer repetitions and sizes, for iterating. Not part of make check.
+# Benchmarks: `make bench` builds the drivers, runs every scenario beside its anchors, prints the
+# table, writes bench/results.json (and bench/growth.png when gnuplot exists) and rewrites the
+# results block of README.md. BENCH_QUICK=1: fewer repetitions and sizes, for iterating (the
+# README is left alone). Not part of make check.
 BENCH_DIR     := $(BUILD)/bench
 BENCH_LIBPROC := $(shell pkg-config --libs libproc2 2>/dev/null || echo -lproc2)
 BENCH_COMMON  := bench/benchlib.c bench/benchlib.h
@@ -24,5 +25,5 @@ $(BENCH_DIR)/bench-wrap: bench/wrap.c $(BENCH_COMMON) | $(DEPS_STAMP)
 
 bench-build: all $(BENCH_BINS)
 bench: bench-build
-	$(PYTHON) bench/bench.py --build $(BUILD) $(if $(BENCH_QUICK),--quick)
+	$(PYTHON) bench/bench.py --build $(BUILD) $(if $(BENCH_QUICK),--quick,--readme README.md)
 .PHONY: bench-build

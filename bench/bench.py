@@ -1,12 +1,13 @@
-"""make bench: every scenario, libreaper beside its anchors, in one run.
+"""make bench: every scenario, libreaper and `reaper run` beside their anchors, in one run.
 
 Run by /usr/bin/python3 from bench/bench.mk. The anchors outside this repository are optional:
 the hand-written Python reaper that e2e suites carry (a module with adopt_orphans, with_home and
 reap, given by REAPER_HANDWRITTEN=PATH) and the init shims tini, dumb-init and catatonit (Debian
 packages). Each one missing is named in one line and its comparison skipped; the rest runs.
 This process is a child subreaper, so every population it spawns with bench-spawn is its orphan;
-populations exit by themselves when their hold pipe is closed, so nothing here ever signals a
-process. Prints the table, writes bench/results.json and, when gnuplot exists, bench/growth.png.
+populations exit by themselves when their hold pipe is closed (at the end, or when this process
+dies), so nothing here signals them. Prints the tables, writes bench/results.json,
+bench/growth.png when gnuplot exists, and with --readme the results block of the README.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import importlib.util
 import json
 import mmap
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -97,6 +99,13 @@ class Bench:
         self.hw = load_handwritten()
         become_subreaper()
         self.tmp = f"/tmp/reaper-bench-{os.getpid()}"
+        # the unrelated sleepers of the scan and the suite rows: orphans of ours blocked on this
+        # pipe, which exit by themselves once it closes (at the end, or when we die)
+        self.hold_r, self.hold_w = os.pipe()
+        os.set_inheritable(self.hold_w, False)
+        self.population = 0
+        self.unrelated = 10000
+        self._modes = None
         self.results: dict = {"quick": quick, "cores": os.cpu_count(),
                               "kernel": os.uname().release, "started": time.time()}
 
@@ -123,8 +132,7 @@ class Bench:
         entry = f"HOME={home}"
         if self.hw:
             finder, nobody = self.hw.with_home(home), self.hw.with_home(f"{self.tmp}/nobody")
-        hold_r, hold_w = os.pipe()
-        os.set_inheritable(hold_w, False)
+        hold_r = self.hold_r
         server = subprocess.Popen([os.path.join(self.bin, "bench-scan")], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True, close_fds=True)
 
@@ -139,9 +147,11 @@ class Bench:
                 want_marked = size // 2 - n_marked
                 self.spawn("hold", want_marked, marked, hold_r)
                 n_marked += want_marked
+                self.population += want_marked
                 want_plain = size - count_procs()
                 if want_plain > 0:
                     self.spawn("hold", want_plain, plain, hold_r)
+                    self.population += want_plain
                 reps = 5 if size >= 10000 else 9
                 if self.quick:
                     reps = 3
@@ -158,6 +168,7 @@ class Bench:
                         t, c = time.perf_counter(), time.thread_time()
                         found = finder()
                         res["handwritten"] = [time.perf_counter() - t, len(found), time.thread_time() - c]
+                    res["cli"] = self.cli_scan(home)
                     for k, (sec, n, cpu) in res.items():
                         times.setdefault(k, []).append(sec)
                         cpus.setdefault(k, []).append(cpu)
@@ -204,10 +215,19 @@ class Bench:
         finally:
             server.stdin.close()
             server.wait()
-            os.close(hold_w)
-            os.close(hold_r)
-            collect(True)
         self.results["scan"] = rows
+
+    def cli_scan(self, home: str) -> list:
+        """`reaper scan --home HOME`, as a user runs it: [wall, lines printed, CPU] (the CPU of
+        the command, from this process's children's rusage)."""
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        out = subprocess.run([self.reaper, "scan", "--home", home], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL).stdout
+        t = time.perf_counter() - t
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
+        return [t, out.count(b"\n"), cpu]
 
     # ---- 2. exit detection, 3. kill convergence: the hand-written reaper's side ----------------
     def hw_exit(self, n: int, rep: int) -> dict:
@@ -361,16 +381,121 @@ class Bench:
             floor.append(json.loads(server.stdout.readline())["floor"])
         server.stdin.close()
         server.wait()
-        dfork = json.loads(subprocess.run([os.path.join(self.bin, "bench-wrap"), "--doublefork", "50"],
+        guard = json.loads(subprocess.run([os.path.join(self.bin, "bench-wrap"), "--guardian", "50"],
                                           check=True, capture_output=True, text=True).stdout)
         self.results["wrapper"] = {"runs": runs, "procs": count_procs(), "cmds": res,
                                    "floor_scan": med([f[0] for f in floor]),
                                    "floor_scan_cpu": med([f[2] for f in floor]),
-                                   "double_fork": dfork["median"], "double_fork_cpu": dfork["cpu"]}
+                                   "guardian_start": guard}
         print("  wrapper: " + ", ".join(f"{k} +{v['overhead']*1e3:.2f} ms (cpu +{v['overhead_cpu']*1e3:.2f})"
                                         for k, v in res.items() if k != "true")
               + f"; one floor scan of {self.results['wrapper']['procs']} processes: "
               f"{self.results['wrapper']['floor_scan']*1e3:.2f} ms", flush=True)
+
+    # ---- 6. `reaper run` of a suite leaving one leftover, on a quiet and on a crowded host ---
+    def modes(self) -> dict:
+        """The tracking modes of `reaper run` to compare: {name: flags}. One that this reaper
+        lacks or cannot use here is left out, with one line saying why."""
+        if self._modes is None:
+            self._modes = {}
+            off = subprocess.run([self.reaper, "run", "--cgroup", "off", "--", "/bin/true"],
+                                 capture_output=True, text=True)
+            if off.returncode == 64:
+                print("  skipped: cgroup mode (this reaper run has no --cgroup option); the fallback "
+                      "(marker + descent) is measured alone", flush=True)
+                self._modes["fallback"] = []
+                return self._modes
+            on = subprocess.run([self.reaper, "run", "--cgroup", "on", "--", "/bin/true"],
+                                capture_output=True, text=True)
+            if on.returncode == 0:
+                self._modes["cgroup"] = ["--cgroup", "on"]
+            else:
+                why = next((ln for ln in on.stderr.splitlines() if "cgroup" in ln), f"exit {on.returncode}")
+                print(f"  skipped: cgroup mode ({why.strip()})", flush=True)
+            self._modes["fallback"] = ["--cgroup", "off"]
+        return self._modes
+
+    def suite_times(self) -> dict:
+        """Wall and CPU time of `reaper run` over a suite whose one leftover exits 50 ms after
+        it (the wait, then the final scan), each mode interleaved with the others."""
+        os.makedirs(self.tmp, exist_ok=True)
+        script = os.path.join(self.tmp, "suite.sh")
+        with open(script, "w") as f:
+            f.write("(sleep 0.05 &)\n")
+        cmds = {m: " ".join([self.reaper, "run", "--timeout", "30"] + flags + ["--", "/bin/sh", script])
+                for m, flags in self.modes().items()}
+        runs = 5 if self.quick else 11
+        raw = json.loads(subprocess.run([os.path.join(self.bin, "bench-wrap"), str(runs)] + list(cmds.values()),
+                                        check=True, capture_output=True, text=True).stdout)
+        return {"procs": count_procs(), "population": self.population, "runs": runs,
+                "modes": {m: raw[c] for m, c in cmds.items()}}
+
+    def suite_quiet(self):
+        if self.population:
+            raise RuntimeError("the quiet suite row needs a host without our sleepers")
+        self.results["suite"] = {"quiet": self.suite_times()}
+        q = self.results["suite"]["quiet"]
+        print("  suite, quiet host (%d procs): " % q["procs"] + ", ".join(
+            f"{m} {v['median']*1e3:.1f} ms" for m, v in q["modes"].items()), flush=True)
+
+    def suite_crowded(self):
+        want = self.unrelated - self.population
+        if want > 0:
+            self.spawn("hold", want, self.env(f"{self.tmp}/plain/home"), self.hold_r)
+            self.population += want
+        s = self.results.setdefault("suite", {})
+        s["crowded"] = c = self.suite_times()
+        line = f"  suite, {self.population} unrelated sleepers ({c['procs']} procs): "
+        parts = []
+        for m, v in c["modes"].items():
+            q = s.get("quiet", {}).get("modes", {}).get(m)
+            ratio = v["median"] / q["median"] if q else float("nan")
+            s.setdefault("ratio", {})[m] = ratio
+            parts.append(f"{m} {v['median']*1e3:.1f} ms ({ratio:.2f}x the quiet host)")
+        print(line + ", ".join(parts), flush=True)
+
+    # ---- 7. exit detection through `reaper run`: pidfds vs cgroup.events --------------------
+    def run_exit_once(self, flags: list, n: int) -> dict:
+        """n leftovers of a `reaper run`, released together once its drain waits on them: from
+        the last one's exit to reaper's own exit."""
+        fd = os.memfd_create("bench-shm", 0)
+        os.ftruncate(fd, 8 * n)
+        shm = mmap.mmap(fd, 8 * n)
+        hold_r, hold_w = os.pipe()
+        os.set_inheritable(hold_w, False)
+        ready_r, ready_w = os.pipe()
+        argv = [self.reaper, "run", "--timeout", "30"] + flags + \
+            ["--", self.spawn_bin, "hold", str(n), str(hold_r), str(ready_w), str(fd), "0"]
+        p = subprocess.Popen(argv, pass_fds=(hold_r, ready_w, fd), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, close_fds=True)
+        for x in (ready_w, hold_r, fd):
+            os.close(x)
+        try:
+            os.read(ready_r, 1)  # all n exist and COMMAND exits: the drain starts
+            time.sleep(0.1)      # its first scan has found them
+        finally:
+            os.close(ready_r)
+            os.close(hold_w)     # released: each stamps its exit time and exits
+        try:
+            status = p.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            status = p.wait()
+        t_end = time.monotonic()
+        last = max(int.from_bytes(shm[8 * i:8 * i + 8], "little") for i in range(n)) / 1e9
+        shm.close()
+        return {"latency": t_end - last, "status": status}
+
+    def run_exit(self):
+        n, reps = 100, 3 if self.quick else 7
+        rows = {}
+        for m, flags in self.modes().items():
+            got = [self.run_exit_once(flags, n) for _ in range(reps)]
+            rows[m] = {"n": n, "reps": reps, "latency": med([g["latency"] for g in got]),
+                       "statuses": sorted({g["status"] for g in got})}
+        self.results["run_exit"] = rows
+        print("  exit detection through reaper run, %d leftovers: " % n + ", ".join(
+            f"{m} {v['latency']*1e3:.2f} ms (exit {v['statuses']})" for m, v in rows.items()), flush=True)
 
     def hwm(self, argv: list, pass_fds=()) -> dict:
         """Peak RSS (VmHWM) of `reaper run` itself, read at its exit under ptrace."""
@@ -446,6 +571,10 @@ def table(res: dict) -> str:
             add(f"marker scan, {p}, none marked: hand-written with_home vs the raw floor itself (the most any "
                 "reader of environ can gain)", ms(nm["floor"]), ms(nm["handwritten"]),
                 f"{nm['handwritten'] / nm['floor']:.1f}x ({nc['handwritten'] / nc['floor']:.1f}x) faster", "-", True)
+        if "cli" in m:
+            add(f"marker scan, {p}, half marked: `reaper scan --home` (the command, its output to a pipe) vs raw floor",
+                ms(m["cli"]), ms(m["floor"]), f"{m['cli'] / m['floor']:.2f}x ({c['cli'] / c['floor']:.2f}x)",
+                "(measured)", True)
         add(f"marker scan, {p}, half marked: libproc2 PIDS_ENVIRON_V vs raw floor", ms(m["libproc2_reap"]),
             ms(m["floor"]), f"{r['ratio_libproc2_floor']:.2f}x ({r['ratio_libproc2_floor_cpu']:.2f}x)", "(measured)",
             True)
@@ -489,9 +618,23 @@ def table(res: dict) -> str:
                     k != "reaper" or c[k]["overhead"] <= tini + 0.0005 or c[k]["overhead_cpu"] <= tini_cpu + 0.0005)
         add(f"one raw floor scan of the {w['procs']} processes (reaper run makes one at the end)",
             f"{ms(w['floor_scan'])} (cpu {ms(w['floor_scan_cpu'])})", "", "", "-", True)
-        if "double_fork" in w:
-            add("a double fork, as reaper run starts its owner-death guardian",
-                f"{ms(w['double_fork'])} (cpu {ms(w['double_fork_cpu'])})", "", "", "-", True)
+        g = w.get("guardian_start")
+        if g:
+            add("starting the owner-death guardian: a middle process on our memory that forks it (reaper run), "
+                "vs a double fork", f"{ms(g['vfork_middle']['median'])} (cpu {ms(g['vfork_middle']['cpu'])})",
+                f"{ms(g['double_fork']['median'])} (cpu {ms(g['double_fork']['cpu'])})",
+                f"{g['double_fork']['median'] / g['vfork_middle']['median']:.1f}x faster", "-", True)
+    su = res.get("suite", {})
+    for label in ("quiet", "crowded"):
+        if label in su:
+            x = su[label]
+            for mode, v in x["modes"].items():
+                add(f"reaper run, suite leaving one leftover (exits after 50 ms), {mode}, {x['population']} "
+                    f"unrelated sleepers ({x['procs']} procs)", f"{ms(v['median'])} (cpu {ms(v['cpu'])})", "", "",
+                    "-", not v["failed"])
+    for mode, v in res.get("run_exit", {}).items():
+        add(f"exit detection through reaper run, {v['n']} leftovers, {mode}: last exit -> reaper exits",
+            ms(v["latency"]), "", "", "-", v["statuses"] == [0])
     if "memory" in res:
         m = res["memory"]
         clean = m["clean_hwm_kib"]
@@ -517,6 +660,87 @@ def table(res: dict) -> str:
             parts.append(f"whole reap {g['reap_us_per_leftover']:.0f} us per leftover")
         lines.append("growth (least-squares slope): " + "; ".join(parts))
     return "\n".join(lines)
+
+
+def headline(res: dict) -> str:
+    """The three rows the project's performance targets are stated in, beside their anchors,
+    plus exit detection and peak RSS."""
+    lines = ["| what | reaper | anchor | target | met |", "|---|---|---|---|---|"]
+
+    def add(what, ours, anchor, target, met):
+        mark = "n/a" if met is None else ("yes" if met else "**no**")
+        lines.append(f"| {what} | {ours} | {anchor} | {target} | {mark} |")
+
+    scans = res.get("scan", [])
+    if scans:
+        r = min(scans, key=lambda x: abs(x["size"] - 4000))
+        m, c = r["median"], r["cpu"]
+        cli = f"`reaper scan --home` {ms(m['cli'])}; " if "cli" in m else ""
+        hw = (f"; hand-written `with_home` {ms(m['handwritten'])} ({r['hw_over_reaper']:.1f}x reaper_scan, "
+              f"{m['handwritten'] / m['floor']:.1f}x the floor)") if "handwritten" in m else ""
+        add(f"marker scan, {r['procs']:.0f} processes, {r['marked']} marked",
+            f"{cli}`reaper_scan()` {ms(m['reaper_scan'])} = {r['ratio_floor']:.2f}x the floor "
+            f"({r['ratio_floor_cpu']:.2f}x in CPU)", f"raw environ floor {ms(m['floor'])}{hw}",
+            "<= 1.3x the floor (so >= 4.5x the hand-written one)", r["ratio_floor_cpu"] <= 1.3)
+    w = res.get("wrapper")
+    if w:
+        c = w["cmds"]
+        anchors = ", ".join(f"{k} +{ms(c[k]['overhead'])} (cpu +{ms(c[k]['overhead_cpu'])})"
+                            for k in ("tini", "catatonit", "dumb-init") if k in c)
+        met = None
+        if "tini" in c:
+            met = (c["reaper"]["overhead"] <= c["tini"]["overhead"] + 0.0005 or
+                   c["reaper"]["overhead_cpu"] <= c["tini"]["overhead_cpu"] + 0.0005)
+        add(f"wrapper overhead over `/bin/true` ({ms(c['true']['median'])}), {w['procs']} processes",
+            f"+{ms(c['reaper']['overhead'])} (cpu +{ms(c['reaper']['overhead_cpu'])})", anchors or "none installed",
+            "<= tini + 0.5 ms", met)
+    su = res.get("suite", {})
+    if "crowded" in su and "quiet" in su:
+        q, cr = su["quiet"], su["crowded"]
+        parts = {m: f"{ms(cr['modes'][m]['median'])} / {ms(q['modes'][m]['median'])} = "
+                    f"{su['ratio'][m]:.2f}x" for m in cr["modes"] if m in q["modes"]}
+        ours = "cgroup mode " + parts["cgroup"] if "cgroup" in parts else "cgroup mode not measured here"
+        anchor = "fallback (marker + descent) " + parts.get("fallback", "n/a")
+        add(f"`reaper run` of a suite leaving one leftover, {cr['population']} unrelated sleeping processes "
+            f"vs none", ours, anchor + "; every anchor scans all of /proc", "<= 1.2x (cgroup tracking)",
+            su["ratio"]["cgroup"] <= 1.2 if "cgroup" in su.get("ratio", {}) else None)
+    ex = res.get("run_exit", {})
+    lib = next((r for r in res.get("exit", []) if r["n"] == 100), None)
+    if ex or lib:
+        ours = "; ".join([f"`reaper run`, {'cgroup.events' if m == 'cgroup' else 'pidfds'}: {ms(v['latency'])}"
+                          for m, v in ex.items()] +
+                         ([f"`reaper_reap()`, pidfds: {ms(lib['reaper_latency'])}"] if lib else []))
+        anchor = f"hand-written {ms(lib['hw_latency'])}" if lib and "hw_latency" in lib else ""
+        add("exit detection, 100 leftovers: the last exit -> the reap is over", ours, anchor,
+            "<= 5 ms (`reaper_reap()`)", lib["reaper_latency"] <= 0.005 if lib else None)
+    mem = res.get("memory")
+    if mem:
+        add("peak RSS (VmHWM) of `reaper run`", f"{mem['clean_hwm_kib'] / 1024:.2f} MiB over `/bin/true`; "
+            f"{mem['reap_hwm_kib'] / 1024:.2f} MiB reaping {mem['leftovers']} leftovers", "", "<= 4 MiB (clean run)",
+            mem["clean_hwm_kib"] <= 4096)
+    return "\n".join(lines)
+
+
+BEGIN, END = "<!-- bench results: begin (bench/bench.py --readme) -->", "<!-- bench results: end -->"
+
+
+def readme(path: str, res: dict):
+    """Replace the README's results block (between BEGIN and END) with this run's."""
+    with open(path) as f:
+        text = f.read()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"bench: {path} has no results block ({BEGIN} ... {END})")
+    load = res.get("load", [float("nan")] * 2)
+    block = (f"{BEGIN}\nRun: `make bench`{' (BENCH_QUICK)' if res.get('quick') else ''}, {res['seconds']:.0f} s, "
+             f"kernel {res['kernel']}, {res['cores']} cores shared with other test runs (load average "
+             f"{load[0]:.1f} at the start, {load[1]:.1f} at the end).\n\n{headline(res)}\n\nEvery scenario:\n\n"
+             f"{table(res)}\n{END}")
+    head, rest = text.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(head + block + tail)
+    os.replace(tmp, path)
 
 
 def growth(res: dict):
@@ -571,17 +795,23 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="scan,exit,kill,reap,wrapper,memory")
+    # the wrapper is timed on the quiet host; the suite once before the scan's sleepers exist
+    # and once among them
+    ap.add_argument("--only", default="wrapper,memory,exit,run-exit,kill,reap,suite-quiet,scan,suite-crowded")
+    ap.add_argument("--readme", help="rewrite the results block of this README from the results")
     a = ap.parse_args()
     b = Bench(a.build, a.quick or os.environ.get("BENCH_QUICK") == "1")
     t0, load0 = time.monotonic(), os.getloadavg()[0]
     steps = {"scan": b.scan, "exit": b.exit_detection, "kill": b.kill_convergence, "reap": b.reap_growth,
-             "wrapper": b.wrapper, "memory": b.memory}
+             "wrapper": b.wrapper, "memory": b.memory, "run-exit": b.run_exit, "suite-quiet": b.suite_quiet,
+             "suite-crowded": b.suite_crowded}
     try:
         for name in a.only.split(","):
             print(f"== {name}", flush=True)
             steps[name]()
     finally:
+        os.close(b.hold_w)  # every sleeper exits by itself now
+        os.close(b.hold_r)
         collect(True)
         shutil.rmtree(b.tmp, ignore_errors=True)
     growth(b.results)
@@ -592,8 +822,13 @@ def main():
     with open(os.path.join(HERE, "results.json"), "w") as f:
         json.dump(b.results, f, indent=1)
     print()
+    print(headline(b.results))
+    print()
     print(table(b.results))
     print(f"\nbench: {b.results['seconds']:.0f} s; bench/results.json" + (f", {png}" if png else ""))
+    if a.readme:
+        readme(a.readme, b.results)
+        print(f"bench: {a.readme} updated")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,35 +100,56 @@ static int hwm(char **argv)
 	return 0;
 }
 
-/* bench-wrap --doublefork RUNS: what starting a detached helper the way reaper run starts its
- * owner-death guardian costs (fork a middle process that forks the helper and exits, wait for
- * the middle one); the helper exits at once. Prints median wall and CPU seconds (the CPU of
- * this process and of the middle one). */
-static int doublefork(long runs)
+/* The middle process of a guardian start on our memory (CLONE_VM | CLONE_VFORK), as reaper
+ * run starts it: it forks the helper (which exits at once) and exits. */
+static int vfork_middle(void *arg)
 {
-	double *t = calloc((size_t)runs, sizeof *t), *c = calloc((size_t)runs, sizeof *c);
-	for (long r = 0; r < runs; r++) {
+	(void)arg;
+	if (fork() == 0)
+		_exit(0);
+	_exit(0);
+}
+
+/* bench-wrap --guardian RUNS: what starting a detached helper costs, the two ways reaper run
+ * has started its owner-death guardian: a double fork (fork a middle process that forks the
+ * helper and exits), and a middle process on our memory that forks it (harness/guardian.c).
+ * The helper exits at once; we wait for the middle one. Prints, per way, the median wall and
+ * CPU seconds (the CPU of this process and of the middle one). */
+static int guardian(long runs)
+{
+	double *t = calloc((size_t)runs * 2, sizeof *t), *c = calloc((size_t)runs * 2, sizeof *c);
+	static char stack[65536] __attribute__((aligned(16)));
+	for (long r = 0; r < runs * 2; r++) {
 		struct rusage ru0, ru1, ch0, ch1;
 		getrusage(RUSAGE_SELF, &ru0);
 		getrusage(RUSAGE_CHILDREN, &ch0);
 		double w = bench_now();
-		pid_t mid = fork();
-		if (mid == 0) {
-			if (fork() == 0)
+		pid_t mid;
+		if (r % 2 == 0) {
+			mid = fork();
+			if (mid == 0) {
+				if (fork() == 0)
+					_exit(0);
 				_exit(0);
-			_exit(0);
+			}
+		} else {
+			mid = clone(vfork_middle, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
 		}
 		while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
 			;
-		t[r] = bench_now() - w;
+		long i = (r % 2) * runs + r / 2;
+		t[i] = bench_now() - w;
 		getrusage(RUSAGE_SELF, &ru1);
 		getrusage(RUSAGE_CHILDREN, &ch1);
 #define TV(x) ((double)(x).tv_sec + (double)(x).tv_usec / 1e6)
-		c[r] = TV(ru1.ru_utime) - TV(ru0.ru_utime) + TV(ru1.ru_stime) - TV(ru0.ru_stime) + TV(ch1.ru_utime) -
+		c[i] = TV(ru1.ru_utime) - TV(ru0.ru_utime) + TV(ru1.ru_stime) - TV(ru0.ru_stime) + TV(ch1.ru_utime) -
 		       TV(ch0.ru_utime) + TV(ch1.ru_stime) - TV(ch0.ru_stime);
 #undef TV
 	}
-	printf("{\"median\": %.9f, \"cpu\": %.9f}\n", bench_median(t, (size_t)runs), bench_median(c, (size_t)runs));
+	printf("{\"double_fork\": {\"median\": %.9f, \"cpu\": %.9f}, \"vfork_middle\": {\"median\": %.9f, "
+	       "\"cpu\": %.9f}}\n",
+	       bench_median(t, (size_t)runs), bench_median(c, (size_t)runs), bench_median(t + runs, (size_t)runs),
+	       bench_median(c + runs, (size_t)runs));
 	return 0;
 }
 
@@ -135,8 +157,8 @@ int main(int argc, char **argv)
 {
 	if (argc >= 3 && strcmp(argv[1], "--hwm") == 0)
 		return hwm(argv + 2);
-	if (argc == 3 && strcmp(argv[1], "--doublefork") == 0)
-		return doublefork(atol(argv[2]));
+	if (argc == 3 && strcmp(argv[1], "--guardian") == 0)
+		return guardian(atol(argv[2]));
 	if (argc < 3) {
 		fprintf(stderr, "usage: bench-wrap RUNS \"CMD ARG...\"...\n");
 		return 64;
