@@ -401,8 +401,8 @@ class Bench:
             off = subprocess.run([self.reaper, "run", "--cgroup", "off", "--", "/bin/true"],
                                  capture_output=True, text=True)
             if off.returncode == 64:
-                print("  skipped: cgroup mode (this reaper run has no --cgroup option); the fallback "
-                      "(marker + descent) is measured alone", flush=True)
+                skipped("cgroup mode of reaper run: this reaper has no --cgroup option",
+                        "the fallback, marker + descent, is measured alone")
                 self._modes["fallback"] = []
                 return self._modes
             on = subprocess.run([self.reaper, "run", "--cgroup", "on", "--", "/bin/true"],
@@ -411,7 +411,7 @@ class Bench:
                 self._modes["cgroup"] = ["--cgroup", "on"]
             else:
                 why = next((ln for ln in on.stderr.splitlines() if "cgroup" in ln), f"exit {on.returncode}")
-                print(f"  skipped: cgroup mode ({why.strip()})", flush=True)
+                skipped(f"cgroup mode of reaper run: {why.strip()}", "it needs a writable cgroup v2 subtree")
             self._modes["fallback"] = ["--cgroup", "off"]
         return self._modes
 
