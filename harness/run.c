@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "guardian.h"
+#include "isolate.h"
 #include "output.h"
 #include "state.h"
 #include "reaper/pidref.h"
@@ -38,6 +39,7 @@ struct run {
 	size_t nmarkers;
 	double timeout, grace;
 	int leak_code;
+	int isolate;                /* --isolate: the run in its own PID namespace */
 	char **argv;
 	char run_marker[64];
 	struct reaper_finder finders[MAX_MARKERS + 3];
@@ -357,7 +359,7 @@ static int start_command(struct run *r)
 static int usage_error(const char *msg)
 {
 	fprintf(stderr, "reaper run: %s\nusage: reaper run [--home DIR] [--marker NAME=VALUE] [--timeout S] "
-			"[--grace S] [--state FILE] [--leak-exit-code N] -- COMMAND [ARG...]\n",
+			"[--grace S] [--state FILE] [--leak-exit-code N] [--isolate] -- COMMAND [ARG...]\n",
 		msg);
 	return EXIT_USAGE;
 }
@@ -368,7 +370,8 @@ static int parse(struct run *r, int argc, char **argv)
 		{ "home", required_argument, 0, 'H' },    { "marker", required_argument, 0, 'm' },
 		{ "timeout", required_argument, 0, 't' }, { "grace", required_argument, 0, 'g' },
 		{ "state", required_argument, 0, 's' },   { "leak-exit-code", required_argument, 0, 'l' },
-		{ "help", no_argument, 0, 'h' },          OUTPUT_LONG_OPTIONS,
+		{ "isolate", no_argument, 0, 'I' },       { "help", no_argument, 0, 'h' },
+		OUTPUT_LONG_OPTIONS,
 		{ 0, 0, 0, 0 },
 	};
 	const char *timeout = NULL, *grace = NULL, *leak = NULL;
@@ -389,6 +392,7 @@ static int parse(struct run *r, int argc, char **argv)
 		case 'g': grace = optarg; break;
 		case 's': r->st.path = optarg; break;
 		case 'l': leak = optarg; break;
+		case 'I': r->isolate = 1; break;
 		case 'h': return -1;
 		default: {
 			int h = output_option(&r->out, c, optarg);
@@ -634,6 +638,14 @@ int cmd_run(int argc, char **argv)
 	}
 	if (pr > 0)
 		return pr;
+	if (r.isolate) {
+		/* the outer reaper ends here once the run (in the namespace) has */
+		int code;
+		if (isolate_enter(&code) != 0) {
+			output_done(&r.out);
+			return code;
+		}
+	}
 	if (setup_finders(&r) < 0) {
 		fprintf(stderr, "reaper: out of memory\n");
 		return EXIT_CANNOT_EXEC;
@@ -782,7 +794,9 @@ void run_usage(FILE *out)
 		"  --grace S            time between SIGTERM and SIGKILL (REAPER_GRACE, default 5)\n"
 		"  --state FILE         keep a JSON state document at FILE (REAPER_STATE)\n"
 		"  --leak-exit-code N   exit status when COMMAND succeeded but leaked (REAPER_LEAK_EXIT_CODE,\n"
-		"                       default %d; 3..125, not 64)\n\n"
+		"                       default %d; 3..125, not 64)\n"
+		"  --isolate            run in a PID namespace of its own (with a user namespace when not\n"
+		"                       root): nothing of the run outlives it, even if reaper is SIGKILLed\n\n"
 		"S: seconds, or a number with ms, s, m, h or d (1.5, 30s, 2m, 1h).\n"
 		"Every process of the run carries REAPER_RUN=<random id> and is found by it or by descent.\n"
 		"Exit status: COMMAND's own; 128+N when signal N ended it; the leak exit code when it\n"

@@ -1,0 +1,194 @@
+"""`reaper run --isolate`: the run in a PID namespace of its own. SIGKILL the reaper mid-run
+and nothing of the run is left, not even a TERM-ignoring daemon that dropped the run's marker
+from its environment; as root, and as an unprivileged user (nobody) through a user namespace.
+The run's processes are found from our /proc by their PID namespace (the /proc/PID/ns/pid
+link of the namespace's init), each pinned by a pidfd and the link read again after."""
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import PY, REAPER, alive, wait_gone
+
+# COMMAND: a child, and a setsid daemon that ignores SIGTERM and execs with an empty
+# environment (no REAPER_RUN, no HOME: no finder outside the namespace would see it);
+# "ready" once the daemon runs.
+FAMILY = r"""
+import os, signal, sys, time
+ready = sys.argv[1]
+if os.fork() == 0:
+    time.sleep(300)
+    os._exit(0)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        os.execve(sys.executable, [sys.executable, "-c",
+                  "import sys, time\nopen(sys.argv[1], 'w').close()\ntime.sleep(300)", ready], {})
+    os._exit(0)
+time.sleep(300)
+"""
+
+
+def ns_of(pid):
+    try:
+        return os.readlink("/proc/%d/ns/pid" % pid)
+    except OSError:
+        return None
+
+
+def in_namespace(ns):
+    """pidfds of every live process in PID namespace ns (identity: the link read again once
+    the pidfd is open)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or ns_of(int(name)) != ns:
+            continue
+        try:
+            fd = os.pidfd_open(int(name))
+        except OSError:
+            continue
+        if ns_of(int(name)) == ns and alive(fd):
+            out.append((int(name), fd))
+        else:
+            os.close(fd)
+    return out
+
+
+def children(pid):
+    with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+        return [int(x) for x in f.read().split()]
+
+
+def wait_for(path, proc, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        assert proc.poll() is None, "reaper ended early: %r" % (proc.communicate(),)
+        assert time.monotonic() < deadline, "%s never appeared" % path
+        time.sleep(0.01)
+
+
+def owner_kill(reaper, workdir, user=None):
+    """Start an isolated run, SIGKILL its reaper once the daemon runs; returns (number of
+    processes in the namespace before, seconds until they were all gone)."""
+    ready = os.path.join(workdir, "ready")
+
+    def as_user():
+        if user:
+            os.setgroups([])
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+
+    env = {"PATH": "/usr/bin:/bin", "HOME": workdir}
+    p = subprocess.Popen([reaper, "run", "--isolate", "--timeout", "60", "--grace", "60", "--",
+                          PY, "-c", FAMILY, ready], cwd=workdir, env=env, preexec_fn=as_user,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    outer = os.pidfd_open(p.pid)
+    fds = []
+    try:
+        wait_for(ready, p)
+        (init,) = children(p.pid)
+        ns = ns_of(init)
+        assert ns and ns != ns_of(os.getpid()), "the run is not in a PID namespace of its own"
+        procs = in_namespace(ns)
+        fds = [fd for _, fd in procs]
+        # the init (the inner reaper), COMMAND, its child, the daemon
+        assert len(procs) >= 4, procs
+        if user:
+            assert all(os.stat("/proc/%d" % pid).st_uid == user.pw_uid for pid, _ in procs)
+        signal.pidfd_send_signal(outer, signal.SIGKILL)
+        t0 = time.monotonic()
+        left = wait_gone(fds, 30)
+        took = time.monotonic() - t0
+        assert left == [], "still alive after the reaper was SIGKILLed: %r" % [pid for pid, fd in procs if fd in left]
+        assert in_namespace(ns) == []
+        p.wait(30)
+        assert p.returncode == -signal.SIGKILL
+        return len(procs), took
+    finally:
+        for fd in fds:
+            if alive(fd):
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            os.close(fd)
+        if p.poll() is None:
+            signal.pidfd_send_signal(outer, signal.SIGKILL)
+            p.wait(30)
+        os.close(outer)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root: the PID namespace without a user namespace")
+def test_isolate_as_root_owner_killed_leaves_nothing(tmp_path):
+    n, took = owner_kill(REAPER, str(tmp_path))
+    print("isolate (root): %d processes of the namespace gone %.3f s after SIGKILL of reaper" % (n, took))
+
+
+@pytest.fixture
+def nobody_dir():
+    """A directory nobody can reach and write, holding a copy of the reaper (the checkout may
+    sit in a 0700 directory)."""
+    d = tempfile.mkdtemp(prefix="reaper-isolate-", dir="/tmp")
+    try:
+        os.chmod(d, 0o755)
+        shutil.copy2(REAPER, os.path.join(d, "reaper"))
+        os.chmod(os.path.join(d, "reaper"), 0o755)
+        work = os.path.join(d, "work")
+        os.mkdir(work)
+        nobody = pwd.getpwnam("nobody")
+        os.chown(work, nobody.pw_uid, nobody.pw_gid)
+        yield d, work, nobody
+    finally:
+        shutil.rmtree(d)
+
+
+def userns_refusal(reaper, work, nobody):
+    """None when nobody may have user namespaces here, else reaper's message why not."""
+    def as_nobody():
+        os.setgroups([])
+        os.setgid(nobody.pw_gid)
+        os.setuid(nobody.pw_uid)
+    r = subprocess.run([reaper, "run", "--isolate", "--", "true"], cwd=work, preexec_fn=as_nobody,
+                       capture_output=True, timeout=60, env={"PATH": "/usr/bin:/bin", "HOME": work})
+    return None if r.returncode == 0 else r.stderr.decode()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become nobody")
+def test_isolate_unprivileged_owner_killed_leaves_nothing(nobody_dir):
+    d, work, nobody = nobody_dir
+    reaper = os.path.join(d, "reaper")
+    why = userns_refusal(reaper, work, nobody)
+    if why:
+        pytest.skip("unprivileged user namespaces are not allowed here: " + why)
+    n, took = owner_kill(reaper, work, user=nobody)
+    print("isolate (nobody, user namespace): %d processes gone %.3f s after SIGKILL of reaper" % (n, took))
+
+
+def test_isolate_reports_what_was_left(tmp_path):
+    """The inner reaper reaps and reports as usual; the outer one passes its status on."""
+    r = subprocess.run([REAPER, "run", "--isolate", "--timeout", "0", "--grace", "5", "--",
+                        "sh", "-c", 'sleep 600 </dev/null >/dev/null 2>&1 & '
+                                    'while [ "$(cat /proc/$!/comm)" != sleep ]; do :; done; '
+                                    'echo "pid $$"'], capture_output=True, timeout=120, cwd=str(tmp_path))
+    assert r.returncode == 23, r.stderr
+    assert r.stdout.decode().strip() == "pid 2"  # COMMAND is the second process of its namespace
+    err = r.stderr.decode()
+    assert "under 1 reaper-init" in err and "LEAK (terminated) sleep 600" in err, err
+
+
+def test_isolate_refused_names_the_setting(tmp_path):
+    """Where no PID namespace may be created, the error names the sysctl. A user namespace of
+    our own (where user.max_pid_namespaces can be set to 0) stands in for such a system."""
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1)")
+    probe = subprocess.run(["unshare", "-Ur", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("no user namespace to stand in for a restricted system: %s" % probe.stderr.decode())
+    r = subprocess.run(["unshare", "-Ur", "sh", "-c",
+                        'echo 0 > /proc/sys/user/max_pid_namespaces && exec "$0" run --isolate -- true', REAPER],
+                       capture_output=True, timeout=60, cwd=str(tmp_path))
+    assert r.returncode == 126, r.stderr
+    assert b"user.max_pid_namespaces" in r.stderr, r.stderr
