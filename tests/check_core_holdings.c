@@ -95,13 +95,20 @@ static int has(const struct reaper_proc *p, enum reaper_hold_kind kind, const ch
 	return 0;
 }
 
+/* A holder, the finder that finds it (descent from us), and default options. */
+static void begin(struct holder *h, const char *tag, struct reaper_finder *f, struct reaper_opts *o)
+{
+	start_holder(h, tag);
+	*f = reaper_find_tree(0);
+	reaper_opts_init(o);
+}
+
 START_TEST(leak_holdings_are_named_before_the_kill)
 {
 	struct holder h;
-	start_holder(&h, "named");
-	struct reaper_finder f = reaper_find_tree(0);
+	struct reaper_finder f;
 	struct reaper_opts o;
-	reaper_opts_init(&o);
+	begin(&h, "named", &f, &o);
 	const char *dirs[] = { h.dir };
 	o.holdings = 1;
 	o.hold_dirs = dirs;
@@ -136,10 +143,9 @@ END_TEST
 START_TEST(nothing_gathered_unless_asked_or_for_the_allowed)
 {
 	struct holder h;
-	start_holder(&h, "off");
-	struct reaper_finder f = reaper_find_tree(0);
+	struct reaper_finder f;
 	struct reaper_opts o;
-	reaper_opts_init(&o);
+	begin(&h, "off", &f, &o);
 	struct reaper_report *r = NULL;
 	ck_assert_int_eq(reaper_scan(&f, 1, &r), 0);
 	const struct reaper_proc *p = find(r, h.pid);

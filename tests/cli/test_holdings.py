@@ -42,11 +42,15 @@ def sweep(home):
                    timeout=60)
 
 
-def run_leaking(home, tmp_path, leftover, ready, **kw):
+def run_report(home, tmp_path, *command):
+    """reaper run COMMAND (timeout 0, grace 5 s): (the completed reaper, its JSON report)."""
     report = str(tmp_path / "r.json")
-    r = reaper("run", "--home", home, "--timeout", "0", "--grace", "5", "--report", report, "--",
-               PY, "-c", STARTER, ready, *leftover, **kw)
+    r = reaper("run", "--home", home, "--timeout", "0", "--grace", "5", "--report", report, "--", *command)
     return r, load_json(report)
+
+
+def run_leaking(home, tmp_path, leftover, ready):
+    return run_report(home, tmp_path, PY, "-c", STARTER, ready, *leftover)
 
 
 def holds_line(stderr, pid):
@@ -97,21 +101,17 @@ def test_python_http_server_module(home, tmp_path, sweep):
               "    try:\n"
               "        socket.create_connection(('127.0.0.1', %d), 1).close(); break\n"
               "    except OSError: time.sleep(0.02)\n" % (PY, port, port))
-    report = str(tmp_path / "r.json")
-    r = reaper("run", "--home", home, "--timeout", "0", "--grace", "5", "--report", report, "--", PY, "-c", waiter)
+    r, rep = run_report(home, tmp_path, PY, "-c", waiter)
     assert r.returncode == 23, r.stderr
-    (p,) = [p for p in load_json(report)["processes"] if p["leak"]]
+    p = the_leak(rep)
     assert "http.server" in p["cmdline"]
     assert "127.0.0.1:%d (listening)" % port in holds_line(r.stderr, p["pid"])
 
 
 def test_sleep_keeping_the_runs_stdout_open(home, tmp_path, sweep):
     # COMMAND's stdout and stderr are pipes to us: the leftover sleep keeps them open
-    report = str(tmp_path / "r.json")
-    r = reaper("run", "--home", home, "--timeout", "0", "--grace", "5", "--report", report, "--",
-               "sh", "-c", SLEEP_BEHIND % "")
+    r, rep = run_report(home, tmp_path, "sh", "-c", SLEEP_BEHIND % "")
     assert r.returncode == 23, r.stderr
-    rep = load_json(report)
     p = the_leak(rep)
     assert p["comm"] == "sleep"
     line = holds_line(r.stderr, p["pid"])
@@ -120,11 +120,9 @@ def test_sleep_keeping_the_runs_stdout_open(home, tmp_path, sweep):
 
 
 def test_stdout_not_held_is_not_claimed(home, tmp_path, sweep):
-    report = str(tmp_path / "r.json")
-    r = reaper("run", "--home", home, "--timeout", "0", "--grace", "5", "--report", report, "--",
-               "sh", "-c", SLEEP_BEHIND % ">/dev/null 2>&1 </dev/null")
+    r, rep = run_report(home, tmp_path, "sh", "-c", SLEEP_BEHIND % ">/dev/null 2>&1 </dev/null")
     assert r.returncode == 23, r.stderr
-    p = the_leak(load_json(report))
+    p = the_leak(rep)
     assert p["holdings"]["held"] == [] and p["holdings"]["summary"] == ""
     assert "holds " not in r.stderr.decode()
 
