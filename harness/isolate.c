@@ -145,15 +145,9 @@ static void become_init(int rootless, uid_t uid, gid_t gid, int report, int aliv
 	prctl(PR_SET_NAME, "reaper-init", 0, 0, 0);
 }
 
-static int status_code(int status)
-{
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
-}
-
 /* The outer reaper: pass on the signals a process sent us (a terminal's reach the inner
- * reaper by themselves: it is in our process group), until the inner one ends. */
+ * reaper by themselves: it is in our process group), until the inner one ends; its wait
+ * status. */
 static int relay(pid_t pid)
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
@@ -196,16 +190,15 @@ static int relay(pid_t pid)
 		close(sfd);
 	if (procfd >= 0)
 		close(procfd);
-	return status_code(status);
+	return status;
 }
 
-int isolate_enter(int *code)
+int isolate_enter(int *status)
 {
 	int rootless = geteuid() != 0;
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 	int report[2], alive[2];
-	*code = EXIT_CANNOT_EXEC;
 	if (pipe2(report, O_CLOEXEC) < 0)
 		return -errno;
 	if (pipe2(alive, O_CLOEXEC) < 0) {
@@ -245,7 +238,7 @@ int isolate_enter(int *code)
 		return -(f.err ? f.err : EPERM);
 	}
 	/* alive[1] stays open while we live: the init polls it once to see we did not die early */
-	*code = relay(pid);
+	*status = relay(pid);
 	close(alive[1]);
 	return 1;
 }

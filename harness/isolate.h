@@ -4,8 +4,8 @@
 
 /* Fork the reaper into new namespaces as the init of the run's PID namespace.
  * Returns 0 in that init (the run goes on there, as usual), 1 in the outer reaper once the
- * inner one has ended (*code: its exit status), or a negative errno when the namespaces
- * cannot be had (a message naming the reason is on stderr; *code: 126). */
-int isolate_enter(int *code);
+ * inner one has ended (*status: its wait status), or a negative errno when the namespaces
+ * cannot be had (a message naming the reason is on stderr). */
+int isolate_enter(int *status);
 
 #endif

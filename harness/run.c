@@ -640,10 +640,10 @@ int cmd_run(int argc, char **argv)
 		return pr;
 	if (r.isolate) {
 		/* the outer reaper ends here once the run (in the namespace) has */
-		int code;
-		if (isolate_enter(&code) != 0) {
+		int status, e = isolate_enter(&status);
+		if (e != 0) {
 			output_done(&r.out);
-			return code;
+			return e < 0 ? EXIT_CANNOT_EXEC : status_to_code(status);
 		}
 	}
 	if (setup_finders(&r) < 0) {

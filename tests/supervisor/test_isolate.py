@@ -192,3 +192,25 @@ def test_isolate_refused_names_the_setting(tmp_path):
                        capture_output=True, timeout=60, cwd=str(tmp_path))
     assert r.returncode == 126, r.stderr
     assert b"user.max_pid_namespaces" in r.stderr, r.stderr
+
+
+def test_isolate_passes_a_sent_signal_on(tmp_path):
+    """SIGTERM sent to the outer reaper cancels the run inside: the leftover is terminated and
+    reported, and the status is 128+15."""
+    ready = str(tmp_path / "ready")
+    p = subprocess.Popen([REAPER, "run", "--isolate", "--grace", "5", "--", "sh", "-c",
+                          'sleep 300 </dev/null >/dev/null 2>&1 & '
+                          'while [ "$(cat /proc/$!/comm)" != sleep ]; do :; done; : > "$0"; sleep 300', ready],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=str(tmp_path))
+    outer = os.pidfd_open(p.pid)
+    try:
+        wait_for(ready, p)
+        signal.pidfd_send_signal(outer, signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == 143, err
+        assert b"LEAK (terminated) sleep 300" in err, err
+    finally:
+        if p.poll() is None:
+            signal.pidfd_send_signal(outer, signal.SIGKILL)
+            p.wait(30)
+        os.close(outer)
