@@ -24,6 +24,7 @@ struct cli {
 	struct reaper_finder f[MAX_FINDERS];
 	char *owned[MAX_FINDERS];        /* "HOME=DIR" strings built for --home */
 	size_t nf, nowned;
+	const char *hold_dirs[MAX_FINDERS + 3];
 	int json;
 	double timeout, grace;
 	int leak_code;
@@ -176,6 +177,19 @@ int scan_check_args(int argc, char **argv, int reap)
 	return code;
 }
 
+/* Open files of a leak are named under each --home DIR, our HOME, our cwd and /tmp. */
+static void set_hold_dirs(struct cli *c, struct reaper_opts *o)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < c->nowned; i++)
+		c->hold_dirs[n++] = c->owned[i] + strlen("HOME=");
+	c->hold_dirs[n++] = getenv("HOME");
+	c->hold_dirs[n++] = ".";
+	c->hold_dirs[n++] = "/tmp";
+	o->hold_dirs = c->hold_dirs;
+	o->nhold_dirs = n;
+}
+
 int cmd_scan(int argc, char **argv)
 {
 	struct cli c;
@@ -185,6 +199,7 @@ int cmd_scan(int argc, char **argv)
 	struct reaper_opts o;
 	reaper_opts_init(&o);
 	output_reap_opts(&c.out, &o);
+	set_hold_dirs(&c, &o);
 	o.report_only = 1; /* a scan never signals */
 	o.on_progress = NULL;
 	struct reaper_report *rep = NULL;
@@ -233,6 +248,7 @@ int cmd_reap(int argc, char **argv)
 	o.timeout = c.timeout;
 	o.grace = c.grace;
 	output_reap_opts(&c.out, &o);
+	set_hold_dirs(&c, &o);
 	struct reaper_report *rep = NULL;
 	int r = reaper_reap(c.f, c.nf, &o, &rep);
 	if (r < 0) {

@@ -3,8 +3,10 @@ keeps open, the deleted or locked files of the sandbox. COMMAND starts the lefto
 exits once the leftover holds what the test is about, so the report can only be right if it
 looked before the kill."""
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 
 import pytest
 
@@ -162,3 +164,24 @@ def test_scan_gathers_for_what_is_alive(spawn, home, tmp_path):
     got = by_pid(load_json(report))[p.pid]
     assert got["holdings"]["rss"] > 0
     assert all(h["kind"] != "unreadable" for h in got["holdings"]["held"]), got["holdings"]
+
+
+def test_reap_names_open_files_under_each_home(spawn, tmp_path):
+    """`reaper reap --home DIR` names files open under DIR even outside /tmp and the cwd."""
+    home = tempfile.mkdtemp(prefix="reaper-hold-", dir="/var/tmp")
+    try:
+        spawn.home = home
+        ready = os.path.join(home, "ready")
+        holder = ("import os, sys, time\n"
+                  "f = open(os.path.join(os.environ['HOME'], 'state.log'), 'w')\n"
+                  "open(sys.argv[1], 'w').close()\n"
+                  "time.sleep(600)\n")
+        p = spawn.orphan([PY, "-c", holder, ready], ready=ready)
+        report = str(tmp_path / "r.json")
+        r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "5", "--report", report)
+        assert r.returncode == 23, r.stderr
+        got = by_pid(load_json(report))[p.pid]
+        assert {"kind": "file", "fd": got["holdings"]["held"][0]["fd"],
+                "what": os.path.join(home, "state.log")} in got["holdings"]["held"], got["holdings"]
+    finally:
+        shutil.rmtree(home)
