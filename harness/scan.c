@@ -200,6 +200,8 @@ int cmd_scan(int argc, char **argv)
 	reaper_opts_init(&o);
 	output_reap_opts(&c.out, &o);
 	set_hold_dirs(&c, &o);
+	/* the pgrep-like listing shows no holdings: they cost a read of every fd per match */
+	o.holdings = c.json || c.out.report_path || c.out.junit_path;
 	o.report_only = 1; /* a scan never signals */
 	o.on_progress = NULL;
 	struct reaper_report *rep = NULL;
