@@ -202,11 +202,18 @@ static inline int hard_cgroup_remove(const char *dir)
 }
 
 /* Run fn in a forked child as uid/gid 65534 (nobody), no supplementary groups; returns its
- * wait status. The child reports failures on stderr and by its exit code. */
+ * wait status. The child reports failures on stderr and by its exit code. nobody may not
+ * reach the checkout, so the child runs reaper and the fixtures (hard_path) from a private
+ * copy, removed afterwards, and starts in that directory. */
 static inline int hard_as_nobody(int (*fn)(void *), void *arg)
 {
+	char dir[256];
+	int e = tu_private_build(dir, sizeof dir);
+	ck_assert_msg(e == 0, "a private copy of the build for nobody: %s", strerror(-e));
 	pid_t pid = fork();
 	if (pid == 0) {
+		if (setenv("REAPER_BUILD", dir, 1) < 0 || chdir(dir) < 0)
+			_exit(89);
 		if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
 			_exit(90);
 		_exit(fn(arg));
@@ -214,6 +221,7 @@ static inline int hard_as_nobody(int (*fn)(void *), void *arg)
 	int st = -1;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
+	ck_assert_int_eq(tu_private_build_remove(dir), 0);
 	return st;
 }
 

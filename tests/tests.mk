@@ -24,3 +24,16 @@ check-c: all $(FIXTURE_BIN) $(TEST_BIN)
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; REAPER_BUILD=$(abspath $(BUILD)) $$t; done
 
 CHECK_TARGETS += check-c
+
+# The suites that run the build's programs as another user, once more with the build in a
+# directory only its owner can enter (as a clone in /root or in a mktemp -d is): they must not
+# need that user to reach the checkout. As another user than root they skip those cases anyway.
+UNREACHABLE_SUITES := $(BUILD)/tests/check_hard_priv $(BUILD)/tests/check_hard_lost
+check-unreachable-build: all $(FIXTURE_BIN) $(UNREACHABLE_SUITES)
+	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; chmod 0700 "$$d"; \
+	mkdir "$$d/build" "$$d/build/tests"; cp -p $(BUILD)/reaper "$$d/build/"; cp -rp $(BUILD)/fixtures "$$d/build/"; \
+	cp -p $(UNREACHABLE_SUITES) "$$d/build/tests/"; \
+	for t in $(notdir $(UNREACHABLE_SUITES)); do echo "== $$t (build in a 0700 directory)"; \
+		REAPER_BUILD="$$d/build" "$$d/build/tests/$$t"; done
+.PHONY: check-unreachable-build
+CHECK_TARGETS += check-unreachable-build

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -61,6 +62,81 @@ int tu_build_path(char *buf, size_t len, const char *name)
 {
 	int n = snprintf(buf, len, strcmp(name, "reaper") ? "%s/fixtures/%s" : "%s/%s", tu_build_dir(), name);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Copy the regular file from to a new file to, mode 0755. */
+static int copy_file(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC), out = -1, r = 0;
+	if (in < 0)
+		return -errno;
+	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0755);
+	if (out < 0)
+		r = -errno;
+	while (!r) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 20, 0);
+		if (n == 0)
+			break;
+		if (n < 0 && errno != EINTR)
+			r = -errno;
+	}
+	if (!r && fchmod(out, 0755) < 0) /* the umask does not decide who may run it */
+		r = -errno;
+	close(in);
+	if (out >= 0 && close(out) < 0 && !r)
+		r = -errno;
+	return r;
+}
+
+int tu_private_build(char *dir, size_t len)
+{
+	char from[PATH_MAX], to[PATH_MAX];
+	if (snprintf(dir, len, "/tmp/reaper-test-XXXXXX") >= (int)len)
+		return -ENAMETOOLONG;
+	if (!mkdtemp(dir))
+		return -errno;
+	snprintf(to, sizeof to, "%s/fixtures", dir);
+	int r = chmod(dir, 0711) < 0 || mkdir(to, 0711) < 0 || chmod(to, 0711) < 0 ? -errno : 0;
+	snprintf(from, sizeof from, "%s/reaper", tu_build_dir());
+	snprintf(to, sizeof to, "%s/reaper", dir);
+	if (!r)
+		r = copy_file(from, to);
+	snprintf(from, sizeof from, "%s/fixtures", tu_build_dir());
+	DIR *d = r ? NULL : opendir(from);
+	if (!r && !d)
+		r = -errno;
+	for (struct dirent *e; d && !r && (e = readdir(d));) {
+		if (e->d_type != DT_REG)
+			continue;
+		snprintf(from, sizeof from, "%s/fixtures/%s", tu_build_dir(), e->d_name);
+		snprintf(to, sizeof to, "%s/fixtures/%s", dir, e->d_name);
+		r = copy_file(from, to);
+	}
+	if (d)
+		closedir(d);
+	if (r)
+		tu_private_build_remove(dir);
+	return r;
+}
+
+int tu_private_build_remove(const char *dir)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/fixtures", dir);
+	DIR *d = opendir(p);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof p, "%s/fixtures/%s", dir, e->d_name);
+		unlink(p);
+	}
+	if (d)
+		closedir(d);
+	snprintf(p, sizeof p, "%s/fixtures", dir);
+	rmdir(p);
+	snprintf(p, sizeof p, "%s/reaper", dir);
+	unlink(p);
+	return rmdir(dir) < 0 ? -errno : 0;
 }
 
 int tu_unique_marker(char *buf, size_t len, const char *name, const char *prefix)

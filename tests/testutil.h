@@ -20,6 +20,14 @@ const char *tu_build_dir(void);
 /* "<build>/fixtures/NAME" (or "<build>/NAME" for "reaper") into buf. */
 int tu_build_path(char *buf, size_t len, const char *name);
 
+/* For a test that runs the build's programs as another user, who may not reach the checkout
+ * (a 0700 home, a mktemp -d clone): a private copy of reaper and the fixtures in a fresh
+ * directory under /tmp, laid out like the build directory and searchable by every user
+ * (files 0755, owned by the caller). dir gets its path, for REAPER_BUILD in that user's
+ * process; tu_private_build_remove() deletes it. */
+int tu_private_build(char *dir, size_t len);
+int tu_private_build_remove(const char *dir);
+
 /* A marker unique to this process and call: "NAME=<prefix>-<pid>-<n>-<random>" into buf. */
 int tu_unique_marker(char *buf, size_t len, const char *name, const char *prefix);
 
