@@ -5,6 +5,7 @@
 #include "run.h"
 
 #include "config.h"
+#include "exec.h"
 #include "guardian.h"
 #include "isolate.h"
 #include "output.h"
@@ -285,8 +286,8 @@ static char **command_env(struct run *r)
 }
 
 /* In the child, on our memory until the exec (vfork): COMMAND's group, terminal and signal
- * state, then exec; system calls only. An exec failure goes back to the parent as an errno
- * through errfd. */
+ * state, then exec; system calls only. An exec failure goes back to the parent as a
+ * struct exec_failure through errfd. */
 static void exec_command(struct run *r, char **env, int errfd)
 {
 	setpgid(0, 0);
@@ -297,12 +298,12 @@ static void exec_command(struct run *r, char **env, int errfd)
 	sigaction(SIGPIPE, &r->oldpipe, NULL);
 	sigprocmask(SIG_SETMASK, &r->oldmask, NULL);
 	setrlimit(RLIMIT_NOFILE, &r->nofile);
-	execvpe(r->argv[0], r->argv, env);
-	int e = errno;
-	if (write(errfd, &e, sizeof e) < 0) {
-		/* the parent sees EOF and a 127 status instead */
+	struct exec_failure f;
+	exec_search(r->argv, env, &f);
+	if (write(errfd, &f, sizeof f) < 0) {
+		/* the parent sees EOF and the status below instead */
 	}
-	_exit(e == ENOENT || e == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
+	_exit(exec_failure_code(&f));
 }
 
 /* vfork: no copy of our memory for a child that only execs, and we resume once it has */
@@ -346,12 +347,17 @@ static int start_command(struct run *r)
 		r->cmd = (struct pidref){ .pid = pid, .start_time = st.start_time, .fd = -1 };
 	}
 	r->st.command_pid = pid;
-	e = 0;
-	ssize_t n = read(ep[0], &e, sizeof e);
+	struct exec_failure f;
+	size_t got = 0;
+	ssize_t n;
+	while (got < sizeof f && ((n = read(ep[0], (char *)&f + got, sizeof f - got)) > 0 || (n < 0 && errno == EINTR)))
+		got += n > 0 ? (size_t)n : 0;
 	close(ep[0]);
-	if (n == (ssize_t)sizeof e) {
-		fprintf(stderr, "reaper: cannot run '%s': %s\n", r->argv[0], strerror(e));
-		return -e;
+	if (got == sizeof f) {
+		char msg[3200];
+		exec_failure_describe(&f, r->argv[0], msg, sizeof msg);
+		fprintf(stderr, "reaper: %s\n", msg);
+		return exec_failure_code(&f) == EXIT_NOT_FOUND ? -ENOENT : -EACCES; /* the caller's 127 / 126 */
 	}
 	return 0;
 }

@@ -2,7 +2,9 @@
 The settings in effect are read back from the state document; the leak exit code is also
 shown by behaviour."""
 import os
+import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -138,6 +140,54 @@ def exec_failure(run, argv, code, reason):
 def test_not_found_is_127(run, tmp_path):
     exec_failure(run, [str(tmp_path / "no-such-program")], 127, "No such file or directory")
     exec_failure(run, ["no-such-program-%d" % os.getpid()], 127, "No such file or directory")
+
+
+@pytest.fixture
+def unsearchable(tmp_path):
+    """A user that cannot search one directory: (reaper to run, Popen options, that directory,
+    a directory it can search). Root searches everything, so as root that user is nobody,
+    running a private copy of reaper (nobody may not reach this checkout); otherwise it is us
+    with a directory of mode 0."""
+    if os.geteuid() != 0:
+        hidden, shown = tmp_path / "hidden", tmp_path / "bin"
+        hidden.mkdir(mode=0o700)
+        shown.mkdir()
+        hidden.chmod(0)
+        yield REAPER, {}, str(hidden), str(shown)
+        hidden.chmod(0o700)
+        return
+    hidden = tmp_path  # root's 0700 directory
+    private = tempfile.mkdtemp(prefix="reaper-test-")
+    try:
+        os.chmod(private, 0o711)
+        reaper = os.path.join(private, "reaper")
+        shutil.copy(REAPER, reaper)
+        os.chmod(reaper, 0o755)
+        yield reaper, {"user": 65534, "group": 65534, "extra_groups": [], "cwd": "/"}, str(hidden), private
+    finally:
+        shutil.rmtree(private)
+
+
+def test_unsearchable_path_directory_is_not_found(run, unsearchable):
+    reaper, as_user, hidden, shown = unsearchable
+    path = "%s:/usr/bin:/bin:%s" % (hidden, shown)
+    name = "no-such-program-%d" % os.getpid()
+    r = run(None, [reaper, "run", "--", name], state=False, env={"PATH": path}, **as_user)
+    assert r.wait(30) == 127, r.stderr
+    line = [l for l in r.stderr.splitlines() if name in l][0]
+    assert "not found in PATH" in line and "No such file or directory" in line and hidden in line, line
+    # found after the directory it cannot search: runs
+    r = run(None, [reaper, "run", "--", "true"], state=False, env={"PATH": path}, **as_user)
+    assert r.wait(30) == 0, r.stderr
+    # found, but not executable: 126, naming the file
+    f = os.path.join(shown, "not-executable-%d" % os.getpid())
+    with open(f, "w") as out:
+        out.write("#!/bin/sh\nexit 0\n")
+    os.chmod(f, 0o644)
+    r = run(None, [reaper, "run", "--", os.path.basename(f)], state=False, env={"PATH": path}, **as_user)
+    assert r.wait(30) == 126, r.stderr
+    line = [l for l in r.stderr.splitlines() if os.path.basename(f) in l][0]
+    assert f in line and "Permission denied" in line, line
 
 
 def test_not_executable_is_126(run, tmp_path):
