@@ -387,6 +387,25 @@ class Bench:
                                    "floor_scan": med([f[0] for f in floor]),
                                    "floor_scan_cpu": med([f[2] for f in floor]),
                                    "guardian_start": guard}
+        # the same in a PID namespace with its own /proc, where nothing else runs: what reaper
+        # costs besides its final scan of the host
+        ns = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc"] +
+                            ([] if os.geteuid() == 0 else ["--user", "--map-root-user"]) +
+                            [os.path.join(self.bin, "bench-wrap"), str(runs)] + list(cmds.values()),
+                            capture_output=True, text=True)
+        if ns.returncode != 0:
+            skipped("wrapper overhead in an empty PID namespace: unshare failed: "
+                    + (ns.stderr.strip().splitlines() or ["?"])[-1], "it needs root or user namespaces")
+        else:
+            raw = json.loads(ns.stdout)
+            empty = {k: raw[v] for k, v in cmds.items()}
+            for v in empty.values():
+                v["overhead"] = v["median"] - empty["true"]["median"]
+                v["overhead_cpu"] = v["cpu"] - empty["true"]["cpu"]
+            self.results["wrapper"]["empty_host"] = empty
+            print("  wrapper, empty PID namespace: " + ", ".join(
+                f"{k} +{v['overhead']*1e3:.2f} ms (cpu +{v['overhead_cpu']*1e3:.2f})"
+                for k, v in empty.items() if k != "true"), flush=True)
         print("  wrapper: " + ", ".join(f"{k} +{v['overhead']*1e3:.2f} ms (cpu +{v['overhead_cpu']*1e3:.2f})"
                                         for k, v in res.items() if k != "true")
               + f"; one floor scan of {self.results['wrapper']['procs']} processes: "
@@ -616,6 +635,11 @@ def table(res: dict) -> str:
                     f"{ms(c[k]['overhead'])} (cpu {ms(c[k]['overhead_cpu'])})", "", "",
                     "<= tini + 0.5 ms" if k == "reaper" else "-",
                     k != "reaper" or c[k]["overhead"] <= tini + 0.0005 or c[k]["overhead_cpu"] <= tini_cpu + 0.0005)
+        for k, v in w.get("empty_host", {}).items():
+            if k != "true":
+                add(f"wrapper overhead in an empty PID namespace over /bin/true ({ms(w['empty_host']['true']['median'])}): "
+                    f"{k}", f"{ms(v['overhead'])} (cpu {ms(v['overhead_cpu'])})", "", "",
+                    "<= tini + 0.5 ms" if k == "reaper" else "-", True)
         add(f"one raw floor scan of the {w['procs']} processes (reaper run makes one at the end)",
             f"{ms(w['floor_scan'])} (cpu {ms(w['floor_scan_cpu'])})", "", "", "-", True)
         g = w.get("guardian_start")
@@ -694,6 +718,18 @@ def headline(res: dict) -> str:
         add(f"wrapper overhead over `/bin/true` ({ms(c['true']['median'])}), {w['procs']} processes",
             f"+{ms(c['reaper']['overhead'])} (cpu +{ms(c['reaper']['overhead_cpu'])})", anchors or "none installed",
             "<= tini + 0.5 ms", met)
+        e = w.get("empty_host")
+        if e:
+            anchors = ", ".join(f"{k} +{ms(e[k]['overhead'])} (cpu +{ms(e[k]['overhead_cpu'])})"
+                                for k in ("tini", "catatonit", "dumb-init") if k in e)
+            met = None
+            if "tini" in e:
+                met = (e["reaper"]["overhead"] <= e["tini"]["overhead"] + 0.0005 or
+                       e["reaper"]["overhead_cpu"] <= e["tini"]["overhead_cpu"] + 0.0005)
+            add(f"the same in a PID namespace of its own (its /proc holds only the benchmark): reaper's cost "
+                f"besides the final scan of the host ({ms(e['true']['median'])})",
+                f"+{ms(e['reaper']['overhead'])} (cpu +{ms(e['reaper']['overhead_cpu'])})", anchors or "none installed",
+                "<= tini + 0.5 ms", met)
     su = res.get("suite", {})
     if "crowded" in su and "quiet" in su:
         q, cr = su["quiet"], su["crowded"]
