@@ -483,15 +483,26 @@ class Bench:
         hold_r, hold_w = os.pipe()
         os.set_inheritable(hold_w, False)
         ready_r, ready_w = os.pipe()
-        argv = [self.reaper, "run", "--timeout", "30"] + flags + \
+        os.makedirs(self.tmp, exist_ok=True)
+        state = os.path.join(self.tmp, "run-exit.state")
+        argv = [self.reaper, "run", "--timeout", "30", "--state", state] + flags + \
             ["--", self.spawn_bin, "hold", str(n), str(hold_r), str(ready_w), str(fd), "0"]
         p = subprocess.Popen(argv, pass_fds=(hold_r, ready_w, fd), stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, close_fds=True)
         for x in (ready_w, hold_r, fd):
             os.close(x)
         try:
-            os.read(ready_r, 1)  # all n exist and COMMAND exits: the drain starts
-            time.sleep(0.1)      # its first scan has found them
+            os.read(ready_r, 1)  # all n exist and COMMAND exits
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:  # the drain has begun
+                try:
+                    with open(state) as f:
+                        if json.load(f).get("phase") == "draining":
+                            break
+                except (OSError, ValueError):
+                    pass
+                time.sleep(0.005)
+            time.sleep(0.1)  # its first scan has found them
         finally:
             os.close(ready_r)
             os.close(hold_w)     # released: each stamps its exit time and exits
