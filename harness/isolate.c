@@ -108,7 +108,7 @@ static void explain(int rootless, const struct failure *f)
 }
 
 /* In the clone: be the init of the new PID namespace. Returns only on success. */
-static void become_init(int rootless, uid_t uid, gid_t gid, int report, int alive)
+static void become_init(int rootless, uid_t uid, gid_t gid, int report, int alive, int foreground)
 {
 	struct failure f = { 0 };
 	char map[64];
@@ -143,23 +143,42 @@ static void become_init(int rootless, uid_t uid, gid_t gid, int report, int aliv
 	close(report);
 	close(alive);
 	prctl(PR_SET_NAME, "reaper-init", 0, 0, 0);
+	/* The outer reaper's process group is invisible in here (getpgrp() would say 0): lead a
+	 * group of our own and, when the outer one had the terminal, take it, so the run's job
+	 * control (COMMAND in the foreground, the terminal back for the drain) works inside. */
+	setpgid(0, 0);
+	if (foreground) {
+		sigset_t ttou, old;
+		sigemptyset(&ttou);
+		sigaddset(&ttou, SIGTTOU);
+		sigprocmask(SIG_BLOCK, &ttou, &old);
+		tcsetpgrp(STDIN_FILENO, getpgrp());
+		sigprocmask(SIG_SETMASK, &old, NULL);
+	}
 }
 
 /* The outer reaper: pass on the signals a process sent us (a terminal's reach the inner
  * reaper by themselves: it is in our process group), until the inner one ends; its wait
  * status. */
-static int relay(pid_t pid)
+/* What the outer reaper relays (those its caller did not ignore), SIGCHLD, and SIGTTOU
+ * (blocked only: taking the terminal back at the end must not stop it). Blocked before the
+ * clone, so a signal sent the moment the run starts is relayed, not fatal. */
+static void relayed_signals(sigset_t *mask)
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
+	sigemptyset(mask);
+	sigaddset(mask, SIGCHLD);
+	sigaddset(mask, SIGTTOU);
 	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
 		struct sigaction sa;
 		if (sigaction(sigs[i], NULL, &sa) == 0 && sa.sa_handler != SIG_IGN)
-			sigaddset(&mask, sigs[i]);
+			sigaddset(mask, sigs[i]);
 	}
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+}
+
+static int relay(pid_t pid, sigset_t mask)
+{
+	sigdelset(&mask, SIGTTOU);
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	int procfd = procfs_open();
 	struct pidref inner = PIDREF_NULL;
@@ -199,6 +218,7 @@ int isolate_enter(int *status)
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 	int report[2], alive[2];
+	int foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
 	if (pipe2(report, O_CLOEXEC) < 0)
 		return -errno;
 	if (pipe2(alive, O_CLOEXEC) < 0) {
@@ -207,14 +227,18 @@ int isolate_enter(int *status)
 		close(report[1]);
 		return e;
 	}
+	sigset_t mask, orig;
+	relayed_signals(&mask);
+	sigprocmask(SIG_BLOCK, &mask, &orig);
 	fflush(NULL);
 	unsigned long flags = CLONE_NEWPID | CLONE_NEWNS | (rootless ? CLONE_NEWUSER : 0);
 	/* clone without a stack is fork into new namespaces (glibc's fork() takes no flags) */
 	pid_t pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
 	if (pid == 0) {
+		sigprocmask(SIG_SETMASK, &orig, NULL); /* the run sets up its own */
 		close(report[0]);
 		close(alive[1]);
-		become_init(rootless, uid, gid, report[1], alive[0]);
+		become_init(rootless, uid, gid, report[1], alive[0], foreground);
 		return 0;
 	}
 	int e = pid < 0 ? errno : 0;
@@ -235,10 +259,13 @@ int isolate_enter(int *status)
 			waitpid(pid, NULL, 0);
 		close(alive[1]);
 		explain(rootless, &f);
+		sigprocmask(SIG_SETMASK, &orig, NULL);
 		return -(f.err ? f.err : EPERM);
 	}
 	/* alive[1] stays open while we live: the init polls it once to see we did not die early */
-	*status = relay(pid);
+	*status = relay(pid, mask);
+	if (foreground)
+		tcsetpgrp(STDIN_FILENO, getpgrp()); /* SIGTTOU is blocked */
 	close(alive[1]);
 	return 1;
 }

@@ -4,7 +4,9 @@ from its environment; as root, and as an unprivileged user (nobody) through a us
 The run's processes are found from our /proc by their PID namespace (the /proc/PID/ns/pid
 link of the namespace's init), each pinned by a pidfd and the link read again after."""
 import os
+import pty
 import pwd
+import select
 import shutil
 import signal
 import subprocess
@@ -199,7 +201,7 @@ def test_isolate_passes_a_sent_signal_on(tmp_path):
     reported, and the status is 128+15."""
     ready = str(tmp_path / "ready")
     p = subprocess.Popen([REAPER, "run", "--isolate", "--grace", "5", "--", "sh", "-c",
-                          'sleep 300 </dev/null >/dev/null 2>&1 & '
+                          'setsid sleep 300 </dev/null >/dev/null 2>&1 & '
                           'while [ "$(cat /proc/$!/comm)" != sleep ]; do :; done; : > "$0"; sleep 300', ready],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=str(tmp_path))
     outer = os.pidfd_open(p.pid)
@@ -214,3 +216,53 @@ def test_isolate_passes_a_sent_signal_on(tmp_path):
             signal.pidfd_send_signal(outer, signal.SIGKILL)
             p.wait(30)
         os.close(outer)
+
+
+def test_isolate_on_a_terminal_ctrl_c_reaches_command_then_the_drain(tmp_path):
+    """Job control works inside the namespace: the first Ctrl-C ends COMMAND (130), the
+    terminal comes back to the inner reaper, and a second one cuts its drain short (a
+    300 s timeout would otherwise hold the run). COMMAND execs its last sleep, so no moment
+    between its commands can meet the Ctrl-C."""
+    pid, master = pty.fork()
+    if pid == 0:
+        try:
+            os.chdir(str(tmp_path))
+            # an ignored SIGINT is inherited on purpose (nohup, a shell's & job): not this test's
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.execv(REAPER, [REAPER, "run", "--isolate", "--timeout", "300", "--grace", "5", "--",
+                              "sh", "-c", 'sleep 300 & while [ "$(cat /proc/$!/comm)" != sleep ]; do :; done; '
+                              'echo started; exec sleep 300'])
+        finally:
+            os._exit(127)
+    out = b""
+
+    def read_until(needle, timeout=60.0):
+        nonlocal out
+        deadline = time.monotonic() + timeout
+        while needle not in out:
+            assert time.monotonic() < deadline, out
+            r, _, _ = select.select([master], [], [], 0.5)
+            if r:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:
+                    chunk = b""
+                assert chunk, out
+                out += chunk
+
+    try:
+        read_until(b"started")
+        os.write(master, b"\x03")
+        read_until(b"waiting for 1 process")
+        os.write(master, b"\x03")
+        read_until(b"SUMMARY: ")
+        _, status = os.waitpid(pid, 0)
+        pid = 0
+        assert os.waitstatus_to_exitcode(status) == 130, out
+        # the background sleep ignores SIGINT (sh's rule for & jobs): killed after the grace
+        assert b"LEAK" in out and b"sleep 300" in out, out
+    finally:
+        if pid:
+            os.kill(pid, signal.SIGKILL)  # our own child, by pid: it cannot have been reused
+            os.waitpid(pid, 0)
+        os.close(master)
