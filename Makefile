@@ -1,25 +1,50 @@
+# SPDX-License-Identifier: MIT
 # reaper: build, check, install, demo, bench.  See README.md.
 # Parts add their own rules in */*.mk (tests/tests.mk, bench/bench.mk, ...).
+#
+# `make` and `make install` need a C compiler and libc only. The test, demo, bench and fuzz
+# targets need more (Check, pytest, valgrind, clang, ...): `make deps` installs the missing
+# Debian packages as root (ci/deps.sh), and `make check` / `make demo` run it first.
+# Warnings are errors in development builds: DEV=1, and always under check, demo, bench and fuzz.
 BUILD   ?= build
 CC      ?= cc
+OBJCOPY ?= objcopy
 PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+LIBDIR  ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR  ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 DESTDIR ?=
 CFLAGS  ?= -O2 -g
-WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+PYTHON  ?= /usr/bin/python3
+# The version lives in reaper/reaper.h only; everything else (pkg-config, Python) reads it there.
+VERSION := $(shell sed -n 's/^\#define REAPER_VERSION "\(.*\)"/\1/p' reaper/reaper.h)
+
+ifneq ($(filter check check-% demo bench bench-% fuzz soak-%,$(MAKECMDGOALS)),)
+DEV ?= 1
+endif
+export DEV
+WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter $(if $(filter 1,$(DEV)),-Werror)
 ALL_CFLAGS := -std=gnu11 $(WARN) -fPIC -I. $(CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS  += -lpthread
-PYTHON  ?= /usr/bin/python3
 
 LIB_SRC := $(sort $(wildcard reaper/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_SRC := $(sort $(wildcard harness/*.c))
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 DEPS_STAMP := $(BUILD)/.deps-ok
+# The library's objects hide everything but what reaper.h marks REAPER_EXPORT. The in-tree
+# programs (the command, tests, bench, fuzz) use its internals too (pidref, procfs, ...), so
+# they link this archive of the raw objects on purpose; libreaper.a and libreaper.so, the
+# installed ones, offer the public API only.
+INTERNAL_LIB := $(BUILD)/libreaper-internal.a
+$(LIB_OBJ): ALL_CFLAGS += -fvisibility=hidden
 
 # Targets that make check runs, in order; *.mk files append to it.
 CHECK_TARGETS :=
 
-.PHONY: all deps check check-suites demo install clean bench
+.PHONY: all deps check check-suites demo install uninstall clean bench
 all: $(BUILD)/reaper $(BUILD)/libreaper.so $(BUILD)/libreaper.a
 
 # Missing Debian packages are installed when root, otherwise named (see ci/deps.sh).
@@ -29,44 +54,67 @@ $(DEPS_STAMP): ci/deps.sh
 	@touch $@
 deps: $(DEPS_STAMP)
 
-$(BUILD)/obj/%.o: %.c $(wildcard reaper/*.h harness/*.h) | $(DEPS_STAMP)
+$(BUILD)/obj/%.o: %.c $(wildcard reaper/*.h harness/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/libreaper.a: $(LIB_OBJ)
+$(INTERNAL_LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+
+# One relocatable object whose hidden symbols are made local: a static link against
+# libreaper.a sees the same API as the shared library.
+$(BUILD)/libreaper.a: $(LIB_OBJ)
+	@rm -f $@ $(BUILD)/libreaper-public.o
+	$(CC) -r -nostdlib -o $(BUILD)/libreaper-public.o $^
+	$(OBJCOPY) --localize-hidden $(BUILD)/libreaper-public.o
+	ar rcs $@ $(BUILD)/libreaper-public.o
 
 $(BUILD)/libreaper.so: $(LIB_OBJ)
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libreaper.so.0 -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/reaper: $(CLI_OBJ) $(BUILD)/libreaper.a
-	$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libreaper.a $(LDFLAGS) $(LDLIBS)
+$(BUILD)/reaper: $(CLI_OBJ) $(INTERNAL_LIB)
+	$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJ) $(INTERNAL_LIB) $(LDFLAGS) $(LDLIBS)
 
 include $(sort $(wildcard */*.mk tests/*/*.mk harness/*/*.mk))
 
 # The suites run under reaper itself: whatever a test leaves behind fails make check.
-check: all
+check: deps
+	@$(MAKE) --no-print-directory all
 	$(BUILD)/reaper run --timeout 10 --grace 2 -- $(MAKE) --no-print-directory check-suites
 check-suites: $(CHECK_TARGETS)
 	@echo "make check: all suites passed"
 
-demo: all $(BUILD)/fixtures/daemon
+demo: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/fixtures/daemon
 	@bash fixtures/demo/run-demo.sh $(BUILD)/reaper
 
+# The public functions, one per line, from the header (each gets a man page link).
+PUBLIC_FUNCS = $(shell sed -n 's/^REAPER_EXPORT [^(]*[ *]\(reaper_[a-z_]*\)(.*/\1/p' reaper/reaper.h)
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/reaper \
-		$(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 0755 $(BUILD)/reaper $(DESTDIR)$(PREFIX)/bin/reaper
-	install -m 0644 $(BUILD)/libreaper.a $(DESTDIR)$(PREFIX)/lib/libreaper.a
-	install -m 0755 $(BUILD)/libreaper.so $(DESTDIR)$(PREFIX)/lib/libreaper.so.0
-	ln -sf libreaper.so.0 $(DESTDIR)$(PREFIX)/lib/libreaper.so
-	install -m 0644 reaper/reaper.h $(DESTDIR)$(PREFIX)/include/reaper/reaper.h
-	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man3
-	install -m 0644 man/reaper.1 $(DESTDIR)$(PREFIX)/share/man/man1/reaper.1
-	install -m 0644 man/libreaper.3 $(DESTDIR)$(PREFIX)/share/man/man3/libreaper.3
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|'"$$(sed -n 's/.*REAPER_VERSION "\(.*\)"/\1/p' reaper/reaper.h)"'|' \
-		reaper/libreaper.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libreaper.pc
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/reaper \
+		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
+	install -m 0755 $(BUILD)/reaper $(DESTDIR)$(BINDIR)/reaper
+	install -m 0644 $(BUILD)/libreaper.a $(DESTDIR)$(LIBDIR)/libreaper.a
+	install -m 0755 $(BUILD)/libreaper.so $(DESTDIR)$(LIBDIR)/libreaper.so.$(VERSION)
+	ln -sf libreaper.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libreaper.so.0
+	ln -sf libreaper.so.0 $(DESTDIR)$(LIBDIR)/libreaper.so
+	install -m 0644 reaper/reaper.h $(DESTDIR)$(INCLUDEDIR)/reaper/reaper.h
+	install -m 0644 man/reaper.1 $(DESTDIR)$(MANDIR)/man1/reaper.1
+	install -m 0644 man/libreaper.3 $(DESTDIR)$(MANDIR)/man3/libreaper.3
+	for f in $(PUBLIC_FUNCS); do echo '.so man3/libreaper.3' > $(DESTDIR)$(MANDIR)/man3/$$f.3; done
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@VERSION@|$(VERSION)|' reaper/libreaper.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/libreaper.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/reaper $(DESTDIR)$(LIBDIR)/libreaper.a \
+		$(DESTDIR)$(LIBDIR)/libreaper.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libreaper.so.0 \
+		$(DESTDIR)$(LIBDIR)/libreaper.so $(DESTDIR)$(INCLUDEDIR)/reaper/reaper.h \
+		$(DESTDIR)$(MANDIR)/man1/reaper.1 $(DESTDIR)$(MANDIR)/man3/libreaper.3 \
+		$(DESTDIR)$(PKGCONFIGDIR)/libreaper.pc
+	for f in $(PUBLIC_FUNCS); do rm -f $(DESTDIR)$(MANDIR)/man3/$$f.3; done
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/reaper 2>/dev/null
 
 clean:
 	rm -rf $(BUILD)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Benchmarks: `make bench` builds the drivers, runs every scenario beside its anchors, prints the
 # table, writes bench/results.json (and bench/growth.png when gnuplot exists) and rewrites the
 # results block of README.md. BENCH_QUICK=1: fewer repetitions and sizes, for iterating (the
@@ -11,9 +12,9 @@ $(BENCH_DIR)/bench-spawn: bench/spawn.c $(BENCH_COMMON) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< bench/benchlib.c
 
-$(BENCH_DIR)/bench-scan: bench/scan.c $(BENCH_COMMON) $(BUILD)/libreaper.a | $(DEPS_STAMP)
+$(BENCH_DIR)/bench-scan: bench/scan.c $(BENCH_COMMON) $(INTERNAL_LIB) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< bench/benchlib.c $(BUILD)/libreaper.a $(BENCH_LIBPROC) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $< bench/benchlib.c $(INTERNAL_LIB) $(BENCH_LIBPROC) $(LDLIBS)
 
 $(BENCH_DIR)/bench-reap: bench/reap.c $(BENCH_COMMON) $(BUILD)/libreaper.a | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

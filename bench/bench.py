@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """make bench: every scenario, libreaper and `reaper run` beside their anchors, in one run.
 
 Run by /usr/bin/python3 from bench/bench.mk. The anchors outside this repository are optional:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* benchlib: see benchlib.h. */
 #define _GNU_SOURCE
 #include "benchlib.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* benchlib: what the C benchmark drivers share: clocks, medians, the synthetic environment,
  * populations of bench-spawn processes, and the raw floor. */
 #ifndef BENCH_BENCHLIB_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The cost of gathering holdings: N leaks (default 100), each holding a listening TCP socket,
 a connected pair, a file under the sandbox HOME, a deleted file and our stdout, reaped with
 timeout 0 and no grace (SIGKILL at once), with and without holdings, alternating, the same

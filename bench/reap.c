@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-reap: libreaper's reaper_reap() on leftovers of bench-spawn, orphans of this driver
  * (a subreaper, as `reaper run` and a pytest session with adopt_orphans() are).  One JSON
  * line per repetition on stdout.

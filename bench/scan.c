@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-scan: the marker-scan contenders, one round each per command, so the driver can
  * interleave them (and the hand-written Python reaper) on the same processes.  Reads commands
  * on stdin, answers one JSON line each:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-spawn: the process factory of the benchmarks.
  *
  *   bench-spawn MODE COUNT HOLD_FD READY_FD SHM_FD SHM_BASE

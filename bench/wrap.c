@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench-wrap: wrapper overhead.  bench-wrap RUNS "CMD ARG..." "CMD ARG..." ...
  * Runs every command RUNS times, interleaved (one of each per round, the order rotating), each
  * by fork + execve + wait4 with output to /dev/null; prints one JSON object: per command the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Sanitizer and valgrind runs of the Check suites. Not part of CHECK_TARGETS: `make check`
 # runs those; .ci/run calls these after it (see ci/sanitize.sh and ci/valgrind.sh).
 SAN_BUILD ?= $(BUILD)-asan

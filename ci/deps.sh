@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs the Debian packages reaper needs when they are missing (as root), or names the
 # exact apt-get line and fails (as anyone else).  Extra packages: REAPER_DEPS_EXTRA.
 set -eu

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # ASan + UBSan build of libreaper, the reaper command, the fixtures and the Check suites
 # (clang), then every Check suite run under the sanitized `reaper run` itself. Any ASan,
 # UBSan or LeakSanitizer report ends the process that made it with an error, which fails

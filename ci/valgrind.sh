@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The Check suites under valgrind memcheck, then a few `reaper` command lines. Any memcheck
 # error or definite leak, in a suite or in a reaper it runs, fails the run.
 #

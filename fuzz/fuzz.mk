@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # libFuzzer targets: every fuzz/fuzz_NAME.c is one target, built with clang's fuzzer, ASan
 # and UBSan against the library and the command's sources (all but harness/main.c, through
 # an archive so each target links only the objects it calls). `make check-fuzz` runs each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz the allow-file parser (harness/output.c): any file text is either taken whole (every
  * pattern non-empty, trimmed, named FILE:LINE) or refused whole with a message naming the
  * file, never a crash or a leak. */

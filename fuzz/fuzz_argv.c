@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz the command lines of `reaper run`, `reaper scan` and `reaper reap` (harness/run.c,
  * harness/scan.c, the report flags of harness/output.c): the input is argv, arguments split
  * at NUL bytes. Any command line is accepted, is --help, or is a usage error (64); never a

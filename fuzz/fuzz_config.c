@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz the flag and environment parsing of `reaper run` (harness/config.c): any text as a
  * flag value gives a value inside the documented range or a refusal naming the flag; as
  * REAPER_TIMEOUT / REAPER_LEAK_EXIT_CODE, a value inside the range (or the default); never a

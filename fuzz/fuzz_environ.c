@@ -1,6 +1,8 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz reaper_environ_has and reaper_environ_get against a plain reference: the input is
  * split at its first 0xff byte into an entry/name and an environ block (NUL-separated, not
  * necessarily NUL-terminated, as /proc gives it). */
+#include "reaper/procfs.h"
 #include "reaper/reaper.h"
 
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz the report escapers (harness/escape.c) with arbitrary bytes, as a cmdline may hold:
  * - escape_json: a JSON string literal that is valid UTF-8 with no raw control byte; decoded
  *   back it equals the input exactly when the input was valid UTF-8 (and then it says it

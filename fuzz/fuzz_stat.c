@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz reaper_parse_stat: /proc/PID/stat text is whatever a process named itself (comm may
  * hold spaces, newlines and ')'), so the parser must never read outside the buffer, must
  * always leave a terminated comm, and must agree with an independent reading of the fields
  * after the last ')'. */
+#include "reaper/procfs.h"
 #include "reaper/reaper.h"
 
 #include <stdint.h>

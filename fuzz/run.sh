@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs each libFuzzer target given for an equal share of FUZZ_SECONDS_TOTAL, seeded from its
 # corpus in fuzz/corpus/NAME (read only), and prints the executions each one made. A crash,
 # a leak or a sanitizer report fails the run and leaves the input in $FUZZ_BUILD/artifacts.

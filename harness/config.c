@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* config: see config.h. */
 #define _GNU_SOURCE
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* config: values from flags and the environment, with the documented precedence (the flag
  * wins). A bad or out-of-range flag value is a usage error naming the flag and the value; a
  * bad environment value is a warning and the default, an out-of-range one is clamped. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* escape: see escape.h for the rules. Every escaper walks the bytes once with the same
  * strict UTF-8 decoder, so JSON, XML and text agree on what counts as invalid. */
 #define _GNU_SOURCE

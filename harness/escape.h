@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* escape: turn arbitrary bytes (a cmdline, a cwd, a marker: anything but NUL, as /proc
  * gives them) into text that a JSON parser, an XML parser, a terminal or a GitHub Actions
  * log accepts, whatever the bytes were.

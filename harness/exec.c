@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec: see exec.h. Runs in the forked child, between fork and exec. */
 #define _GNU_SOURCE
 #include "exec.h"

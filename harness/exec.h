@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec: run COMMAND the way a shell does, and say why it could not be run.
  *
  * A name without '/' is looked for in each PATH directory in turn. A directory that cannot be

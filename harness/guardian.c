@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* guardian: see guardian.h. */
 #define _GNU_SOURCE
 #include "guardian.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* guardian: makes a run's processes die with reaper even when reaper is SIGKILLed.
  *
  * A small process, detached into its own session (so job-control and process-group signals

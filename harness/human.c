@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* human: see human.h. Every string from /proc goes through escape_text, so a cmdline can
  * neither break the layout nor send escape sequences to the terminal. */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* human: the leak report for people, on stderr: what was left behind drawn as a process
  * tree (pstree-like, parents as first seen) with age, state, cwd, trimmed cmdline, how each
  * was found and the test that started it; a SUMMARY: line with the leaks per test; then,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* isolate: see isolate.h. The reaper clones itself into a new PID namespace and a new mount
  * namespace (and, when not root, a new user namespace that maps the caller's uid and gid to
  * themselves, so COMMAND runs as the caller, without capabilities once it execs). The clone

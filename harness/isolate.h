@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* isolate: `reaper run --isolate`, the run in a PID namespace of its own (see isolate.c). */
 #ifndef HARNESS_ISOLATE_H
 #define HARNESS_ISOLATE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* json: see json.h; the schema is documented in docs/report-schema.md. Every string goes
  * through escape_json, and a string that was not valid UTF-8 also gets a NAME_hex twin
  * holding its exact bytes, so nothing /proc said is lost. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* junit: see junit.h. The layout follows what GitLab and Jenkins read: <testsuites> around
  * one <testsuite name="reaper">, each <testcase> with classname (the test that started the
  * process, else "reaper") and name ("leak: PID CMDLINE"), a <failure message= type=> whose

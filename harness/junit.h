@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* junit: the JUnit XML report: testsuite "reaper", a failing testcase per leak, a skipped
  * one per kept or allowed process, one passing testcase when nothing leaked. */
 #ifndef HARNESS_JUNIT_H

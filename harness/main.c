@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reaper: the command.  `reaper run|scan|reap ...`; see usage() and reaper(1). */
 #include "config.h"
 #include "output.h"

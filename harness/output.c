@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* output: see output.h. */
 #define _GNU_SOURCE
 #include "output.h"

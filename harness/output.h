@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* output: the report flags that `reaper run`, `reaper reap` and `reaper scan` share
  * (--report, --junit, --allow, --keep, --allow-file, --report-only), GitHub Actions
  * annotations, the countdown on a tty, and output_emit(), which writes every output that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* replace: see replace.h. */
 #define _GNU_SOURCE
 #include "replace.h"

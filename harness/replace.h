@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* replace: write a whole file the way every file reaper writes is written. A new file is
  * made in the same directory (exclusive create, a random name, no symlink followed), filled,
  * and renamed over the path: a reader sees the whole old file or the whole new one, never

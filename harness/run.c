@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `reaper run`: run COMMAND as a subreaper (or as PID 1), supervise the whole run, then
  * reap what it left behind.  One event loop on a signalfd and COMMAND's pidfd; signals to
  * processes go through libreaper's pidref only.  Exit codes: see reaper(1) and usage(). */

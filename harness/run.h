@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The subcommands of the reaper command. */
 #ifndef HARNESS_RUN_H
 #define HARNESS_RUN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* scan: `reaper scan FINDERS [--json]` and `reaper reap FINDERS [--timeout S] [--grace S]`.
  * Both take their finders from the command line (--home DIR, --env NAME=VALUE, --tree PID)
  * and the report flags of output.h. Exit codes: see scan_usage(), reap_usage(), reaper(1). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* scan: `reaper scan` (list what the finders match, as pgrep does) and `reaper reap` (the
  * reap phase on its own, for a CI step after a suite that ran without the wrapper). */
 #ifndef HARNESS_SCAN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* state: see state.h. Written 0600 as every file reaper writes (replace.h): a reader sees
  * the old document or the new one, never half of one. */
 #define _GNU_SOURCE

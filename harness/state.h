@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* state: the --state document of `reaper run` (JSON, mode 0600, replaced atomically). */
 #ifndef HARNESS_STATE_H
 #define HARNESS_STATE_H

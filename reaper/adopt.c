@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* adoption: PR_SET_CHILD_SUBREAPER, refcounted, and the host's own setting put back by the
  * last release. The only global state of libreaper. */
 #define _GNU_SOURCE

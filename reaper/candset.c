@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* candset: an array of candidates plus a pid hash; see candset.h. */
 #include "candset.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* candset: the processes a reap has found, keyed by identity; and the scanner that finds them. */
 #ifndef REAPER_CANDSET_H
 #define REAPER_CANDSET_H

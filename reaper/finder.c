@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* finder: one scan of every finder over /proc. The marker finder reads each process's
  * environ (the hot path: one openat + read per process, nothing else); the tree finder
  * follows /proc/PID/task/TID/children down from its root and from every descendant already

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* holdings: see holdings.h. Sockets are named by matching the socket inodes of
  * /proc/PID/fd against the tables of the process's network namespace (/proc/PID/net/tcp,
  * tcp6, udp, udp6, unix), read once per namespace; a file is the run's output when its

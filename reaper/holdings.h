@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* holdings: what a leak holds (sockets, files, the run's output, memory and CPU time), read
  * from /proc before it is signalled. One gatherer per reap; it caches the socket tables of
  * each network namespace it met and bounds the whole reap's gathering in time and count. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pidref: pid + start time + pidfd; see pidref.h. */
 #define _GNU_SOURCE
 #include "pidref.h"

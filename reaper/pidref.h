@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pidref: a process identity (pid + kernel start time + pidfd). Every signal, wait and
  * identity comparison in libreaper goes through here; raw kill() lives nowhere else. */
 #ifndef REAPER_PIDREF_H

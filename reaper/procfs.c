@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* procfs: parsing and reading /proc; see procfs.h. */
 #define _GNU_SOURCE
 #include "procfs.h"

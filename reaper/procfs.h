@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* procfs: the raw /proc reads of libreaper (openat on one /proc dirfd, no stdio). */
 #ifndef REAPER_PROCFS_H
 #define REAPER_PROCFS_H
@@ -5,7 +6,25 @@
 #include "reaper.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
+
+/* ---- /proc parsers (pure functions: tests and fuzzing call them directly) ---------- */
+
+struct reaper_stat {
+	pid_t pid, ppid, pgrp, session;
+	char state;
+	uint64_t start_time;
+	char comm[64];
+};
+/* Parse the text of /proc/PID/stat (comm may hold spaces, newlines and ')'). */
+int reaper_parse_stat(const char *buf, size_t len, struct reaper_stat *st);
+/* 1 when the NUL-separated environ block holds exactly the entry "NAME=VALUE". */
+int reaper_environ_has(const char *environ, size_t len, const char *entry, size_t entry_len);
+/* The value of NAME in an environ block, or NULL; *vlen gets its length. */
+const char *reaper_environ_get(const char *environ, size_t len, const char *name, size_t *vlen);
+
+/* ---- reading /proc ------------------------------------------------------------------- */
 
 /* A growable read buffer, reused across processes on the hot path. */
 struct pbuf {

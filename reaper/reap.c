@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reap: wait for what the finders found, then terminate, freeze and kill it until a rescan
  * finds nothing new. Exits are events (pidfds in epoll); rescans only look for what forked
  * meanwhile, on a backoff, and once more the moment everything known is gone. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libreaper: find, wait for, kill and report the processes a test run left behind.
  *
  * Functions that can fail return 0 (or a count) on success and a negative errno on failure;
@@ -22,19 +23,27 @@
 extern "C" {
 #endif
 
-#define REAPER_VERSION "0.1.0"
+#define REAPER_VERSION "0.2.0"
+
+/* What libreaper.so exports: the functions of this header and nothing else (the library is
+ * built with hidden visibility). */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define REAPER_EXPORT __attribute__((visibility("default")))
+#else
+#define REAPER_EXPORT
+#endif
 
 /* ---- adoption ------------------------------------------------------------------- */
 
 /* Make the calling process a child subreaper (refcounted: the first adopt turns
  * PR_SET_CHILD_SUBREAPER on). Returns the new count, or -errno from prctl. */
-int reaper_adopt(void);
+REAPER_EXPORT int reaper_adopt(void);
 /* Undo one reaper_adopt(); the last release puts back the subreaper setting the process had
  * before the first adopt (a host that was a subreaper itself stays one). Processes already
  * adopted stay our children. Returns the new count, -EINVAL when not adopted. */
-int reaper_release(void);
+REAPER_EXPORT int reaper_release(void);
 /* The current adoption count. */
-int reaper_adopted(void);
+REAPER_EXPORT int reaper_adopted(void);
 
 /* ---- finders -------------------------------------------------------------------- */
 
@@ -52,8 +61,8 @@ struct reaper_finder {
 };
 
 /* Build finders (no allocation: marker is referenced, not copied). */
-struct reaper_finder reaper_find_env(const char *marker);
-struct reaper_finder reaper_find_tree(pid_t root);
+REAPER_EXPORT struct reaper_finder reaper_find_env(const char *marker);
+REAPER_EXPORT struct reaper_finder reaper_find_tree(pid_t root);
 
 /* ---- reap --------------------------------------------------------------------------- */
 
@@ -166,11 +175,11 @@ struct reaper_opts {
 };
 
 /* Fill opts with the defaults (event_fd -1). */
-void reaper_opts_init(struct reaper_opts *opts);
+REAPER_EXPORT void reaper_opts_init(struct reaper_opts *opts);
 
 /* Find what the finders match, now; signal nothing. *out is allocated (free with
  * reaper_report_free) with every match in fate REAPER_ALIVE. */
-int reaper_scan(const struct reaper_finder *finders, size_t n, struct reaper_report **out);
+REAPER_EXPORT int reaper_scan(const struct reaper_finder *finders, size_t n, struct reaper_report **out);
 
 /* The whole reap: wait (event-driven, rescanning for what forks meanwhile) until
  * opts->timeout for every match to exit, then SIGTERM + grace if asked, then freeze and
@@ -179,40 +188,25 @@ int reaper_scan(const struct reaper_finder *finders, size_t n, struct reaper_rep
  * opts may be NULL for the defaults. -EINVAL for a bad finder or a negative, NaN or infinite
  * time, -E2BIG for more than 32 finders, -ENOMEM; on a failure after the freeze began, what was frozen is
  * killed before returning. Each live match holds a pidfd: raise RLIMIT_NOFILE for many. */
-int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reaper_opts *opts,
+REAPER_EXPORT int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reaper_opts *opts,
 		struct reaper_report **out);
 
 /* Free a report from reaper_scan or reaper_reap (NULL is fine). */
-void reaper_report_free(struct reaper_report *r);
+REAPER_EXPORT void reaper_report_free(struct reaper_report *r);
 /* Take procs[i] out of the report, with its share of the counts (a caller that knows a
  * match is not a leftover, e.g. its own runner). 0, or -EINVAL. */
-int reaper_report_remove(struct reaper_report *r, size_t i);
+REAPER_EXPORT int reaper_report_remove(struct reaper_report *r, size_t i);
 /* 1 when p counts as a leak: alive at the end (report-only), terminated, killed or
  * unkillable, and not allowed by a pattern; 0 otherwise. */
-int reaper_proc_is_leak(const struct reaper_proc *p);
+REAPER_EXPORT int reaper_proc_is_leak(const struct reaper_proc *p);
 
 /* Names: "exited", "killed", ... */
-const char *reaper_fate_name(enum reaper_fate f);
+REAPER_EXPORT const char *reaper_fate_name(enum reaper_fate f);
 /* Names: "listening", "connected", "file", "deleted", "output", "unreadable". */
-const char *reaper_hold_kind_name(enum reaper_hold_kind k);
+REAPER_EXPORT const char *reaper_hold_kind_name(enum reaper_hold_kind k);
 /* "env HOME=/x" or "tree 123" (tree 0: the caller) for finders[i] matched in mask, joined
  * by ", " into buf. 0, or -ENOSPC when buf is too small (-EINVAL when len is 0). */
-int reaper_matched_by(const struct reaper_finder *finders, size_t n, uint32_t mask, char *buf, size_t len);
-
-/* ---- /proc primitives (exposed for tests, fuzzing and tools) ------------------------- */
-
-struct reaper_stat {
-	pid_t pid, ppid, pgrp, session;
-	char state;
-	uint64_t start_time;
-	char comm[64];
-};
-/* Parse the text of /proc/PID/stat (comm may hold spaces, newlines and ')'). */
-int reaper_parse_stat(const char *buf, size_t len, struct reaper_stat *st);
-/* 1 when the NUL-separated environ block holds exactly the entry "NAME=VALUE". */
-int reaper_environ_has(const char *environ, size_t len, const char *entry, size_t entry_len);
-/* The value of NAME in an environ block, or NULL; *vlen gets its length. */
-const char *reaper_environ_get(const char *environ, size_t len, const char *name, size_t *vlen);
+REAPER_EXPORT int reaper_matched_by(const struct reaper_finder *finders, size_t n, uint32_t mask, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report: the result of a reap, and the small value helpers of the public API. */
 #define _GNU_SOURCE
 #include "candset.h"

@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: MIT */
 /* check_core: unit tests of the /proc primitives (stat parsing, environ marker matching),
  * against hand-written input and against the kernel's own text for a real process whose
  * comm is built to fool a naive parser; and the adoption refcount. */
 #define _GNU_SOURCE
+#include "reaper/procfs.h"
 #include "reaper/reaper.h"
 #include "tests/testutil.h"
 

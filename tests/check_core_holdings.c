@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_core_holdings: reaper_opts.holdings against a real leftover that listens on a port,
  * holds a locked file and a deleted one under its directory, and keeps a connection open: the
  * report names each, read before the SIGKILL; without the option nothing is gathered, and an

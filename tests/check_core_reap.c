@@ -1,9 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /* check_core_reap: reaper_reap / reaper_scan and the finders against real processes, one
  * fixture per way of leaving something behind. Every test spawns its leftovers with its own
  * HOME marker, checks the report against the pids the fixture printed, then checks /proc:
  * the leftovers are gone, no zombie child of ours is left, bystanders are untouched. */
 #define _GNU_SOURCE
 #include "reaper/pidref.h"
+#include "reaper/procfs.h"
 #include "reaper/reaper.h"
 #include "tests/testutil.h"
 

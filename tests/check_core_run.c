@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_core_run: `reaper run` end to end, as a user runs it: exit statuses, the leak report
  * naming the leftover, the leftover gone afterwards, and the wait ending when the leftovers
  * exit rather than at the deadline. Every fixture runs under it too. */

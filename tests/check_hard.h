@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers of the hardening suites (tests/check_hard_*.c): spawning fixtures that report the
  * signals reaching them, finding a process in a report, and scratch cgroups. Header-only so
  * each suite binary stays one file plus testutil. */
@@ -6,6 +7,7 @@
 
 #define _GNU_SOURCE
 #include "testutil.h"
+#include "reaper/procfs.h"
 #include "reaper/reaper.h"
 
 #include <check.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Bad input: hostile /proc contents. Unit cases feed reaper_parse_stat and the environ
  * matchers what a process can make /proc show (comms of ") ) )", newlines, cut or overlong
  * fields); real-process cases make a process with a multi-megabyte environ, one named

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Lost markers: a leftover that clears its environment (env -i) or writes over it in place
  * (setproctitle-style) no longer carries the marker, and is still found by descent; a
  * process whose environ cannot be read (non-dumpable under an unprivileged reaper, or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Recycled pids. Inside a PID namespace of its own (where this test is pid 1 and owns every
  * pid), a reaper is held (ptrace) at the very pidfd_send_signal it aims at a leftover it
  * found; the leftover is then killed and collected, /proc/sys/kernel/ns_last_pid makes an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unprivileged use: as an ordinary user (a forked child that became nobody), reaper -- the
  * library and the command -- ends that user's own leftovers, fails clearly for what it may
  * not do, and never touches another user's process, even one carrying the same marker. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Hard states: leftovers that are stopped (SIGSTOP, ptrace), ignore SIGTERM, sleep
  * uninterruptibly (cgroup v1 freezer), or are zombies held by a live parent outside the run.
  * Each is reaped (or reported) without hanging the reap and without touching anything else. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fork storms: a leftover whose processes fork as fast as they can (each exits after two
  * forks, so orphans appear all the time) is brought to zero within the settle deadline.
  * Bounded so the machine survives: a pids cgroup (pids.max) where this machine has one, and

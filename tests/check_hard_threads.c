@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Threads and concurrency: a multi-threaded leftover counts once (by the marker finder and by
  * descent); eight threads of one process reaping with different markers at the same time each
  * get exactly their own leftovers, with the right fates. */

@@ -1,5 +1,7 @@
-# Check suites: every tests/check_*.c is one suite binary, linked with libreaper.a and
-# tests/testutil.c; fixtures/*.c are small programs the tests run.
+# SPDX-License-Identifier: MIT
+# Check suites: every tests/check_*.c is one suite binary, linked with tests/testutil.c and the
+# library's internal archive (they test its insides too); fixtures/*.c are small programs the
+# tests run (a C compiler is all they need).
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 TEST_SRC     := $(sort $(wildcard tests/check_*.c))
@@ -8,13 +10,13 @@ TESTUTIL     := $(wildcard tests/testutil.c)
 FIXTURE_SRC  := $(sort $(wildcard fixtures/*.c))
 FIXTURE_BIN  := $(FIXTURE_SRC:fixtures/%.c=$(BUILD)/fixtures/%)
 
-$(BUILD)/fixtures/%: fixtures/%.c | $(DEPS_STAMP)
+$(BUILD)/fixtures/%: fixtures/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c $(TESTUTIL) $(wildcard tests/*.h) $(BUILD)/libreaper.a | $(DEPS_STAMP)
+$(BUILD)/tests/%: tests/%.c $(TESTUTIL) $(wildcard tests/*.h) $(INTERNAL_LIB) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(TESTUTIL) $(BUILD)/libreaper.a $(CHECK_LIBS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(TESTUTIL) $(INTERNAL_LIB) $(CHECK_LIBS) $(LDLIBS)
 
 fixtures: $(FIXTURE_BIN)
 .PHONY: fixtures check-c

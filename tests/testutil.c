@@ -1,9 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /* testutil: see testutil.h. Plain /proc reads of its own, so a test never checks the library
  * with the library's own parser (marker matching aside, which has its own unit tests). */
 #define _GNU_SOURCE
 #include "testutil.h"
 #include "reaper/pidref.h"
 
+#include "reaper/procfs.h"
 #include "reaper/reaper.h"
 
 #include <check.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* testutil: small helpers the Check suites share to run real processes and look at them in
  * /proc. Every helper returns 0 (or a count) or a negative errno; none of them signals a
  * process it was not handed by identity (pid + start time). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Check helper: a checked fixture per TCase that marks each test's processes and fails the
  * test with what it left behind. Check's fixtures take no argument, so each checked TCase
  * gets its own slot of small trampolines that know which TCase they belong to. */

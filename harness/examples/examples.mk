@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The examples leak on purpose, so they fail: each target runs one, shows its report, and
 # succeeds only when the leak was caught (a passing example would mean reaper missed it).
 # Not part of make check (their failure lines would read as the suite's).

@@ -1,8 +1,9 @@
+# SPDX-License-Identifier: MIT
 # The Python package harness/python/reaper (ctypes over libreaper) and its pytest plugin:
 # tests (check-python, part of make check) and installation for Debian's python3.
 PY_DIR   := harness/python
 PY_FILES := $(filter-out $(PY_DIR)/reaper/_installed.py,$(sort $(wildcard $(PY_DIR)/reaper/*.py)))
-PY_VERSION = $(shell sed -n 's/.*REAPER_VERSION "\(.*\)"/\1/p' reaper/reaper.h)
+PY_VERSION = $(VERSION)
 # Debian's python3 reads /usr/lib/python3/dist-packages and /usr/local/lib/python3.X/dist-packages.
 PY_SITE ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')/dist-packages)
 # The suite itself runs with the plugin: a test of it that leaked would fail.
@@ -18,7 +19,7 @@ install: install-python
 install-python:
 	install -d $(DESTDIR)$(PY_SITE)/reaper $(DESTDIR)$(PY_SITE)/reaper-$(PY_VERSION).dist-info
 	install -m 0644 $(PY_FILES) $(DESTDIR)$(PY_SITE)/reaper/
-	printf 'LIBDIR = "%s"\n' '$(PREFIX)/lib' > $(DESTDIR)$(PY_SITE)/reaper/_installed.py
+	printf 'LIBDIR = "%s"\n' '$(LIBDIR)' > $(DESTDIR)$(PY_SITE)/reaper/_installed.py
 	cd $(DESTDIR)$(PY_SITE)/reaper-$(PY_VERSION).dist-info && \
 	printf 'Metadata-Version: 2.1\nName: reaper\nVersion: %s\nSummary: %s\n' '$(PY_VERSION)' \
 		'find, wait for, kill and report the processes a test left behind' > METADATA && \

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # pytest suite of the reaper command's scan / reap subcommands and its reports (tests/cli/).
 .PHONY: check-cli
 check-cli: all $(BUILD)/fixtures/many fixtures

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Helpers for the `reaper scan` / `reaper reap` / report tests: real processes, cleaned up by
 identity.
 

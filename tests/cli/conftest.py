@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Fixtures of the reaper command suite; the helpers live in cli_util.py."""
 import pytest
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A report that cannot be written, `reaper run` with the report flags, and --help against
 the man page."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What a leak holds, read before it is killed: the port it listens on, the run's output it
 keeps open, the deleted or locked files of the sandbox. COMMAND starts the leftover and
 exits once the leftover holds what the test is about, so the report can only be right if it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The human report: the process tree, the SUMMARY line with leaks per test, colour only on a
 tty and never with NO_COLOR, the countdown only on a tty."""
 import os

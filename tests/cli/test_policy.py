@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Policy: --allow (cleaned up, not a leak), --keep (left running, not a leak), --allow-file,
 the pattern hit table, --report-only (signals nothing)."""
 import os

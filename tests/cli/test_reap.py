@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`reaper reap` after a suite that ran without the wrapper, and its JSON / JUnit / GitHub
 outputs read back by real parsers."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Bad input and hostile files: every bad value a clear error, every file written whole and
 never through a symlink, nothing trusted that another user controls."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`reaper scan --home DIR --json` and `reaper reap` over many live processes (the fixture
 `many`: REAPER_CLI_MANY of them, default 1000; 4000 for the measurement in the README). The
 time is printed (pytest -s shows it), never asserted."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`reaper scan`: lists live matches as pgrep does (0 some, 1 none, 64 usage), --json."""
 import json
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Shared helpers for the `reaper run` supervisor suite: real processes, cleaned up by identity.
 
 Every process a test starts is signalled only through a pidfd opened while its identity was

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Soak `reaper run` with N short-lived orphans made while COMMAND runs, and
 measure reaper's memory before and after: it keeps nothing per orphan, so RSS stays flat.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The `reaper run` supervisor suite: pytest with real processes, under the system
 # /usr/bin/python3 (it has pytest). soak-supervisor is the long 100,000-orphan soak; it is not
 # part of make check.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Configuration by flag and environment, usage errors, exec failures.
 The settings in effect are read back from the state document; the leak exit code is also
 shown by behaviour."""

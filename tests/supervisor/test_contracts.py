@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`reaper run` keeps what its help promises at the edges: --home finds leftovers by HOME=DIR,
 a cancellation during the drain reaches leftovers as itself, an unkillable COMMAND does not
 keep reaper forever, and an inherited SIGCHLD=SIG_IGN does not cost the guardian."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A leftover holding COMMAND's stdout/stderr pipe or its pty never keeps the reader waiting
 past timeout + grace + a short settle. Without the kill the leftover would
 hold them for 300 s; the bounds below are only there so a hang fails instead of stalling."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`reaper run --isolate`: the run in a PID namespace of its own. SIGKILL the reaper mid-run
 and nothing of the run is left, not even a TERM-ignoring daemon that dropped the run's marker
 from its environment; as root, and as an unprivileged user (nobody) through a user namespace.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Owner death: a reaper that is SIGKILLed mid-run still takes its run with
 it (its guardian sees the pipe close and kills by the run's marker), while another, live
 reaper run is left alone."""

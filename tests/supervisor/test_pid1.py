@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`reaper run` as PID 1 of a PID namespace: it reaps every orphan, handles
 and forwards signals (the kernel gives PID 1 no default actions: an unhandled SIGTERM would
 simply be dropped) and exits with COMMAND's status."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Cancellation, escalation and forwarding of signals sent to `reaper run`."""
 import os
 import signal

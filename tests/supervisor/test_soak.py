@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A small soak of short-lived orphans while COMMAND runs (the 100,000 one is
 `make soak-supervisor`): each is reaped while COMMAND lives, counted once, and reaper's memory
 does not grow with their number."""

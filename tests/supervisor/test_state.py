@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The --state document: counts while the run lives, phases, mode, atomicity, no output in it,
 and a path that cannot be written."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Terminal and job control: under a controlling tty COMMAND gets the
 foreground, so the terminal's ^C reaches the suite and ^Z / fg work; once COMMAND is gone the
 terminal is reaper's again, so ^C cancels the drain. Each test makes a pty the controlling

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reaper for Check: every test of a TCase is checked for the processes it leaves behind.
  *
  *     #include <reaper/check.h>

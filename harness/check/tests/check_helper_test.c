@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The Check helper against real processes: an inner suite whose tests leak on purpose runs
  * in CK_FORK and in CK_NOFORK mode; its results (srunner_ntests_failed and its log) must
  * show the leaking test failed naming the leaked command, the clean ones passed, nothing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A tiny Check suite that leaks on purpose: run it with `make example-check`.
  * leaves_a_daemon detaches a `sleep` and forgets it; reaper_check_tcase() makes that test
  * fail with the process listed, kills it, and lets the clean test pass. */

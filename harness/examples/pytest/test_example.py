@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A tiny suite that leaks on purpose: run it with `make example-pytest`.
 
 test_starts_a_daemon detaches a `sleep` into its own session and forgets it, the way a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """reaper for Python: find, wait for, kill and report the processes a test left behind.
 
 A drop-in for the hand-written ``_reaper.py`` modules of e2e suites (same calls, same

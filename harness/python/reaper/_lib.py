@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """ctypes view of libreaper: the structs of reaper/reaper.h field for field, and the loader.
 
 The layouts here must match the header exactly; tests/test_layout.py compiles a C program

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pytest plugin: every test is checked for the processes it leaves behind.
 
 Load it with ``-p reaper.pytest_plugin`` (an installed reaper registers it as the ``reaper``

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Helpers of the reaper Python suite: an independent /proc oracle and cleanup by identity.
 
 The cleanup here does not use the library under test: it reads /proc itself and signals

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A process that misbehaves on request, for the reaper tests.
 
 leaker.py [--daemon] [--ignore-term] [--pidfile F] [--sleep S] TAG

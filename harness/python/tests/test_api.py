@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The Python API against real processes: sandbox HOME, setsid daemons, TERM-ignorers,
 processes that exit in time, zombies, descendants, env markers."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`make install` puts the package where Debian's python3 looks, registers the pytest entry
 point, and installs <reaper/check.h> with libreaper-check.a."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The ctypes structs must be reaper/reaper.h's, field for field: same names in the same
 order (read from the header), and the same sizeof/offsetof (printed by a C program built
 from the header with the system compiler). A field added to the header and not here fails."""

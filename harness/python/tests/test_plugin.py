@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The pytest plugin, driven through pytester: real inner sessions that start real processes."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The plugin's teardown error says what a leak held: the port the next test cannot bind."""
 from __future__ import annotations
 

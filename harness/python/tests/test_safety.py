@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Bad values and hostile files in the Python package and the pytest plugin: a clear error
 for every bad time, the report written whole and never through a symlink."""
 from __future__ import annotations
