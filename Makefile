@@ -89,8 +89,8 @@ demo: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/fixtures/daemon
 	@bash fixtures/demo/run-demo.sh $(BUILD)/reaper
 
-# The public functions, one per line, from the header (each gets a man page link).
-PUBLIC_FUNCS = $(shell sed -n 's/^REAPER_EXPORT [^(]*[ *]\(reaper_[a-z_]*\)(.*/\1/p' reaper/reaper.h)
+# The public functions, from the header (each gets a man page link to libreaper(3)).
+PUBLIC_FUNCS = sed -n 's/^REAPER_EXPORT [^(]*[ *]\(reaper_[a-z_0-9]*\)(.*/\1/p' reaper/reaper.h
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/reaper \
@@ -103,7 +103,7 @@ install: all
 	install -m 0644 reaper/reaper.h $(DESTDIR)$(INCLUDEDIR)/reaper/reaper.h
 	install -m 0644 man/reaper.1 $(DESTDIR)$(MANDIR)/man1/reaper.1
 	install -m 0644 man/libreaper.3 $(DESTDIR)$(MANDIR)/man3/libreaper.3
-	for f in $(PUBLIC_FUNCS); do echo '.so man3/libreaper.3' > $(DESTDIR)$(MANDIR)/man3/$$f.3; done
+	for f in $$($(PUBLIC_FUNCS)); do echo '.so man3/libreaper.3' > $(DESTDIR)$(MANDIR)/man3/$$f.3; done
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 		-e 's|@VERSION@|$(VERSION)|' reaper/libreaper.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/libreaper.pc
 
@@ -113,7 +113,7 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/libreaper.so $(DESTDIR)$(INCLUDEDIR)/reaper/reaper.h \
 		$(DESTDIR)$(MANDIR)/man1/reaper.1 $(DESTDIR)$(MANDIR)/man3/libreaper.3 \
 		$(DESTDIR)$(PKGCONFIGDIR)/libreaper.pc
-	for f in $(PUBLIC_FUNCS); do rm -f $(DESTDIR)$(MANDIR)/man3/$$f.3; done
+	for f in $$($(PUBLIC_FUNCS)); do rm -f $(DESTDIR)$(MANDIR)/man3/$$f.3; done
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/reaper 2>/dev/null
 
 clean:

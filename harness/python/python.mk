@@ -1,15 +1,18 @@
 # SPDX-License-Identifier: MIT
 # The Python package harness/python/reaper (ctypes over libreaper) and its pytest plugin:
 # tests (check-python, part of make check) and installation for Debian's python3.
+# The package's metadata is harness/python/pyproject.toml; `make install` builds its wheel
+# (without a bundled library: it loads the libreaper installed beside it, LIBDIR) and unpacks
+# it where python3 looks. Without python3 or pip that step is skipped with a message: the
+# rest of `make install` needs a C compiler and libc only.
 PY_DIR   := harness/python
-PY_FILES := $(filter-out $(PY_DIR)/reaper/_installed.py,$(sort $(wildcard $(PY_DIR)/reaper/*.py)))
-PY_VERSION = $(VERSION)
+PY_WHEEL_DIR := $(BUILD)/python-wheel
 # Debian's python3 reads /usr/lib/python3/dist-packages and /usr/local/lib/python3.X/dist-packages.
-PY_SITE ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')/dist-packages)
+PY_SITE ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)/dist-packages)
 # The suite itself runs with the plugin: a test of it that leaked would fail.
 PY_TEST_ENV = REAPER_BUILD=$(abspath $(BUILD)) PYTHONPATH=$(abspath $(PY_DIR)) PYTHONDONTWRITEBYTECODE=1
 
-.PHONY: check-python install-python
+.PHONY: check-python install-python uninstall-python
 check-python: $(BUILD)/libreaper.so
 	$(PY_TEST_ENV) $(PYTHON) -m pytest -q -p no:cacheprovider -p reaper.pytest_plugin $(PY_DIR)/tests
 
@@ -17,13 +20,21 @@ CHECK_TARGETS += check-python
 
 install: install-python
 install-python:
-	install -d $(DESTDIR)$(PY_SITE)/reaper $(DESTDIR)$(PY_SITE)/reaper-$(PY_VERSION).dist-info
-	install -m 0644 $(PY_FILES) $(DESTDIR)$(PY_SITE)/reaper/
-	printf 'LIBDIR = "%s"\n' '$(LIBDIR)' > $(DESTDIR)$(PY_SITE)/reaper/_installed.py
-	cd $(DESTDIR)$(PY_SITE)/reaper-$(PY_VERSION).dist-info && \
-	printf 'Metadata-Version: 2.1\nName: reaper\nVersion: %s\nSummary: %s\n' '$(PY_VERSION)' \
-		'find, wait for, kill and report the processes a test left behind' > METADATA && \
-	printf '[pytest11]\nreaper = reaper.pytest_plugin\n' > entry_points.txt && \
-	printf 'reaper\n' > top_level.txt && printf 'make\n' > INSTALLER && \
-	{ for f in ../reaper/*.py METADATA entry_points.txt top_level.txt INSTALLER; do \
-		echo "$${f#../},,"; done; echo 'reaper-$(PY_VERSION).dist-info/RECORD,,'; } > RECORD
+	@if ! $(PYTHON) -m pip --version >/dev/null 2>&1; then \
+		echo "install-python: skipped ($(PYTHON) -m pip is not there; Debian: python3-pip python3-setuptools)"; \
+	else set -e; rm -rf $(PY_WHEEL_DIR); set -x; \
+		REAPER_PY_LIBDIR=$(LIBDIR) $(PYTHON) -m pip wheel -q --no-build-isolation --no-deps --no-cache-dir \
+			-w $(PY_WHEEL_DIR) $(PY_DIR); \
+		install -d $(DESTDIR)$(PY_SITE); \
+		$(PYTHON) -m zipfile -e $(PY_WHEEL_DIR)/pytest_reaper-$(VERSION)-*.whl $(DESTDIR)$(PY_SITE); \
+	fi
+
+# Removes what the installed wheel's RECORD lists.
+uninstall: uninstall-python
+uninstall-python:
+	@set -e; for rec in $(DESTDIR)$(PY_SITE)/pytest_reaper-*.dist-info/RECORD; do \
+		[ -f "$$rec" ] || continue; \
+		sed 's/,[^,]*,[^,]*$$//' "$$rec" | while IFS= read -r f; do rm -f "$(DESTDIR)$(PY_SITE)/$$f"; done; \
+		rm -rf $(DESTDIR)$(PY_SITE)/reaper/__pycache__; \
+		rmdir $(DESTDIR)$(PY_SITE)/reaper "$${rec%/RECORD}" 2>/dev/null || true; \
+	done

@@ -25,7 +25,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from . import _lib
 
-__version__ = "0.1.0"
+__version__ = _lib.VERSION
 __all__ = [
     "REAP_TIMEOUT", "Finder", "Process", "ReapReport", "ReaperError", "adopt_orphans",
     "release_orphans", "adopted", "with_home", "with_env", "descendants", "reap",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import re
 from pathlib import Path
 
 pid_t = ctypes.c_int32
@@ -141,28 +142,52 @@ def _checkout_root() -> Path:
     return Path(__file__).resolve().parents[3]
 
 
+def _version() -> str:
+    """The version: written into the package when it is built, else (running from a
+    checkout) read from reaper/reaper.h, its one home."""
+    try:
+        from ._version import VERSION
+        return VERSION
+    except ImportError:
+        pass
+    try:
+        text = (_checkout_root() / "reaper" / "reaper.h").read_text()
+        m = re.search(r'^#define REAPER_VERSION "([^"]+)"', text, re.M)
+        return m.group(1) if m else "unknown"
+    except OSError:
+        return "unknown"
+
+
+VERSION = _version()
+
+
 def candidates() -> list[str]:
-    """Where libreaper is looked for, in order: REAPER_LIBRARY; in a checkout, its build tree
-    (REAPER_BUILD, else build/); once installed, the library installed beside this package;
-    then the system's (ldconfig's cache and the default paths)."""
+    """Where libreaper is looked for, in order: the copy bundled in this package (a wheel
+    has one); REAPER_LIBRARY (when set, nothing after it is tried); in a checkout, its build
+    tree (REAPER_BUILD, else build/); where `make install` put it; then the system's
+    (ldconfig's cache and the default paths)."""
+    out = []
+    bundled = Path(__file__).resolve().parent / "libreaper.so"
+    if bundled.exists():
+        out.append(str(bundled))
     explicit = os.environ.get("REAPER_LIBRARY")
     if explicit:
-        return [explicit]
-    out = []
+        return out + [explicit]
     try:
-        from . import _installed  # written by `make install`
+        from . import _installed  # written when built for `make install`
         out.append(os.path.join(_installed.LIBDIR, "libreaper.so.0"))
     except ImportError:
         root = _checkout_root()
-        build = os.environ.get("REAPER_BUILD")
-        if build:
-            out.append(str(root / build / "libreaper.so"))  # an absolute build stays absolute
-        out.append(str(root / "build" / "libreaper.so"))
+        if not bundled.exists() and (root / "reaper" / "reaper.h").exists():
+            build = os.environ.get("REAPER_BUILD")
+            if build:
+                out.append(str(root / build / "libreaper.so"))  # an absolute build stays absolute
+            out.append(str(root / "build" / "libreaper.so"))
     found = ctypes.util.find_library("reaper")
     if found:
         out.append(found)
     out.append("libreaper.so.0")
-    return out
+    return list(dict.fromkeys(out))
 
 
 def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
@@ -194,5 +219,6 @@ def load() -> tuple[ctypes.CDLL, str]:
             return _bind(ctypes.CDLL(path, use_errno=True)), path
         except OSError as e:
             tried.append(f"{path}: {e}")
-    raise ImportError("reaper: cannot load libreaper (set REAPER_LIBRARY, build it with `make`, "
-                      "or `make install`); tried:\n  " + "\n  ".join(tried))
+    raise ImportError("reaper: cannot load libreaper; tried, in order:\n  " + "\n  ".join(tried) +
+                      "\n(install the package with pip, which bundles it; or set REAPER_LIBRARY to a "
+                      "libreaper.so; or build it with `make` / `make install`)")

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """`make install` puts the package where Debian's python3 looks, registers the pytest entry
-point, and installs <reaper/check.h> with libreaper-check.a."""
+point, and installs <reaper/check.h> with libreaper-check.a; `make uninstall` takes it all away."""
 from __future__ import annotations
 
 import os
@@ -30,8 +30,9 @@ def test_installed_package_is_importable_and_registers_the_plugin(tmp_path, pref
     make_install(tmp_path, prefix)
     site = tmp_path / site_of(prefix).lstrip("/")
     assert (site / "reaper" / "__init__.py").exists() and (site / "reaper" / "pytest_plugin.py").exists()
-    (dist,) = site.glob("reaper-*.dist-info")
-    assert (dist / "entry_points.txt").read_text() == "[pytest11]\nreaper = reaper.pytest_plugin\n"
+    (dist,) = site.glob("pytest_reaper-*.dist-info")
+    assert "[pytest11]\nreaper = reaper.pytest_plugin\n" in (dist / "entry_points.txt").read_text()
+    assert not (site / "reaper" / "libreaper.so").exists()  # it loads the one installed beside it
     assert (site / "reaper" / "_installed.py").read_text() == f'LIBDIR = "{prefix}/lib"\n'
     assert (tmp_path / prefix.lstrip("/") / "include/reaper/check.h").exists()
     assert (tmp_path / prefix.lstrip("/") / "lib/libreaper-check.a").exists()
@@ -48,6 +49,15 @@ def test_installed_package_is_importable_and_registers_the_plugin(tmp_path, pref
     helped = subprocess.run([sys.executable, "-m", "pytest", "--help"], env=env,
                             capture_output=True, text=True, cwd=tmp_path)
     assert helped.returncode == 0 and "--reaper-timeout" in helped.stdout
+
+
+def test_uninstall_removes_what_install_put(tmp_path):
+    args = ["make", "-s", "-C", str(ROOT), f"BUILD={BUILD}", f"DESTDIR={tmp_path}", "PREFIX=/usr"]
+    subprocess.run(args + ["install"], check=True, capture_output=True)
+    assert (tmp_path / "usr/lib/libreaper.so.0").exists()
+    subprocess.run(args + ["uninstall"], check=True, capture_output=True)
+    left = [str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if not p.is_dir()]
+    assert left == []
 
 
 def test_installed_check_header_builds_the_example(tmp_path):

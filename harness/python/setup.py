@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: MIT
+"""Build steps pyproject.toml cannot say: the version, read from reaper/reaper.h (its one
+home), and libreaper, compiled from the checkout's C sources by the top-level Makefile and
+bundled into the package.
+
+REAPER_PY_LIBDIR=DIR builds a package without a bundled library that loads DIR/libreaper.so.0
+instead (what `make install` does, beside the library it installs)."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+from setuptools.dist import Distribution
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+HEADER = ROOT / "reaper" / "reaper.h"
+
+
+def version() -> str:
+    try:
+        text = HEADER.read_text()
+    except OSError as e:
+        raise SystemExit(f"pytest-reaper: {HEADER}: {e.strerror}; build from a reaper checkout "
+                         "(the wheel compiles libreaper from its C sources)")
+    m = re.search(r'^#define REAPER_VERSION "([^"]+)"', text, re.M)
+    if not m:
+        raise SystemExit(f"pytest-reaper: no REAPER_VERSION in {HEADER}")
+    return m.group(1)
+
+
+def installed_libdir() -> str | None:
+    return os.environ.get("REAPER_PY_LIBDIR") or None
+
+
+class BuildWithLibrary(build_py):
+    """build_py, plus libreaper.so built by `make` into the build tree and copied in."""
+
+    def run(self):
+        super().run()
+        pkg = Path(self.build_lib) / "reaper"
+        (pkg / "_version.py").write_text(f'VERSION = "{version()}"\n')
+        libdir = installed_libdir()
+        # the build tree is reused between builds: drop what the other kind of build left
+        (pkg / ("libreaper.so" if libdir else "_installed.py")).unlink(missing_ok=True)
+        if libdir:
+            (pkg / "_installed.py").write_text(f'LIBDIR = "{libdir}"\n')
+            return
+        out = Path(self.get_finalized_command("build").build_temp).resolve() / "libreaper"
+        make = os.environ.get("MAKE", "make")
+        cmd = [make, "--no-print-directory", "-C", str(ROOT), f"BUILD={out}", f"{out}/libreaper.so"]
+        self.announce("building libreaper: " + " ".join(cmd), level=2)
+        try:
+            subprocess.run(cmd, check=True)
+        except (OSError, subprocess.CalledProcessError) as e:
+            raise SystemExit(f"pytest-reaper: building libreaper failed ({e}); it needs make and "
+                             "a C compiler")
+        shutil.copy2(out / "libreaper.so", pkg / "libreaper.so")
+
+    def get_outputs(self, include_bytecode=True):
+        pkg = Path(self.build_lib) / "reaper"
+        extra = ["_version.py", "_installed.py" if installed_libdir() else "libreaper.so"]
+        return super().get_outputs(include_bytecode) + [str(pkg / f) for f in extra]
+
+
+class LibraryDistribution(Distribution):
+    """A wheel that bundles a compiled library is platform-specific."""
+
+    def has_ext_modules(self):
+        return not installed_libdir()
+
+
+setup(version=version(), cmdclass={"build_py": BuildWithLibrary}, distclass=LibraryDistribution)

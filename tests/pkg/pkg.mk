@@ -1,0 +1,8 @@
+# SPDX-License-Identifier: MIT
+# Packaging suite (tests/pkg/): the exported symbols, a plain build by a non-root user with a
+# compiler only, install/uninstall, the pip-installed package in a fresh venv, licence lines.
+.PHONY: check-pkg
+check-pkg: all
+	REAPER_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/pkg
+
+CHECK_TARGETS += check-pkg

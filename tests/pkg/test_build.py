@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: MIT
+"""The library boundary and the build: only the public API is exported, a plain `make` needs
+a C compiler and libc only (no apt-get, no test tools, no -Werror), every source carries its
+licence line, and the version has one home."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import BUILD, ROOT, copy_checkout
+
+
+def public_functions() -> set[str]:
+    text = (ROOT / "reaper" / "reaper.h").read_text()
+    marked = set(re.findall(r"^REAPER_EXPORT [^(;]*?\b(reaper_\w+)\(", text, re.M))
+    # every function the header declares carries the mark
+    declared = set(re.findall(r"^[a-z][^(;#/]*?[ *](reaper_\w+)\(", text, re.M))
+    assert declared <= marked, f"declared without REAPER_EXPORT: {sorted(declared - marked)}"
+    return marked
+
+
+def defined_globals(args: list[str]) -> set[str]:
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    return {line.split()[-1] for line in out.splitlines() if re.search(r" [TDBRVW] ", line)}
+
+
+def test_shared_library_exports_the_public_api_only():
+    exported = defined_globals(["nm", "-D", "--defined-only", str(BUILD / "libreaper.so")])
+    public = public_functions()
+    assert exported == public, (f"exported but not public: {sorted(exported - public)}; "
+                                f"public but not exported: {sorted(public - exported)}")
+    assert {"reaper_reap", "reaper_scan", "reaper_adopt"} <= exported
+    assert "reaper_parse_stat" not in exported and "pidref_open" not in exported
+
+
+def test_static_library_hides_the_same_internals():
+    assert defined_globals(["nm", "--defined-only", "-g", str(BUILD / "libreaper.a")]) == public_functions()
+
+
+def test_proc_parsers_left_the_public_header():
+    text = (ROOT / "reaper" / "reaper.h").read_text()
+    for name in ("reaper_parse_stat", "reaper_environ_has", "reaper_environ_get", "struct reaper_stat"):
+        assert name not in text
+
+
+def make_commands(*args: str) -> str:
+    return subprocess.run(["make", "-n", "-B", "-C", str(ROOT), f"BUILD={BUILD}-dry", *args],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_plain_make_runs_no_dependency_installer_and_no_werror():
+    plain = make_commands("all")
+    assert "deps.sh" not in plain and "apt-get" not in plain
+    assert " cc " in plain or plain.startswith("cc ") or "cc -std" in plain
+    assert "-Werror" not in plain
+    assert "-Werror" in make_commands("DEV=1", "all")
+    # the test targets do install what they need, through the explicit deps target
+    assert "deps.sh" in make_commands("check-c")
+
+
+@pytest.fixture
+def world_readable_dir():
+    """pytest's tmp_path is private to root; nobody must reach this one."""
+    d = Path(tempfile.mkdtemp(prefix="reaper-pkg-", dir="/tmp"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="builds as the unprivileged user nobody, which needs root")
+def test_make_as_nobody_with_a_compiler_only(world_readable_dir):
+    """A copy of the checkout, owned by nobody, built by nobody with a PATH that holds the
+    compiler, make and coreutils only: no check, valgrind, clang, pytest, pkg-config or apt."""
+    tmp_path = world_readable_dir
+    checkout = copy_checkout(tmp_path / "src")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for tool in ("make", "cc", "gcc", "as", "ld", "ar", "objcopy", "sh", "sed", "mkdir", "rm", "cat", "printf"):
+        path = shutil.which(tool)
+        assert path, tool
+        os.symlink(path, bindir / tool)
+    subprocess.run(["chown", "-R", "nobody", str(checkout)], check=True)
+    env = {"PATH": str(bindir), "HOME": str(checkout), "LC_ALL": "C"}
+    # HAVE_CHECK= : as on a machine without Check's header
+    r = subprocess.run([shutil.which("runuser") or "/usr/sbin/runuser", "-u", "nobody", "--", str(bindir / "make"), "-C", str(checkout), "-j2",
+                        "HAVE_CHECK="], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    for art in ("reaper", "libreaper.so", "libreaper.a"):
+        assert (checkout / "build" / art).exists()
+    assert "-Werror" not in r.stdout and "deps" not in r.stdout
+    assert not (checkout / "build" / "libreaper-check.a").exists()
+
+
+def test_every_source_has_a_licence_line():
+    assert "MIT License" in (ROOT / "LICENSE").read_text()
+    files = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True,
+                           check=True).stdout.split()
+    sources = [f for f in files if re.search(r"\.(c|h|py|mk|sh)$|(^|/)Makefile$|^\.ci/run$", f)
+               and not f.startswith(("fuzz/corpus/", "docs/"))]
+    missing = [f for f in sources if "SPDX-License-Identifier: MIT" not in (ROOT / f).read_text(errors="replace")[:400]]
+    assert not missing, f"no SPDX line: {missing}"
+
+
+def test_version_has_one_home():
+    header = (ROOT / "reaper" / "reaper.h").read_text()
+    (version,) = re.findall(r'^#define REAPER_VERSION "([^"]+)"', header, re.M)
+    files = subprocess.run(["git", "-C", str(ROOT), "grep", "-l", "-F", version, "--", ".",
+                            ":!CHANGELOG.md", ":!*.md", ":!tests/"], capture_output=True, text=True).stdout.split()
+    assert files == ["reaper/reaper.h"], files
+    out = subprocess.run(["python3", "-c", "import reaper; print(reaper.__version__)"], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "harness/python"),
+                              "REAPER_LIBRARY": str(BUILD / "libreaper.so")}, check=True)
+    assert out.stdout.strip() == version
