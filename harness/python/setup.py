@@ -75,4 +75,8 @@ class LibraryDistribution(Distribution):
         return not installed_libdir()
 
 
-setup(version=version(), cmdclass={"build_py": BuildWithLibrary}, distclass=LibraryDistribution)
+# The egg-info goes to the build tree: in the package's own directory it would register the
+# pytest entry point for anyone who puts that directory on PYTHONPATH (the test suites do).
+(HERE / "build").mkdir(exist_ok=True)
+setup(version=version(), cmdclass={"build_py": BuildWithLibrary}, distclass=LibraryDistribution,
+      options={"egg_info": {"egg_base": "build"}})

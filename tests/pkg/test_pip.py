@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: MIT
+"""`pip install` of harness/python into a fresh venv, offline (Debian's setuptools, no build
+isolation): the wheel builds and bundles libreaper, the package loads the bundled copy, and
+the pytest plugin it registers turns a leaking test into an error naming test and command."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import copy_checkout
+
+LEAKY_SUITE = """
+import os, subprocess
+
+def test_clean():
+    subprocess.run(["true"], check=True)
+
+def test_leaks_a_daemon():
+    p = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    with open(os.environ["LEAK_PIDFILE"], "w") as f:
+        f.write(str(p.pid))
+"""
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pip")
+    src = copy_checkout(tmp / "src")
+    env_dir = tmp / "venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", str(env_dir)], check=True)
+    py = env_dir / "bin" / "python"
+    r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-index", "--no-build-isolation", "--no-deps",
+                        str(src / "harness/python")], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return py
+
+
+def clean_env() -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REAPER_", "PYTHON"))}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def test_installed_package_loads_its_bundled_library(venv):
+    out = subprocess.run([str(venv), "-c", "import reaper, reaper._lib as l; print(reaper.library_path); "
+                          "print(reaper.__version__); print(l.candidates()[0])"],
+                         capture_output=True, text=True, check=True, env=clean_env(), cwd="/").stdout.split("\n")
+    site = Path(venv).parent.parent / "lib"
+    assert out[0].startswith(str(site)) and out[0].endswith("/reaper/libreaper.so"), out
+    assert out[0] == out[2]
+    header = (Path(__file__).resolve().parents[2] / "reaper/reaper.h").read_text()
+    assert f'REAPER_VERSION "{out[1]}"' in header
+
+
+def test_bad_library_is_named_with_what_was_tried(venv, tmp_path):
+    env = clean_env()
+    # on a copy of the installed package, not the venv itself
+    site = subprocess.run([str(venv), "-c", "import reaper, os; print(os.path.dirname(reaper.__file__))"],
+                          capture_output=True, text=True, check=True, env=env).stdout.strip()
+    subprocess.run(["cp", "-r", site, str(tmp_path / "reaper")], check=True)
+    (tmp_path / "reaper" / "libreaper.so").write_text("not a library")
+    env["PYTHONPATH"] = str(tmp_path)
+    env["REAPER_LIBRARY"] = "/nonexistent/libreaper.so"
+    r = subprocess.run([str(venv), "-c", "import reaper"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert r.returncode != 0
+    assert "cannot load libreaper; tried, in order:" in r.stderr
+    assert str(tmp_path / "reaper" / "libreaper.so") in r.stderr and "/nonexistent/libreaper.so: not found" in r.stderr
+
+
+def test_plugin_from_the_installed_package_catches_a_leak(venv, tmp_path):
+    (tmp_path / "test_leaky.py").write_text(textwrap.dedent(LEAKY_SUITE))
+    env = clean_env()
+    env["LEAK_PIDFILE"] = str(tmp_path / "leak.pid")
+    helped = subprocess.run([str(venv), "-m", "pytest", "--help"], capture_output=True, text=True, env=env,
+                            cwd=tmp_path).stdout
+    enable = ["--reaper"] if "--reaper " in helped or "--reaper\n" in helped else []
+    r = subprocess.run([str(venv), "-m", "pytest", "-p", "no:cacheprovider", "--reaper-timeout", "1", *enable,
+                        "test_leaky.py"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    pid = int((tmp_path / "leak.pid").read_text())
+    try:
+        out = r.stdout + r.stderr
+        assert r.returncode == 1, out
+        assert "ERROR at teardown of test_leaks_a_daemon" in out
+        assert "sleep 300" in out
+        assert "2 passed, 1 error" in out  # the body passed; its teardown errs
+        assert not Path(f"/proc/{pid}").exists() or " Z " in Path(f"/proc/{pid}/stat").read_text()
+    finally:
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            fd = None
+        if fd is not None:
+            if "sleep" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace"):
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            os.close(fd)
