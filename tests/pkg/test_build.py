@@ -50,8 +50,10 @@ def test_proc_parsers_left_the_public_header():
 
 
 def make_commands(*args: str) -> str:
+    # as a user types it: not inside `make check` (which exports DEV=1 to its sub-makes)
+    env = {k: v for k, v in os.environ.items() if k not in ("DEV", "MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     return subprocess.run(["make", "-n", "-B", "-C", str(ROOT), f"BUILD={BUILD}-dry", *args],
-                          capture_output=True, text=True, check=True).stdout
+                          capture_output=True, text=True, check=True, env=env).stdout
 
 
 def test_plain_make_runs_no_dependency_installer_and_no_werror():
