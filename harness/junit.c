@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* junit: see junit.h. The layout follows what GitLab and Jenkins read: <testsuites> around
- * one <testsuite name="reaper">, each <testcase> with classname (the test that started the
- * process, else "reaper") and name ("leak: PID CMDLINE"), a <failure message= type=> whose
- * text holds the details. Strings are first made visible single-line text (escape_text:
+/* junit: see junit.h. The layout follows what GitLab and Jenkins read (the Ant JUnit format;
+ * tests/junit.xsd is the schema the suite validates it against): <testsuites> around one
+ * <testsuite name="reaper">, each <testcase> named so that it is the same testcase in the
+ * next run (CI systems track a test's history, and new/fixed failures, by classname + name):
+ * classname from the test that started the process (a pytest node id tests/test_x.py::TestA::
+ * test_b gives tests.test_x.TestA), name "test_b: leaked CMDLINE" with the cmdline normalised
+ * (digits, temp names: testid.h), no pid; a <failure message= type=> whose text holds the
+ * details (pid included). Unattributed leaks: classname "reaper", name "leaked CMDLINE". Strings are first made visible single-line text (escape_text:
  * control characters as \n, \t, \xNN; invalid UTF-8 bytes as \xNN), then XML-escaped, so
  * the document is valid XML 1.0 whatever bytes a cmdline holds. */
 #define _GNU_SOURCE
 #include "junit.h"
+#include "testid.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -27,13 +33,34 @@ static void detail(struct sbuf *b, const char *k, const char *v)
 	sbuf_puts(b, "\n");
 }
 
-static void testcase(struct sbuf *b, const struct reaper_proc *p, const struct reaper_finder *f, size_t nf)
+/* classname and name of p's testcase into id (NUL-separated, so that two can be compared) */
+static void testcase_id(struct sbuf *id, const struct reaper_proc *p)
+{
+	struct sbuf test = { 0 };
+	escape_text(&test, p->test, strlen(p->test), 200);
+	testid_classname(id, sbuf_str(&test));
+	sbuf_add(id, "", 1);
+	size_t start = id->len;
+	testid_name(id, sbuf_str(&test));
+	sbuf_free(&test);
+	if (id->len > start)
+		sbuf_puts(id, ": ");
+	sbuf_puts(id, reaper_proc_is_leak(p) ? "leaked " : p->fate == REAPER_KEPT ? "kept " : "allowed ");
+	testid_command(id, p->cmdline, 200);
+}
+
+/* dup: how many earlier testcases have the same classname and name (they get " (2)", ...) */
+static void testcase(struct sbuf *b, const struct reaper_proc *p, const struct reaper_finder *f, size_t nf,
+		     struct sbuf *id, size_t dup)
 {
 	int leak = reaper_proc_is_leak(p);
+	const char *cls = sbuf_str(id);
 	sbuf_puts(b, "    <testcase classname=\"");
-	text(b, p->test[0] ? p->test : "reaper", 200);
-	sbuf_printf(b, "\" name=\"%s: %d ", leak ? "leak" : p->fate == REAPER_KEPT ? "kept" : "allowed", (int)p->pid);
-	text(b, p->cmdline, 200);
+	escape_xml(b, cls, strlen(cls));
+	sbuf_puts(b, "\" name=\"");
+	escape_xml(b, cls + strlen(cls) + 1, id->len - strlen(cls) - 1);
+	if (dup)
+		sbuf_printf(b, " (%zu)", dup + 1);
 	sbuf_puts(b, "\" time=\"0\">\n");
 	if (leak) {
 		sbuf_printf(b, "      <failure type=\"process leak\" message=\"pid %d leaked (%s): ", (int)p->pid,
@@ -99,17 +126,29 @@ void junit_report(struct sbuf *b, const struct output *o, const struct reaper_re
 	if (gmtime_r(&t, &tm))
 		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
 	sbuf_puts(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-	sbuf_printf(b, "<testsuites name=\"reaper\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"%zu\" time=\"%.3f\">\n",
-		    tests, r->leaks, skipped, r->waited);
+	/* no skipped= here: Jenkins' schema has it on <testsuite> only */
+	sbuf_printf(b, "<testsuites name=\"reaper\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" time=\"%.3f\">\n",
+		    tests, r->leaks, r->waited);
 	sbuf_printf(b,
 		    "  <testsuite name=\"reaper\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"%zu\" "
 		    "time=\"%.3f\" timestamp=\"%s\">\n",
 		    tests, r->leaks, skipped, r->waited, when);
+	struct sbuf *ids = r->n ? calloc(r->n, sizeof *ids) : NULL;
 	for (size_t i = 0; i < r->n; i++) {
 		const struct reaper_proc *p = &r->procs[i];
-		if (reaper_proc_is_leak(p) || p->allowed || p->fate == REAPER_KEPT)
-			testcase(b, p, f, nf);
+		if (!reaper_proc_is_leak(p) && !p->allowed && p->fate != REAPER_KEPT)
+			continue;
+		struct sbuf one = { 0 }, *id = ids ? &ids[i] : &one;
+		testcase_id(id, p);
+		size_t dup = 0;
+		for (size_t j = 0; ids && j < i; j++)
+			dup += ids[j].len == id->len && !memcmp(ids[j].p, id->p, id->len);
+		testcase(b, p, f, nf, id, dup);
+		sbuf_free(&one);
 	}
+	for (size_t i = 0; ids && i < r->n; i++)
+		sbuf_free(&ids[i]);
+	free(ids);
 	if (!r->leaks)
 		sbuf_printf(b, "    <testcase classname=\"reaper\" name=\"no leaked processes\" time=\"%.3f\"/>\n",
 			    r->waited);

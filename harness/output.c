@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "output.h"
 
+#include "ci.h"
+
 #include "escape.h"
 #include "human.h"
 #include "json.h"
@@ -189,11 +191,21 @@ static void clear_progress(struct output *o)
 	}
 }
 
+/* Off a tty (a CI log) the wait is a line every this many progress calls (about seconds), so
+ * that the log is never silent while leftovers are waited for. */
+#define PROGRESS_LOG_EVERY 5
+
 static void on_progress(void *ctx, size_t alive, double left)
 {
 	struct output *o = progress_out;
-	if (!o || !o->tty)
+	if (!o)
 		return;
+	if (!o->tty) {
+		if (o->progress_calls++ % PROGRESS_LOG_EVERY == 0)
+			fprintf(stderr, "reaper: waiting for %zu process%s to exit; next step in %.0f s\n", alive,
+				alive == 1 ? "" : "es", left < 0 ? 0.0 : left);
+		return;
+	}
 	fprintf(stderr, "\r\033[Kreaper: waiting for %zu process%s, %.0f s left", alive, alive == 1 ? "" : "es",
 		left < 0 ? 0.0 : left);
 	fflush(stderr);
@@ -208,10 +220,8 @@ void output_reap_opts(struct output *o, struct reaper_opts *opts)
 	opts->holdings = 1;
 	o->timeout = opts->timeout;
 	o->grace = opts->grace;
-	if (o->tty) {
-		progress_out = o;
-		opts->on_progress = on_progress;
-	}
+	progress_out = o;
+	opts->on_progress = on_progress;
 }
 
 
@@ -253,36 +263,6 @@ static int write_file(const char *what, const char *path, struct sbuf *b)
 	return 0;
 }
 
-static void github_annotations(const struct reaper_report *r)
-{
-	struct sbuf line = { 0 }, msg = { 0 };
-	for (size_t i = 0; i < r->n; i++) {
-		const struct reaper_proc *p = &r->procs[i];
-		if (!reaper_proc_is_leak(p))
-			continue;
-		msg.len = 0;
-		sbuf_printf(&msg, "pid %d (%s, age %.1f s", (int)p->pid, reaper_fate_name(p->fate), p->age);
-		if (p->test[0]) {
-			sbuf_puts(&msg, ", test ");
-			escape_text(&msg, p->test, strlen(p->test), 200);
-		}
-		sbuf_puts(&msg, ") leaked: ");
-		escape_text(&msg, p->cmdline, strlen(p->cmdline), 300);
-		if (p->cwd[0]) {
-			sbuf_puts(&msg, " (cwd ");
-			escape_text(&msg, p->cwd, strlen(p->cwd), 200);
-			sbuf_puts(&msg, ")");
-		}
-		line.len = 0;
-		sbuf_puts(&line, "::error title=process leak::");
-		escape_github(&line, sbuf_str(&msg), msg.oom ? 0 : msg.len, 0);
-		printf("%s\n", sbuf_str(&line));
-	}
-	fflush(stdout);
-	sbuf_free(&line);
-	sbuf_free(&msg);
-}
-
 int output_emit(struct output *o, const struct reaper_report *r, const struct reaper_finder *f, size_t nf,
 		unsigned what)
 {
@@ -304,7 +284,9 @@ int output_emit(struct output *o, const struct reaper_report *r, const struct re
 		sbuf_free(&b);
 	}
 	if ((what & OUT_GITHUB) && o->github)
-		github_annotations(r);
+		ci_github_annotations(r);
+	if ((what & OUT_GITHUB) && ci_step_summary(r) < 0)
+		rc = -1;
 	return rc ? -1 : 0;
 }
 

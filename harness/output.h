@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* output: the report flags that `reaper run`, `reaper reap` and `reaper scan` share
- * (--report, --junit, --allow, --keep, --allow-file, --report-only), GitHub Actions
- * annotations, the countdown on a tty, and output_emit(), which writes every output that
+ * (--report, --junit, --allow, --keep, --allow-file, --report-only), the countdown on a
+ * tty (a progress line every few seconds elsewhere), and output_emit(), which writes every output that
  * was asked for from one struct reaper_report. */
 #ifndef HARNESS_OUTPUT_H
 #define HARNESS_OUTPUT_H
@@ -47,6 +47,7 @@ struct output {
 	int color;                     /* stderr is a tty and NO_COLOR is unset or empty */
 	int tty;                       /* stderr is a tty: the countdown line */
 	int progress_shown;            /* a countdown line is on the screen now */
+	unsigned progress_calls;       /* off a tty: a progress line every few of these */
 	double timeout, grace;         /* recorded in the JSON report */
 	char err[512];                 /* the message of a failed output_option() */
 };
