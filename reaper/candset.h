@@ -38,7 +38,9 @@ struct scanner {
 	const struct reaper_finder *f;
 	size_t nf;
 	size_t elen[32];
-	uint32_t env_mask, tree_mask;
+	uint32_t env_mask, tree_mask, call_mask;
+	struct reaper_ident *ids; /* what the REAPER_FIND_CALL finders returned */
+	size_t ids_cap;
 	const struct reaper_pattern *patterns;
 	size_t npatterns;
 	size_t *pattern_hits;

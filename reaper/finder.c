@@ -34,6 +34,10 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 			if (f[i].root < 0)
 				return -EINVAL;
 			sc->tree_mask |= 1u << i;
+		} else if (f[i].kind == REAPER_FIND_CALL) {
+			if (!f[i].find)
+				return -EINVAL;
+			sc->call_mask |= 1u << i;
 		} else {
 			return -EINVAL;
 		}
@@ -90,6 +94,9 @@ void scanner_done(struct scanner *sc)
 	free(sc->host_zombies);
 	sc->host_zombies = NULL;
 	free(sc->pattern_hits);
+	free(sc->ids);
+	sc->ids = NULL;
+	sc->ids_cap = 0;
 	sc->dir = NULL;
 	sc->procfd = -1;
 	sc->pattern_hits = NULL;
@@ -166,9 +173,10 @@ static int pattern_match(struct scanner *sc, const struct reaper_proc *info)
 }
 
 /* Identify pid (pidfd + start time) and record what it is. env: its environ when the
- * caller already read it. Returns the new index, -1 when it is not a candidate, or -errno. */
+ * caller already read it. want: the start time it must have (0: any). Returns the new
+ * index, -1 when it is not a candidate, or -errno. */
 static ssize_t add(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mask, const char *env,
-		   ssize_t envlen)
+		   ssize_t envlen, uint64_t want)
 {
 	struct reaper_stat st;
 	struct cand c = { 0 };
@@ -177,6 +185,10 @@ static ssize_t add(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t m
 		if (r == -EMFILE || r == -ENFILE)
 			sc->starved = 1;
 		return r == -ENOMEM ? r : -1;
+	}
+	if (want && st.start_time != want) {
+		pidref_done(&c.ref); /* the pid has changed hands: not the process meant */
+		return -1;
 	}
 	/* A zombie child of ours that the host exited and left before the reap: its exit
 	 * status is the host's, never ours to take. */
@@ -296,7 +308,7 @@ static int scan_env(struct scanner *sc, struct candset *cs)
 				mask |= 1u << i;
 		if (!mask)
 			continue;
-		ssize_t r = add(sc, cs, pid, mask, sc->buf.p, n);
+		ssize_t r = add(sc, cs, pid, mask, sc->buf.p, n, 0);
 		if (r == -ENOMEM)
 			return -ENOMEM;
 		added += r >= 0;
@@ -400,7 +412,7 @@ static int scan_tree(struct scanner *sc, struct candset *cs)
 					PUSH(c, q[qi].bits);
 				continue;
 			}
-			ssize_t a = add(sc, cs, c, q[qi].bits, NULL, 0);
+			ssize_t a = add(sc, cs, c, q[qi].bits, NULL, 0, 0);
 			if (a == -ENOMEM) {
 				r = -ENOMEM;
 				goto out;
@@ -418,6 +430,45 @@ out:
 	return r < 0 ? r : added;
 }
 
+/* The identities each REAPER_FIND_CALL finder returns, pinned and verified like any match. */
+static int scan_call(struct scanner *sc, struct candset *cs)
+{
+	int added = 0;
+	for (size_t i = 0; i < sc->nf; i++) {
+		if (!(sc->call_mask & (1u << i)))
+			continue;
+		int n = sc->f[i].find(sc->f[i].find_ctx, sc->ids, sc->ids_cap);
+		if (n > 0 && (size_t)n > sc->ids_cap) {
+			struct reaper_ident *v = realloc(sc->ids, (size_t)n * sizeof *v);
+			if (!v)
+				return -ENOMEM;
+			sc->ids = v;
+			sc->ids_cap = (size_t)n;
+			n = sc->f[i].find(sc->f[i].find_ctx, sc->ids, sc->ids_cap);
+			if (n > 0 && (size_t)n > sc->ids_cap)
+				n = (int)sc->ids_cap; /* grew again meanwhile: the rest at the next scan */
+		}
+		if (n < 0)
+			return n;
+		for (int k = 0; k < n; k++) {
+			const struct reaper_ident *id = &sc->ids[k];
+			if (id->pid <= 0 || !id->start_time || excluded(sc, id->pid))
+				continue;
+			ssize_t idx = candset_find(cs, id->pid);
+			if (idx >= 0 && known(cs, id->pid)) {
+				if (cs->v[idx].info.start_time == id->start_time)
+					cs->v[idx].info.matched_by |= 1u << i;
+				continue;
+			}
+			ssize_t a = add(sc, cs, id->pid, 1u << i, NULL, 0, id->start_time);
+			if (a == -ENOMEM)
+				return -ENOMEM;
+			added += a >= 0;
+		}
+	}
+	return added;
+}
+
 int scanner_scan(struct scanner *sc, struct candset *cs)
 {
 	int added = 0, r;
@@ -432,6 +483,11 @@ int scanner_scan(struct scanner *sc, struct candset *cs)
 	}
 	if (sc->tree_mask) {
 		if ((r = scan_tree(sc, cs)) < 0)
+			return r;
+		added += r;
+	}
+	if (sc->call_mask) {
+		if ((r = scan_call(sc, cs)) < 0)
 			return r;
 		added += r;
 	}

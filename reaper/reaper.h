@@ -50,6 +50,14 @@ REAPER_EXPORT int reaper_adopted(void);
 enum reaper_finder_kind {
 	REAPER_FIND_ENV = 1,  /* an exact NAME=VALUE entry of /proc/PID/environ */
 	REAPER_FIND_TREE = 2, /* every descendant of root (0: the caller), orphans seen once included */
+	REAPER_FIND_CALL = 4, /* the identities a function of the caller's returns at each scan */
+};
+
+/* A process identity: its pid and its kernel start time (stat field 22, clock ticks since
+ * boot), which tells it apart from a later process that reuses the pid. */
+struct reaper_ident {
+	pid_t pid;
+	uint64_t start_time;
 };
 
 /* A finder is a plain value; pass several to combine them (a process matches when any
@@ -58,11 +66,20 @@ struct reaper_finder {
 	enum reaper_finder_kind kind;
 	const char *marker; /* REAPER_FIND_ENV: "NAME=VALUE" */
 	pid_t root;         /* REAPER_FIND_TREE */
+	/* REAPER_FIND_CALL: called at every scan of a reap; writes up to cap identities into out
+	 * and returns how many it has (more than cap: it is called again with room for all), or
+	 * -errno, which fails the reap. Each identity is pinned and verified like any match: a
+	 * pid held by a process of another start time is not that process and is left alone; an
+	 * identity with start time 0 is ignored. */
+	int (*find)(void *ctx, struct reaper_ident *out, size_t cap);
+	void *find_ctx;
 };
 
 /* Build finders (no allocation: marker is referenced, not copied). */
 REAPER_EXPORT struct reaper_finder reaper_find_env(const char *marker);
 REAPER_EXPORT struct reaper_finder reaper_find_tree(pid_t root);
+REAPER_EXPORT struct reaper_finder reaper_find_call(int (*find)(void *ctx, struct reaper_ident *out, size_t cap),
+						    void *ctx);
 
 /* ---- reap --------------------------------------------------------------------------- */
 
@@ -204,7 +221,7 @@ REAPER_EXPORT int reaper_proc_is_leak(const struct reaper_proc *p);
 REAPER_EXPORT const char *reaper_fate_name(enum reaper_fate f);
 /* Names: "listening", "connected", "file", "deleted", "output", "unreadable". */
 REAPER_EXPORT const char *reaper_hold_kind_name(enum reaper_hold_kind k);
-/* "env HOME=/x" or "tree 123" (tree 0: the caller) for finders[i] matched in mask, joined
+/* "env HOME=/x", "tree 123" (tree 0: the caller) or "call" for finders[i] matched in mask, joined
  * by ", " into buf. 0, or -ENOSPC when buf is too small (-EINVAL when len is 0). */
 REAPER_EXPORT int reaper_matched_by(const struct reaper_finder *finders, size_t n, uint32_t mask, char *buf, size_t len);
 

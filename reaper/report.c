@@ -19,6 +19,11 @@ struct reaper_finder reaper_find_tree(pid_t root)
 	return (struct reaper_finder){ .kind = REAPER_FIND_TREE, .root = root };
 }
 
+struct reaper_finder reaper_find_call(int (*find)(void *ctx, struct reaper_ident *out, size_t cap), void *ctx)
+{
+	return (struct reaper_finder){ .kind = REAPER_FIND_CALL, .find = find, .find_ctx = ctx };
+}
+
 const char *reaper_fate_name(enum reaper_fate f)
 {
 	static const char *const names[] = {
@@ -51,6 +56,8 @@ int reaper_matched_by(const struct reaper_finder *f, size_t n, uint32_t mask, ch
 			continue;
 		int w = f[i].kind == REAPER_FIND_ENV
 				? snprintf(buf + used, len - used, "%senv %s", used ? ", " : "", f[i].marker)
+			: f[i].kind == REAPER_FIND_CALL
+				? snprintf(buf + used, len - used, "%scall", used ? ", " : "")
 				: snprintf(buf + used, len - used, "%stree %d", used ? ", " : "", (int)f[i].root);
 		if (w < 0 || (size_t)w >= len - used)
 			return -ENOSPC;

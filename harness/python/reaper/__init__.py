@@ -23,13 +23,15 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from . import _lib
+from . import _lib, compat
+from .compat import all_stats, cmdline, kill_identified, start_time, stat
 
 __version__ = _lib.VERSION
 __all__ = [
     "REAP_TIMEOUT", "Finder", "Process", "ReapReport", "ReaperError", "adopt_orphans",
     "release_orphans", "adopted", "with_home", "with_env", "descendants", "reap",
-    "reap_report", "scan", "library_path",
+    "reap_report", "scan", "library_path", "stat", "start_time", "cmdline", "all_stats",
+    "kill_identified",
 ]
 
 REAP_TIMEOUT = 30.0
@@ -207,11 +209,14 @@ def _convert(rep: "_lib.Report", finders: Tuple[Finder, ...]) -> ReapReport:
 
 def _finder_array(finders: Tuple[Finder, ...]):
     for f in finders:
-        if not isinstance(f, Finder):
-            raise TypeError(f"reaper: {f!r} is not a reaper finder (use with_home, with_env or "
-                            "descendants)")
+        if not isinstance(f, (Finder, compat.CallableFinder)):
+            raise TypeError(f"reaper: {f!r} is not a reaper finder (use with_home, with_env, "
+                            "descendants, or a callable returning {(pid, start_time): cmdline})")
     arr = (_lib.Finder * max(1, len(finders)))()
     for i, f in enumerate(finders):
+        if isinstance(f, compat.CallableFinder):
+            f.fill(arr[i])
+            continue
         arr[i].kind = f.kind
         arr[i].marker = f.marker.encode("utf-8", errors="surrogateescape") if f.marker else None
         arr[i].root = f.root
@@ -241,6 +246,7 @@ def reap_report(*finders: Finder, timeout: float = REAP_TIMEOUT, grace: float = 
     for name, value in (("timeout", timeout), ("grace", grace), ("settle", settle)):
         if not math.isfinite(float(value)) or value < 0:
             raise ValueError(f"reaper: {name} must be >= 0 (a finite number of seconds), not {value!r}")
+    finders = tuple(compat.as_finder(f) for f in finders)
     farr = _finder_array(finders)
     parr, npat = _patterns(tuple(allow), tuple(keep))
     opts = _lib.Opts()
@@ -259,7 +265,9 @@ def reap_report(*finders: Finder, timeout: float = REAP_TIMEOUT, grace: float = 
         opts.hold_dirs = ctypes.cast(darr, ctypes.POINTER(ctypes.c_char_p))
         opts.nhold_dirs = len(dirs)
     out = ctypes.POINTER(_lib.Report)()
-    _check(_clib.reaper_reap(farr, len(finders), ctypes.byref(opts), ctypes.byref(out)), "reaper_reap")
+    rc = _clib.reaper_reap(farr, len(finders), ctypes.byref(opts), ctypes.byref(out))
+    compat.raise_finder_errors(finders)
+    _check(rc, "reaper_reap")
     try:
         return _convert(out.contents, finders)
     finally:

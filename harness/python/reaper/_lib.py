@@ -21,6 +21,7 @@ c_enum = ctypes.c_int
 # enum reaper_finder_kind
 FIND_ENV = 1
 FIND_TREE = 2
+FIND_CALL = 4
 # enum reaper_pattern_kind
 ALLOW = 1
 KEEP = 2
@@ -28,11 +29,23 @@ KEEP = 2
 LEAK_FATES = frozenset({"alive", "terminated", "killed", "unkillable"})
 
 
+class Ident(ctypes.Structure):
+    _fields_ = [
+        ("pid", pid_t),
+        ("start_time", ctypes.c_uint64),
+    ]
+
+
+FIND_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(Ident), ctypes.c_size_t)
+
+
 class Finder(ctypes.Structure):
     _fields_ = [
         ("kind", c_enum),
         ("marker", ctypes.c_char_p),
         ("root", pid_t),
+        ("find", FIND_FN),
+        ("find_ctx", ctypes.c_void_p),
     ]
 
 
@@ -128,6 +141,7 @@ class Opts(ctypes.Structure):
 
 # Python name -> C struct name, for the layout test.
 STRUCTS = {
+    "reaper_ident": Ident,
     "reaper_finder": Finder,
     "reaper_holding": Holding,
     "reaper_proc": Proc,
