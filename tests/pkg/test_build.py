@@ -119,3 +119,35 @@ def test_version_has_one_home():
                          env={**os.environ, "PYTHONPATH": str(ROOT / "harness/python"),
                               "REAPER_LIBRARY": str(BUILD / "libreaper.so")}, check=True)
     assert out.stdout.strip() == version
+
+
+def test_install_honours_the_directories_and_links_every_function_page(tmp_path):
+    """LIBDIR/MANDIR/... are honoured, both .pc files work, `man 3 reaper_reap` (and every other
+    public function) leads to libreaper(3), and uninstall takes it all back."""
+    args = ["make", "-s", "-C", str(ROOT), f"BUILD={BUILD}", f"DESTDIR={tmp_path}", "PREFIX=/usr",
+            "LIBDIR=/usr/lib/x86_64-linux-gnu", "MANDIR=/usr/share/man"]
+    r = subprocess.run(args + ["install"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lib = tmp_path / "usr/lib/x86_64-linux-gnu"
+    assert (lib / "libreaper.so").resolve().name.startswith("libreaper.so.0.")
+    assert os.readlink(lib / "libreaper.so.0").startswith("libreaper.so.0.")
+    man3 = tmp_path / "usr/share/man/man3"
+    for fn in public_functions():
+        assert (man3 / f"{fn}.3").read_text() == ".so man3/libreaper.3\n", fn
+    if shutil.which("man"):
+        page = subprocess.run(["man", "-M", str(tmp_path / "usr/share/man"), "-w", "3", "reaper_reap"],
+                              capture_output=True, text=True)
+        assert page.returncode == 0 and page.stdout.strip().endswith("man3/libreaper.3")  # the .so link followed, page.stderr
+        text = subprocess.run(["man", "-M", str(tmp_path / "usr/share/man"), "3", "reaper_reap"],
+                              capture_output=True, text=True, env={**os.environ, "MANPAGER": "cat", "PAGER": "cat"})
+        assert "LIBREAPER(3)" in text.stdout
+    pc = lib / "pkgconfig"
+    assert "libdir=/usr/lib/x86_64-linux-gnu" in (pc / "libreaper.pc").read_text()
+    if (pc / "libreaper-check.pc").exists() and shutil.which("pkg-config"):
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libreaper-check"], capture_output=True, text=True,
+                               env={**os.environ, "PKG_CONFIG_PATH": str(pc)})
+        assert flags.returncode == 0, flags.stderr
+        assert "-lreaper-check" in flags.stdout and "-lreaper" in flags.stdout
+    r = subprocess.run(args + ["uninstall"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert [p for p in tmp_path.rglob("*") if not p.is_dir()] == []
