@@ -63,7 +63,16 @@ ssize_t candset_add(struct candset *cs, const struct cand *c)
 	cs->hash[i] = (int32_t)idx;
 	if (c->live)
 		cs->live++;
+	if (c->ref.fd >= 0)
+		cs->pidfds++;
 	return (ssize_t)idx;
+}
+
+void cand_unpin(struct candset *cs, struct cand *c)
+{
+	if (c->ref.fd >= 0 && cs->pidfds)
+		cs->pidfds--;
+	pidref_done(&c->ref);
 }
 
 void cand_clear(struct cand *c)

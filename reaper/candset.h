@@ -24,6 +24,7 @@ struct cand {
 struct candset {
 	struct cand *v;
 	size_t n, cap, live;
+	size_t pidfds;  /* candidates holding a pidfd (see scanner.pidfd_budget) */
 	int32_t *hash; /* open addressing: pid -> newest index, -1 empty */
 	size_t hcap;
 };
@@ -48,6 +49,22 @@ struct scanner {
 	long ticks;
 	int starved; /* a pidfd could not be opened (EMFILE): rescan sooner */
 	unsigned gen; /* scans so far */
+	/* start-time tick when this scan began: a process that started before it held its pid
+	 * through every read of the scan, so what was read about that pid was about it; a
+	 * younger one has the fact read again once it is pinned */
+	uint64_t tick0;
+	/* positive errno when this scan could not read all it had to (descriptors, memory) or
+	 * could not judge a process in time: what it found may not be all there is */
+	int scan_err;
+	size_t unjudged;         /* processes the last scan could not judge (EAGAIN) */
+	pid_t *pending;          /* environments that could not be judged yet (an exec under way) */
+	size_t npending, cpending;
+	/* pidfds candidates may hold: the rest are held by pid + start time (polled, and a
+	 * signal to a non-child opens a pidfd just for it), so a scan always has descriptors
+	 * left to read /proc with */
+	size_t pidfd_budget;
+	/* the tree finders' roots, pinned when the scan began (pid 0: the caller, or gone) */
+	struct pidref roots[32];
 	/* zombie children of the caller when the reap began: exited-and-left by the host, their
 	 * statuses are never ours. A zombie child that appears later (an orphan adopted and dead
 	 * between two scans) is found and collected like any other. */
@@ -79,6 +96,8 @@ ssize_t candset_find(const struct candset *cs, pid_t pid);
 void candset_free(struct candset *cs);
 /* Close a candidate's pidfd and free its strings. */
 void cand_clear(struct cand *c);
+/* Close a candidate's pidfd (its identity is no longer needed). */
+void cand_unpin(struct candset *cs, struct cand *c);
 
 /* Free a proc's strings. */
 void proc_free(struct reaper_proc *p);

@@ -12,16 +12,63 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#define PF_KTHREAD 0x00200000
+#define FD_RESERVE 8          /* descriptors a scan keeps for its own reads */
+#define JUDGE_BOUND 2.0       /* seconds a scan waits for environments under an exec */
+
 static int children_of(struct scanner *sc, pid_t pid, pid_t **kids, size_t *nk, size_t *ck);
+
+/* How many pidfds candidates may hold: the descriptor limit less what is open now and a
+ * reserve for the scan's own reads. */
+static size_t pidfd_budget(int procfd)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return SIZE_MAX;
+	int dfd = openat(procfd, "self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return 0;
+	size_t open = 0;
+	char dents[4096] __attribute__((aligned(8)));
+	ssize_t nd;
+	while ((nd = getdents64(dfd, dents, sizeof dents)) > 0)
+		for (ssize_t off = 0; off < nd;) {
+			struct dirent64 *d = (struct dirent64 *)(void *)(dents + off);
+			off += d->d_reclen;
+			open += d->d_name[0] != '.';
+		}
+	close(dfd);
+	return rl.rlim_cur > open + FD_RESERVE ? (size_t)rl.rlim_cur - open - FD_RESERVE : 0;
+}
+
+/* The start-time tick (stat field 22's clock) of now. */
+static uint64_t tick_now(const struct scanner *sc)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * (uint64_t)sc->ticks + (uint64_t)ts.tv_nsec / (1000000000u / (uint64_t)sc->ticks);
+}
+
+/* A read failed: a lack of descriptors or memory means the scan may have missed something. */
+static void read_failed(struct scanner *sc, ssize_t r)
+{
+	if (r == -EMFILE || r == -ENFILE || r == -ENOMEM)
+		sc->scan_err = (int)-r;
+}
 
 int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 		 const struct reaper_pattern *patterns, size_t npatterns)
 {
 	memset(sc, 0, sizeof *sc);
 	sc->procfd = -1;
+	for (size_t i = 0; i < 32; i++)
+		sc->roots[i] = PIDREF_NULL;
 	if (nf > 32)
 		return -E2BIG;
 	for (size_t i = 0; i < nf; i++) {
@@ -54,6 +101,18 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 	if (r < 0)
 		return r;
 	sc->procfd = r;
+	sc->pidfd_budget = pidfd_budget(sc->procfd);
+	/* a root is walked only while it is the process it was when the reap began */
+	for (size_t i = 0; i < nf; i++) {
+		struct reaper_stat st;
+		if (f[i].kind != REAPER_FIND_TREE || !f[i].root)
+			continue;
+		r = pidref_open_stat(&sc->roots[i], sc->procfd, f[i].root, &st);
+		if (r == -EMFILE || r == -ENFILE)
+			r = pidref_pin_stat(&sc->roots[i], sc->procfd, f[i].root, &st);
+		if (r < 0 && r != -ESRCH)
+			return r;
+	}
 	int dfd = openat(sc->procfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || !(sc->dir = fdopendir(dfd))) {
 		r = -errno;
@@ -76,7 +135,7 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 		return r;
 	for (size_t i = 0; i < nk; i++) {
 		struct reaper_stat st;
-		if (procfs_stat(sc->procfd, kids[i], &st) == 0 && st.state == 'Z')
+		if (procfs_stat(sc->procfd, kids[i], &st) == 0 && st.state == 'Z' && st.num_threads <= 1)
 			kids[sc->nhost_zombies++] = kids[i];
 	}
 	sc->host_zombies = kids;
@@ -85,6 +144,10 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 
 void scanner_done(struct scanner *sc)
 {
+	for (size_t i = 0; i < 32; i++)
+		pidref_done(&sc->roots[i]);
+	free(sc->pending);
+	sc->pending = NULL;
 	if (sc->dir)
 		closedir(sc->dir);
 	if (sc->procfd >= 0)
@@ -172,27 +235,144 @@ static int pattern_match(struct scanner *sc, const struct reaper_proc *info)
 	return 0;
 }
 
-/* Identify pid (pidfd + start time) and record what it is. env: its environ when the
- * caller already read it. want: the start time it must have (0: any). Returns the new
- * index, -1 when it is not a candidate, or -errno. */
+/* The environment of a process whose leader has exited while other threads run on: read
+ * through one of those threads (they share it). */
+static ssize_t environ_via_thread(struct scanner *sc, pid_t pid)
+{
+	char path[48];
+	snprintf(path, sizeof path, "%d/task", (int)pid);
+	int tfd = openat(sc->procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	char dents[4096] __attribute__((aligned(8)));
+	ssize_t nd, n = 0;
+	while (n <= 0 && (nd = getdents64(tfd, dents, sizeof dents)) > 0)
+		for (ssize_t off = 0; off < nd && n <= 0;) {
+			struct dirent64 *d = (struct dirent64 *)(void *)(dents + off);
+			off += d->d_reclen;
+			if (d->d_name[0] < '1' || d->d_name[0] > '9' || atoi(d->d_name) == pid)
+				continue;
+			char what[48];
+			snprintf(what, sizeof what, "task/%d/environ", atoi(d->d_name));
+			n = procfs_read(sc->procfd, pid, what, &sc->buf);
+		}
+	close(tfd);
+	return n;
+}
+
+/* pid's environment into sc->buf: its length; 0 when there is none to judge (a kernel
+ * thread, a zombie without live threads, an environment that is truly empty, a process gone);
+ * -EAGAIN while it cannot be judged yet: an exec is replacing the memory it lives in (the
+ * read comes back empty, and stat shows no settled bounds for it); other -errno when it
+ * cannot be read. */
+static ssize_t environ_of(struct scanner *sc, pid_t pid)
+{
+	ssize_t n = procfs_read(sc->procfd, pid, "environ", &sc->buf);
+	for (int tries = 0; (n == 0 || n == -ESRCH) && tries < 4; tries++) {
+		struct reaper_stat st, again;
+		int r = procfs_stat(sc->procfd, pid, &st);
+		if (r < 0)
+			return r == -ENOENT || r == -ESRCH ? 0 : r;
+		if (st.flags & PF_KTHREAD)
+			return 0;
+		/* no memory of its own (ESRCH): an exited or exiting leader; its other threads,
+		 * if any, share the process's environment */
+		if (n == -ESRCH || st.state == 'Z' || st.state == 'X')
+			return st.num_threads > 1 ? environ_via_thread(sc, pid) : 0;
+		n = procfs_read(sc->procfd, pid, "environ", &sc->buf);
+		if (n != 0)
+			break;
+		/* empty bounds on both sides of an empty read, the same exec: truly empty */
+		if (st.env_end && st.env_start == st.env_end && procfs_stat(sc->procfd, pid, &again) == 0 &&
+		    again.start_time == st.start_time && again.env_start == st.env_start &&
+		    again.env_end == st.env_end)
+			return 0;
+		sched_yield();
+	}
+	return n == 0 ? -EAGAIN : n;
+}
+
+/* Which marker finders an environment holds. */
+static uint32_t env_bits(const struct scanner *sc, const char *env, size_t len)
+{
+	uint32_t mask = 0;
+	for (size_t i = 0; i < sc->nf; i++)
+		if ((sc->env_mask & (1u << i)) && reaper_environ_has(env, len, sc->f[i].marker, sc->elen[i]))
+			mask |= 1u << i;
+	return mask;
+}
+
+/* Look at pid again before this scan ends (once). */
+static int pend(struct scanner *sc, pid_t pid)
+{
+	for (size_t i = 0; i < sc->npending; i++)
+		if (sc->pending[i] == pid)
+			return 0;
+	if (sc->npending == sc->cpending) {
+		size_t nc = sc->cpending ? sc->cpending * 2 : 16;
+		pid_t *nv = realloc(sc->pending, nc * sizeof *nv);
+		if (!nv)
+			return -ENOMEM;
+		sc->pending = nv;
+		sc->cpending = nc;
+	}
+	sc->pending[sc->npending++] = pid;
+	return 0;
+}
+
+/* Pin pid: a pidfd while the budget allows, else pid + start time. */
+static int pin(struct scanner *sc, struct candset *cs, struct pidref *ref, pid_t pid, struct reaper_stat *st)
+{
+	int r = -EMFILE;
+	if (cs->pidfds < sc->pidfd_budget)
+		r = pidref_open_stat(ref, sc->procfd, pid, st);
+	if (r == -EMFILE || r == -ENFILE) {
+		if (cs->pidfds < sc->pidfd_budget)
+			sc->starved = 1;
+		r = pidref_pin_stat(ref, sc->procfd, pid, st);
+	}
+	return r;
+}
+
+/* Identify pid (pidfd + start time) and record what it is. want: the start time it must
+ * have (0: any). What found it is checked again for a process younger than the scan (it may
+ * hold a pid whose earlier holder was read): env, its environ as read (marker finders), is
+ * read again; parent, the process whose children listed it (tree finders; 0 otherwise),
+ * must still be its parent, and pref (NULL for the caller) still the process the list was
+ * read from. Returns the new index, -1 when it is not a candidate, or -errno. */
 static ssize_t add(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mask, const char *env,
-		   ssize_t envlen, uint64_t want)
+		   ssize_t envlen, uint64_t want, pid_t parent, const struct pidref *pref)
 {
 	struct reaper_stat st;
 	struct cand c = { 0 };
-	int r = pidref_open_stat(&c.ref, sc->procfd, pid, &st);
+	int r = pin(sc, cs, &c.ref, pid, &st);
 	if (r < 0) {
-		if (r == -EMFILE || r == -ENFILE)
-			sc->starved = 1;
+		read_failed(sc, r);
 		return r == -ENOMEM ? r : -1;
 	}
 	if (want && st.start_time != want) {
 		pidref_done(&c.ref); /* the pid has changed hands: not the process meant */
 		return -1;
 	}
+	if (st.start_time >= sc->tick0) {
+		if (env) {
+			envlen = environ_of(sc, pid);
+			env = sc->buf.p;
+			mask = envlen > 0 ? env_bits(sc, env, (size_t)envlen) : 0;
+			if (envlen == -EAGAIN && pend(sc, pid) < 0)
+				envlen = -ENOMEM;
+			read_failed(sc, envlen);
+		} else if (parent && (st.ppid != parent || (pref && pidref_held(pref, sc->procfd) < 0))) {
+			mask = 0;
+		}
+		if (!mask) {
+			pidref_done(&c.ref);
+			return envlen == -ENOMEM ? -ENOMEM : -1;
+		}
+	}
 	/* A zombie child of ours that the host exited and left before the reap: its exit
 	 * status is the host's, never ours to take. */
-	if (st.state == 'Z' && st.ppid == sc->self && host_zombie(sc, pid)) {
+	if (st.state == 'Z' && st.num_threads <= 1 && st.ppid == sc->self && host_zombie(sc, pid)) {
 		pidref_done(&c.ref);
 		return -1;
 	}
@@ -214,7 +394,7 @@ static ssize_t add(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t m
 	snprintf(dir, sizeof dir, "%d", (int)pid);
 	pi->uid = fstatat(sc->procfd, dir, &sb, 0) == 0 ? sb.st_uid : (uid_t)-1;
 	if (!env) {
-		envlen = procfs_read(sc->procfd, pid, "environ", &sc->buf);
+		envlen = environ_of(sc, pid);
 		env = sc->buf.p;
 		pi->environ_unreadable = envlen < 0 && (envlen == -EACCES || envlen == -EPERM);
 	}
@@ -237,7 +417,8 @@ static ssize_t add(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t m
 	} else {
 		pi->allowed = pol == REAPER_ALLOW;
 		pi->fate = REAPER_ALIVE;
-		c.live = st.state != 'Z' && st.state != 'X';
+		/* a leader that has exited while its other threads run on is alive */
+		c.live = (st.state != 'Z' && st.state != 'X') || st.num_threads > 1;
 		if (!c.live)
 			pi->fate = REAPER_EXITED;
 	}
@@ -279,12 +460,38 @@ void scanner_refresh(struct scanner *sc, struct cand *c)
 			pi->matched_by |= 1u << i;
 }
 
-/* A pid is new unless a live candidate already holds it (a dead one's pid may be reused). */
-static int known(const struct candset *cs, pid_t pid)
+/* A pid is new unless the process holding it now is a candidate already: the same
+ * identity, not just the same number (a candidate's pid may have passed to another). */
+static int known(const struct scanner *sc, const struct candset *cs, pid_t pid)
 {
 	ssize_t i = candset_find(cs, pid);
-	return i >= 0 && (cs->v[i].live || cs->v[i].info.fate == REAPER_KEPT ||
-			  cs->v[i].ref.pid > 0);
+	if (i < 0)
+		return 0;
+	const struct cand *c = &cs->v[i];
+	if (c->ref.pid > 0)
+		return pidref_held(&c->ref, sc->procfd) == 0;
+	struct reaper_stat st;
+	return procfs_stat(sc->procfd, pid, &st) == 0 && st.start_time == c->info.start_time;
+}
+
+/* The marker finders' look at one pid: 1 when it became a candidate, 0 when not (or not
+ * yet: pending), -ENOMEM. */
+static int examine(struct scanner *sc, struct candset *cs, pid_t pid)
+{
+	if (excluded(sc, pid) || known(sc, cs, pid))
+		return 0;
+	ssize_t n = environ_of(sc, pid);
+	if (n == -EAGAIN)
+		return pend(sc, pid);
+	if (n <= 0) {
+		read_failed(sc, n); /* else gone, a kernel thread, a zombie, or unreadable */
+		return 0;
+	}
+	uint32_t mask = env_bits(sc, sc->buf.p, (size_t)n);
+	if (!mask)
+		return 0;
+	ssize_t r = add(sc, cs, pid, mask, sc->buf.p, n, 0, 0, NULL);
+	return r == -ENOMEM ? -ENOMEM : r >= 0;
 }
 
 static int scan_env(struct scanner *sc, struct candset *cs)
@@ -296,23 +503,38 @@ static int scan_env(struct scanner *sc, struct candset *cs)
 		if (d->d_name[0] < '1' || d->d_name[0] > '9')
 			continue;
 		pid_t pid = (pid_t)atoi(d->d_name);
-		if (excluded(sc, pid) || known(cs, pid))
-			continue;
-		ssize_t n = procfs_read(sc->procfd, pid, "environ", &sc->buf);
-		if (n <= 0)
-			continue; /* gone, a kernel thread, a zombie, or unreadable */
-		uint32_t mask = 0;
-		for (size_t i = 0; i < sc->nf; i++)
-			if ((sc->env_mask & (1u << i)) &&
-			    reaper_environ_has(sc->buf.p, (size_t)n, sc->f[i].marker, sc->elen[i]))
-				mask |= 1u << i;
-		if (!mask)
-			continue;
-		ssize_t r = add(sc, cs, pid, mask, sc->buf.p, n, 0);
-		if (r == -ENOMEM)
-			return -ENOMEM;
-		added += r >= 0;
+		int r = examine(sc, cs, pid);
+		if (r < 0)
+			return r;
+		added += r;
 	}
+	/* what an exec had under way is looked at again until it can be judged, bounded */
+	double naps = 0, nap = 0.0001;
+	while (sc->npending && naps < JUDGE_BOUND) {
+		struct timespec ts = { 0, (long)(nap * 1e9) };
+		nanosleep(&ts, NULL);
+		naps += nap;
+		nap = nap * 2 < 0.01 ? nap * 2 : 0.01;
+		size_t np = sc->npending;
+		pid_t *again = malloc(np * sizeof *again);
+		if (!again)
+			return -ENOMEM;
+		memcpy(again, sc->pending, np * sizeof *again);
+		sc->npending = 0;
+		for (size_t i = 0; i < np; i++) {
+			int r = examine(sc, cs, again[i]);
+			if (r < 0) {
+				free(again);
+				return r;
+			}
+			added += r;
+		}
+		free(again);
+	}
+	sc->unjudged = sc->npending;
+	if (sc->npending)
+		sc->scan_err = EAGAIN;
+	sc->npending = 0;
 	return added;
 }
 
@@ -322,8 +544,10 @@ static int children_of(struct scanner *sc, pid_t pid, pid_t **kids, size_t *nk, 
 	char path[48];
 	snprintf(path, sizeof path, "%d/task", (int)pid);
 	int tfd = openat(sc->procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (tfd < 0)
+	if (tfd < 0) {
+		read_failed(sc, -errno);
 		return 0;
+	}
 	/* getdents64 straight into a buffer: fdopendir's fstat and two fcntls cost more than
 	 * listing a task directory, once per tree candidate per scan */
 	char dents[4096] __attribute__((aligned(8)));
@@ -338,6 +562,7 @@ static int children_of(struct scanner *sc, pid_t pid, pid_t **kids, size_t *nk, 
 			char what[48];
 			snprintf(what, sizeof what, "task/%d/children", atoi(d->d_name));
 			ssize_t n = procfs_read(sc->procfd, pid, what, &sc->aux);
+			read_failed(sc, n);
 			for (char *p = sc->aux.p, *end = p + (n > 0 ? n : 0); p < end;) {
 				char *e;
 				long v = strtol(p, &e, 10);
@@ -362,19 +587,34 @@ static int children_of(struct scanner *sc, pid_t pid, pid_t **kids, size_t *nk, 
 	return r;
 }
 
+/* The identity a tree walk item stands for: a pinned root (NULL for the caller itself) or a
+ * candidate. Looked up afresh each time: adding candidates may move the set. */
+struct item {
+	pid_t pid;
+	uint32_t bits;
+	int root;   /* finders[root] when >= 0 */
+	ssize_t cand;
+};
+
+static const struct pidref *item_ref(const struct scanner *sc, const struct candset *cs, const struct item *it)
+{
+	if (it->cand >= 0)
+		return &cs->v[it->cand].ref;
+	return it->root >= 0 && sc->f[it->root].root ? &sc->roots[it->root] : NULL;
+}
+
 static int scan_tree(struct scanner *sc, struct candset *cs)
 {
-	/* queue of (pid, tree bits): the roots, then every live candidate found by a tree
-	 * finder (that is how orphans re-parented away from the root stay in the tree). */
-	struct item {
-		pid_t pid;
-		uint32_t bits;
-	} *q = NULL;
+	/* queue: the roots, then every pinned candidate found by a tree finder (that is how
+	 * orphans re-parented away from the root stay in the tree). A process is walked only
+	 * while it is still the one pinned: a pid that has passed to another process since
+	 * lends its new holder's children nothing. */
+	struct item *q = NULL;
 	size_t qn = 0, qc = 0;
 	pid_t *kids = NULL;
 	size_t kc = 0;
 	int added = 0, r = 0;
-#define PUSH(P, B)                                                           \
+#define PUSH(P, B, ROOT, CAND)                                               \
 	do {                                                                 \
 		if (qn == qc) {                                              \
 			size_t nc = qc ? qc * 2 : 64;                        \
@@ -386,40 +626,46 @@ static int scan_tree(struct scanner *sc, struct candset *cs)
 			q = nq;                                              \
 			qc = nc;                                             \
 		}                                                            \
-		q[qn++] = (struct item){ (P), (B) };                         \
+		q[qn++] = (struct item){ (P), (B), (ROOT), (CAND) };         \
 	} while (0)
 	for (size_t i = 0; i < sc->nf; i++)
-		if (sc->tree_mask & (1u << i))
-			PUSH(sc->f[i].root ? sc->f[i].root : sc->self, 1u << i);
+		if ((sc->tree_mask & (1u << i)) && (!sc->f[i].root || sc->roots[i].pid > 0))
+			PUSH(sc->f[i].root ? sc->f[i].root : sc->self, 1u << i, (int)i, -1);
 	for (size_t i = 0; i < cs->n; i++)
-		if ((cs->v[i].live || cs->v[i].info.state == 'Z') && (cs->v[i].info.matched_by & sc->tree_mask))
-			PUSH(cs->v[i].info.pid, cs->v[i].info.matched_by & sc->tree_mask);
+		if (cs->v[i].ref.pid > 0 && (cs->v[i].info.matched_by & sc->tree_mask))
+			PUSH(cs->v[i].info.pid, cs->v[i].info.matched_by & sc->tree_mask, -1, (ssize_t)i);
 	for (size_t qi = 0; qi < qn; qi++) {
 		size_t nk = 0;
+		const struct pidref *ref = item_ref(sc, cs, &q[qi]);
+		if (ref && ref->pid <= 0)
+			continue;
 		if ((r = children_of(sc, q[qi].pid, &kids, &nk, &kc)) < 0)
 			goto out;
+		/* the list is this process's only if it still is the one pinned after the read */
+		if (ref && pidref_held(ref, sc->procfd) < 0)
+			continue;
 		for (size_t k = 0; k < nk; k++) {
 			pid_t c = kids[k];
 			if (excluded(sc, c))
 				continue;
 			ssize_t idx = candset_find(cs, c);
-			if (idx >= 0 && known(cs, c)) {
+			if (idx >= 0 && known(sc, cs, c)) {
 				uint32_t had = cs->v[idx].info.matched_by;
 				cs->v[idx].info.matched_by |= q[qi].bits;
 				/* found by a marker first, it is in this tree only now: walk its
 				 * children in this very pass (one reaper_scan is one pass) */
 				if ((had & q[qi].bits) != q[qi].bits)
-					PUSH(c, q[qi].bits);
+					PUSH(c, q[qi].bits, -1, idx);
 				continue;
 			}
-			ssize_t a = add(sc, cs, c, q[qi].bits, NULL, 0, 0);
+			ssize_t a = add(sc, cs, c, q[qi].bits, NULL, 0, 0, q[qi].pid, item_ref(sc, cs, &q[qi]));
 			if (a == -ENOMEM) {
 				r = -ENOMEM;
 				goto out;
 			}
 			if (a >= 0) {
 				added++;
-				PUSH(c, q[qi].bits);
+				PUSH(c, q[qi].bits, -1, a);
 			}
 		}
 	}
@@ -455,12 +701,12 @@ static int scan_call(struct scanner *sc, struct candset *cs)
 			if (id->pid <= 0 || !id->start_time || excluded(sc, id->pid))
 				continue;
 			ssize_t idx = candset_find(cs, id->pid);
-			if (idx >= 0 && known(cs, id->pid)) {
+			if (idx >= 0 && known(sc, cs, id->pid)) {
 				if (cs->v[idx].info.start_time == id->start_time)
 					cs->v[idx].info.matched_by |= 1u << i;
 				continue;
 			}
-			ssize_t a = add(sc, cs, id->pid, 1u << i, NULL, 0, id->start_time);
+			ssize_t a = add(sc, cs, id->pid, 1u << i, NULL, 0, id->start_time, 0, NULL);
 			if (a == -ENOMEM)
 				return -ENOMEM;
 			added += a >= 0;
@@ -473,7 +719,9 @@ int scanner_scan(struct scanner *sc, struct candset *cs)
 {
 	int added = 0, r;
 	sc->starved = 0;
+	sc->scan_err = 0;
 	sc->gen++;
+	sc->tick0 = tick_now(sc);
 	for (size_t i = 0; i < sizeof sc->anc_cache / sizeof *sc->anc_cache; i++)
 		sc->anc_cache[i].pid = 0;
 	if (sc->env_mask) {

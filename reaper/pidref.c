@@ -53,6 +53,16 @@ int pidref_open(struct pidref *p, int procfd, pid_t pid, uint64_t start_time)
 	return 0;
 }
 
+int pidref_pin_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st)
+{
+	*p = PIDREF_NULL;
+	int r = procfs_stat(procfd, pid, st);
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : r;
+	*p = (struct pidref){ .pid = pid, .start_time = st->start_time, .fd = -1 };
+	return 0;
+}
+
 int pidref_open_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st)
 {
 	*p = PIDREF_NULL;
@@ -80,6 +90,26 @@ int pidref_open_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat
 	return pidref_open(p, procfd, pid, st->start_time);
 }
 
+/* 1 while the pidfd says the process (every thread of it) has not exited: then its pid
+ * cannot have changed hands. */
+static int running(const struct pidref *p)
+{
+	struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
+	return p->fd >= 0 && poll(&pfd, 1, 0) == 0;
+}
+
+int pidref_held(const struct pidref *p, int procfd)
+{
+	if (p->pid > 0 && running(p))
+		return 0;
+	/* Exited: its zombie holds the pid until reaped, and then a process started within the
+	 * same clock tick could show the same start time. The pidfd knows: signal 0 reaches a
+	 * zombie, never a reaped process. */
+	if (p->fd >= 0 && syscall(SYS_pidfd_send_signal, p->fd, 0, NULL, 0) < 0)
+		return -ESRCH;
+	return pidref_verify(p, procfd);
+}
+
 int pidref_verify(const struct pidref *p, int procfd)
 {
 	struct reaper_stat st;
@@ -101,9 +131,16 @@ int pidref_signal(const struct pidref *p, int procfd, int sig)
 		struct reaper_stat st;
 		if (procfs_stat(procfd, p->pid, &st) < 0 || st.start_time != p->start_time)
 			return -ESRCH;
-		if (st.ppid != getpid())
-			return -ENOSYS;
-		return kill(p->pid, sig) < 0 ? -errno : 0;
+		if (st.ppid == getpid())
+			return kill(p->pid, sig) < 0 ? -errno : 0;
+		/* held without a pidfd to save descriptors: one for this signal only */
+		struct pidref once;
+		r = pidref_open(&once, procfd, p->pid, p->start_time);
+		if (r < 0)
+			return r;
+		r = once.fd < 0 ? -ENOSYS : pidref_signal(&once, procfd, sig);
+		pidref_done(&once);
+		return r;
 	}
 	if (syscall(SYS_pidfd_send_signal, p->fd, sig, NULL, 0) < 0)
 		return -errno;
@@ -130,11 +167,9 @@ int pidref_exited(const struct pidref *p, int procfd)
 	if (p->fd < 0) {
 		struct reaper_stat st;
 		return procfs_stat(procfd, p->pid, &st) < 0 || st.start_time != p->start_time ||
-		       st.state == 'Z' || st.state == 'X';
+		       ((st.state == 'Z' || st.state == 'X') && st.num_threads <= 1);
 	}
-	struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
-	int r = poll(&pfd, 1, 0);
-	return r > 0 ? 1 : 0;
+	return !running(p);
 }
 
 int pidref_collect(const struct pidref *p, int procfd, int *status)

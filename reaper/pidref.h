@@ -29,15 +29,24 @@ int pidref_open(struct pidref *p, int procfd, pid_t pid, uint64_t start_time);
  * (a zombie) is checked the pidref_open way. -ESRCH when gone; -EMFILE etc. */
 struct reaper_stat;
 int pidref_open_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st);
+/* Pin pid by its stat alone (pid + start time, no pidfd: for when descriptors run out);
+ * uses are re-checked the way pidfd-less kernels' are, and a signal to a process that is
+ * not the caller's child opens a pidfd just for it. -ESRCH when gone. */
+int pidref_pin_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st);
 /* 0 while pid still names the same process (zombies included), -ESRCH otherwise. */
 int pidref_verify(const struct pidref *p, int procfd);
+/* pidref_verify, sharper and cheaper with a pidfd: one that shows no exit answers without
+ * reading /proc (an unexited process keeps its pid), and one whose process has been reaped
+ * fails even when the pid's new holder started in the same clock tick. */
+int pidref_held(const struct pidref *p, int procfd);
 /* Verify, then pidfd_send_signal. -ESRCH: gone or replaced, nothing was signalled.
  * Without pidfds only the caller's own children can be signalled (-ENOSYS otherwise). */
 int pidref_signal(const struct pidref *p, int procfd, int sig);
 /* Signal the process group that the verified process leads (-ESRCH when it is gone,
  * replaced, or no longer leads a group of its own). Only safe for an unreaped child. */
 int pidref_signal_group(const struct pidref *leader, int procfd, int sig);
-/* 1 when the process has exited (zombie or reaped), 0 while it runs. */
+/* 1 when the process has exited (zombie or reaped), 0 while it runs: a zombie leader whose
+ * other threads run is running. */
 int pidref_exited(const struct pidref *p, int procfd);
 /* Collect its zombie when the caller is its parent: 1 collected, 0 not exited yet,
  * -ECHILD not our child (or already collected). Never touches any other child. */

@@ -112,6 +112,10 @@ int reaper_parse_stat(const char *buf, size_t len, struct reaper_stat *st)
 			st->pgrp = (pid_t)v;
 		else if (field == 6)
 			st->session = (pid_t)v;
+		else if (field == 9)
+			st->flags = (unsigned long)v;
+		else if (field == 20)
+			st->num_threads = (long)v;
 		else if (field == 22)
 			st->start_time = v;
 	}
@@ -119,7 +123,25 @@ int reaper_parse_stat(const char *buf, size_t len, struct reaper_stat *st)
 	 * and a cut start time would be another process's identity */
 	if (p >= end || (*p != ' ' && *p != '\n'))
 		return -EINVAL;
-	return ok ? 0 : -EINVAL;
+	if (!ok)
+		return -EINVAL;
+	/* 23..51: only the environment's bounds are kept; an older kernel's shorter line
+	 * leaves them 0 */
+	uint64_t env[2] = { 0, 0 };
+	for (int field = 23; field <= 51 && p < end && *p == ' '; field++) {
+		p++;
+		int fok = 1;
+		uint64_t v = parse_u64(&p, end, &fok);
+		if (!fok)
+			break;
+		if (field >= 50)
+			env[field - 50] = v;
+		if (field == 51) {
+			st->env_start = env[0];
+			st->env_end = env[1];
+		}
+	}
+	return 0;
 }
 
 int procfs_stat(int procfd, pid_t pid, struct reaper_stat *st)

@@ -16,6 +16,10 @@ struct reaper_stat {
 	char state;
 	uint64_t start_time;
 	char comm[64];
+	unsigned long flags;           /* field 9 (PF_*); 0x00200000 marks a kernel thread */
+	long num_threads;              /* field 20: a zombie leader with live threads counts > 1 */
+	uint64_t env_start, env_end;   /* fields 50, 51 (0 when not shown: no mm, no permission,
+	                                  or an exec that has not laid out the new stack yet) */
 };
 /* Parse the text of /proc/PID/stat (comm may hold spaces, newlines and ')'). */
 int reaper_parse_stat(const char *buf, size_t len, struct reaper_stat *st);

@@ -34,6 +34,9 @@ struct reap {
 	int err;
 	size_t unwatched; /* live candidates whose exit is polled, not an epoll event */
 	struct holdings *hold; /* opts->holdings: what each leak holds */
+	int incomplete;   /* positive errno: a match could not be signalled (descriptors) */
+	const char *incomplete_why;
+	int short_scans;  /* scans in a row that could not read everything */
 };
 
 static double now(void)
@@ -53,7 +56,13 @@ static void signal_cand(struct reap *rp, struct cand *c, int sig)
 	}
 	if (sig == SIGTERM && rp->o->term_signal)
 		sig = rp->o->term_signal;
-	if (pidref_signal(&c->ref, rp->sc.procfd, sig) < 0)
+	int r = pidref_signal(&c->ref, rp->sc.procfd, sig);
+	if (r == -EMFILE || r == -ENFILE) {
+		rp->incomplete = -r; /* tried again on the next round; said if it never works */
+		rp->incomplete_why = "a process could not be signalled";
+		return;
+	}
+	if (r < 0)
 		return; /* gone or replaced: its pidfd reports the exit */
 	if (sig == SIGSTOP)
 		c->stopped = 1;
@@ -106,9 +115,9 @@ static void on_exit_event(struct reap *rp, struct cand *c)
 	int r = pidref_collect(&c->ref, rp->sc.procfd, &c->info.exit_status);
 	if (r == 1) {
 		c->collected = 1;
-		pidref_done(&c->ref);
-	} else if (pidref_verify(&c->ref, rp->sc.procfd) < 0) {
-		pidref_done(&c->ref); /* already collected by its parent */
+		cand_unpin(&rp->cs, c);
+	} else if (pidref_held(&c->ref, rp->sc.procfd) < 0) {
+		cand_unpin(&rp->cs, c); /* already collected by its parent */
 	} /* else a zombie of someone else: looked at again at the end */
 }
 
@@ -134,9 +143,12 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 				rp->err = r;
 				return FAILED;
 			}
-			if (rp->cs.live == 0 && r == 0)
+			/* a scan short of descriptors may have missed something: a few more
+			 * tries, then the report says it is incomplete */
+			rp->short_scans = rp->sc.scan_err ? rp->short_scans + 1 : 0;
+			if (rp->cs.live == 0 && r == 0 && (!rp->sc.scan_err || rp->short_scans >= 3))
 				return DONE;
-			interval = r > 0 || rp->sc.starved ? RESCAN_MIN : interval * 2;
+			interval = r > 0 || rp->sc.starved || rp->sc.scan_err ? RESCAN_MIN : interval * 2;
 			if (interval > RESCAN_MAX)
 				interval = RESCAN_MAX;
 			next_scan = now() + interval;
@@ -231,10 +243,29 @@ static void finish(struct reap *rp)
 			continue;
 		if (pidref_collect(&c->ref, rp->sc.procfd, &c->info.exit_status) == 1) {
 			c->collected = 1;
-		} else if (c->info.state == 'Z' && pidref_verify(&c->ref, rp->sc.procfd) == 0) {
+		} else if (c->info.state == 'Z' && pidref_held(&c->ref, rp->sc.procfd) == 0) {
 			c->info.fate = REAPER_ZOMBIE_HELD; /* found dead, its parent lives outside the run */
 		}
-		pidref_done(&c->ref);
+		cand_unpin(&rp->cs, c);
+	}
+}
+
+/* Say so when the result may not be all there is: the last scan could not read or judge
+ * everything, or a match that is still there could not be signalled. */
+static void incomplete(struct reap *rp, struct reaper_report *r)
+{
+	int left = 0;
+	for (size_t i = 0; i < r->n; i++)
+		left |= r->procs[i].fate == REAPER_UNKILLABLE;
+	if (rp->sc.scan_err == EAGAIN) {
+		r->incomplete = EAGAIN;
+		r->incomplete_reason = "an environment under an exec could not be judged in time";
+	} else if (rp->sc.scan_err) {
+		r->incomplete = rp->sc.scan_err;
+		r->incomplete_reason = "/proc could not be read in full";
+	} else if (rp->incomplete && left) {
+		r->incomplete = rp->incomplete;
+		r->incomplete_reason = rp->incomplete_why;
 	}
 }
 
@@ -308,6 +339,7 @@ failed:
 	if (r == 0) {
 		(*out)->escalated = rp.escalated;
 		(*out)->waited = now() - t0;
+		incomplete(&rp, *out);
 	}
 out:
 	if (rp.ep >= 0)

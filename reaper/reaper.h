@@ -151,6 +151,11 @@ struct reaper_report {
 	double waited;               /* seconds spent in reaper_reap */
 	size_t *pattern_hits;        /* per opts->patterns entry */
 	size_t npatterns;
+	/* 0 when the result is complete; else a positive errno saying why it may miss processes
+	 * or left some unsignalled (EMFILE/ENFILE: out of descriptors; ENOMEM; EAGAIN: a process
+	 * under an exec could not be judged in time), and incomplete_reason in words (static). */
+	int incomplete;
+	const char *incomplete_reason;
 };
 
 /* What reaper_reap may be told while it waits. */
