@@ -375,6 +375,228 @@ static int path_owner_death(void)
 	return unrelated_untouched(&u);
 }
 
+/* ---- identity of what a scan walks and knows ------------------------------------------- */
+
+/* 1 once process holder has a pidfd open that refers to target. */
+static int holds_pidfd_to(pid_t holder, pid_t target)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)holder);
+	DIR *d = opendir(path);
+	int found = 0;
+	for (struct dirent *e; d && !found && (e = readdir(d));)
+		if (e->d_name[0] >= '0' && e->d_name[0] <= '9')
+			found = pidfd_target(holder, atoi(e->d_name)) == target;
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static int wait_pidfd_to(pid_t holder, pid_t target)
+{
+	for (int i = 0; i < 6000; i++) {
+		if (holds_pidfd_to(holder, target))
+			return 0;
+		hard_nap(0.005);
+	}
+	return -ETIMEDOUT;
+}
+
+/* Make the next process forked take pid (it must be free). */
+static int next_pid_is(pid_t pid)
+{
+	int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char buf[16];
+	int n = snprintf(buf, sizeof buf, "%d", (int)pid - 1);
+	ssize_t w = write(fd, buf, (size_t)n);
+	close(fd);
+	return w == n ? 0 : -EIO;
+}
+
+/* A reaper in a child: reaper_reap(f) with timeout, its report as "pid start fate" lines on
+ * *res. Starts when go is written. */
+static pid_t reaper_child(const struct reaper_finder *f, size_t nf, const struct reaper_pattern *pat, size_t npat,
+			  double timeout, int *go, int *res)
+{
+	int g[2], r[2];
+	if (pipe2(g, O_CLOEXEC) < 0 || pipe2(r, O_CLOEXEC) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		char c;
+		if (read(g[0], &c, 1) != 1)
+			_exit(2);
+		struct reaper_opts o;
+		reaper_opts_init(&o);
+		o.timeout = timeout;
+		o.grace = 0.3;
+		o.settle = 3;
+		o.patterns = pat;
+		o.npatterns = npat;
+		struct reaper_report *rep = NULL;
+		int e = reaper_reap(f, nf, &o, &rep);
+		dprintf(r[1], "%d\n", e);
+		for (size_t i = 0; e == 0 && i < rep->n; i++)
+			dprintf(r[1], "%d %llu %s\n", (int)rep->procs[i].pid, (unsigned long long)rep->procs[i].start_time,
+				reaper_fate_name(rep->procs[i].fate));
+		reaper_report_free(rep);
+		_exit(0);
+	}
+	close(g[0]);
+	close(r[1]);
+	*go = g[1];
+	*res = r[0];
+	return pid;
+}
+
+static int reaper_result(pid_t reaper, int res, char *out, size_t len)
+{
+	int st;
+	NS_CHECK(waitpid(reaper, &st, 0) == reaper && WIFEXITED(st) && WEXITSTATUS(st) == 0, "reaper status %#x", st);
+	size_t used = 0;
+	ssize_t n;
+	while (used < len - 1 && (n = read(res, out + used, len - 1 - used)) > 0)
+		used += (size_t)n;
+	out[used] = 0;
+	close(res);
+	NS_CHECK(atoi(out) == 0, "reaper_reap failed: %s", out);
+	return 0;
+}
+
+/* A tree candidate first seen as a zombie, collected by its parent, its pid then taken by an
+ * unrelated process with a child of its own: that child is no descendant of the tree. */
+static int path_recycled_tree_root(void)
+{
+	/* T: the tree's root; M its child that exits at once (a zombie T keeps until told), L a
+	 * live child that keeps the reap waiting */
+	int cmd[2], info[2];
+	NS_CHECK(pipe2(cmd, O_CLOEXEC) == 0 && pipe2(info, O_CLOEXEC) == 0, "pipe");
+	pid_t t = fork();
+	if (t == 0) {
+		/* Check's handlers (inherited, not exec'd away) would answer a SIGTERM by
+		 * signalling the test's whole group */
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		pid_t m = fork();
+		if (m == 0)
+			_exit(0);
+		pid_t l = fork();
+		if (l == 0) {
+			for (;;)
+				pause();
+		}
+		pid_t both[2] = { m, l };
+		if (write(info[1], both, sizeof both) != sizeof both)
+			_exit(3);
+		char c;
+		if (read(cmd[0], &c, 1) != 1 || waitpid(m, NULL, 0) != m)
+			_exit(4);
+		if (write(info[1], "c", 1) != 1)
+			_exit(5);
+		for (;;)
+			pause();
+	}
+	pid_t ml[2];
+	NS_CHECK(read(info[0], ml, sizeof ml) == sizeof ml, "T did not start");
+	for (int i = 0; i < 2000 && tu_state(ml[0]) != 'Z'; i++)
+		hard_nap(0.005);
+	NS_CHECK(tu_state(ml[0]) == 'Z', "M %d is not a zombie", (int)ml[0]);
+	struct reaper_finder f = reaper_find_tree(t);
+	int go, res;
+	pid_t reaper = reaper_child(&f, 1, NULL, 0, 5, &go, &res);
+	NS_CHECK(reaper > 0, "fork the reaper");
+	NS_CHECK(write(go, "g", 1) == 1, "go");
+	/* the reaper has pinned the zombie M: T collects it, and M's pid goes to U */
+	NS_CHECK(wait_pidfd_to(reaper, ml[0]) == 0, "the reaper never pinned the zombie %d", (int)ml[0]);
+	char c;
+	NS_CHECK(write(cmd[1], "c", 1) == 1 && read(info[0], &c, 1) == 1, "T did not collect M");
+	int rp[2], up[2];
+	NS_CHECK(pipe2(rp, O_CLOEXEC) == 0 && pipe2(up, O_CLOEXEC) == 0, "pipe");
+	NS_CHECK(next_pid_is(ml[0]) == 0, "ns_last_pid");
+	pid_t u = fork();
+	if (u == 0) {
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		char *argv[] = { (char *)hard_path("hard_sig"), "-f", "3", NULL };
+		char *env[] = { "PATH=/usr/bin:/bin", "HARD_ROLE=unrelated-child", NULL };
+		pid_t uc = hard_spawn_raw(argv, env, rp[1]);
+		if (write(up[1], &uc, sizeof uc) != sizeof uc)
+			_exit(3);
+		for (;;)
+			pause();
+	}
+	close(rp[1]);
+	NS_CHECK(u == ml[0], "U got pid %d, not M's %d", (int)u, (int)ml[0]);
+	pid_t uc;
+	NS_CHECK(read(up[0], &uc, sizeof uc) == sizeof uc && read(rp[0], &c, 1) == 1 && c == 'R',
+		 "U's child did not start");
+	fcntl(rp[0], F_SETFL, O_NONBLOCK);
+	fprintf(stderr, "hard: zombie %d collected; its pid now holds %d, parent of %d\n", (int)ml[0], (int)u, (int)uc);
+	char out[4096];
+	if (reaper_result(reaper, res, out, sizeof out))
+		return 1;
+	char want[32];
+	snprintf(want, sizeof want, "\n%d ", (int)uc);
+	NS_CHECK(!strstr(out, want), "U's child %d was taken for a descendant of the tree:\n%s", (int)uc, out);
+	snprintf(want, sizeof want, "\n%d ", (int)ml[1]);
+	NS_CHECK(strstr(out, want), "the live child L %d of the tree is missing:\n%s", (int)ml[1], out);
+	int st;
+	NS_CHECK(waitpid(u, &st, WNOHANG) == 0, "U died");
+	struct sigproc ucp = { uc, rp[0] };
+	/* uc is U's child, not ours: unrelated_untouched's wait does not apply */
+	char s2 = tu_state(uc);
+	NS_CHECK(s2 && s2 != 'Z' && s2 != 'T', "U's child %d is %c", (int)uc, s2 ? s2 : '-');
+	const char *seen = hard_signals_seen(ucp.rd);
+	NS_CHECK(!*seen, "U's child %d was signalled: %s", (int)uc, seen);
+	return 0;
+}
+
+/* A candidate kept by a pattern dies and its pid goes to a new process of the run: that
+ * process is found (known means the same identity, not the same pid). */
+static int path_reused_pid_found(void)
+{
+	char m[128];
+	tu_unique_marker(m, sizeof m, "HARD_NS", "reuse");
+	char *env[] = { "PATH=/usr/bin:/bin", m, NULL };
+	char *kargv[] = { "/bin/sleep", "1001", NULL }, *largv[] = { "/bin/sleep", "1002", NULL };
+	pid_t k = hard_spawn_raw(kargv, env, -1), l = hard_spawn_raw(largv, env, -1);
+	NS_CHECK(k > 0 && l > 0 && k < l, "spawn the two sleeps (%d, %d)", (int)k, (int)l);
+	for (int i = 0; i < 2000 && tu_marked(m, NULL, 0) < 2; i++)
+		hard_nap(0.005);
+	NS_CHECK(tu_marked(m, NULL, 0) == 2, "the sleeps do not carry the marker");
+	struct reaper_finder f = reaper_find_env(m);
+	struct reaper_pattern keep = { REAPER_KEEP, "*sleep 1001*" };
+	int go, res;
+	pid_t reaper = reaper_child(&f, 1, &keep, 1, 5, &go, &res);
+	NS_CHECK(reaper > 0, "fork the reaper");
+	NS_CHECK(write(go, "g", 1) == 1, "go");
+	/* L pinned: the scan that did it passed K (lower pid) already, and kept it */
+	NS_CHECK(wait_pidfd_to(reaper, l) == 0, "the reaper never pinned %d", (int)l);
+	int st;
+	NS_CHECK(kill(k, SIGKILL) == 0 && waitpid(k, &st, 0) == k, "end K");
+	NS_CHECK(next_pid_is(k) == 0, "ns_last_pid");
+	struct sigproc n;
+	NS_CHECK(ns_sig_spawn(&n, env) == 0, "spawn N");
+	NS_CHECK(n.pid == k, "N got pid %d, not K's %d", (int)n.pid, (int)k);
+	uint64_t nst = tu_start_time(n.pid);
+	fprintf(stderr, "hard: kept %d ended; its pid now holds a new marked process\n", (int)k);
+	char out[4096];
+	if (reaper_result(reaper, res, out, sizeof out))
+		return 1;
+	char want[64];
+	snprintf(want, sizeof want, "\n%d %llu ", (int)n.pid, (unsigned long long)nst);
+	char *line = strstr(out, want);
+	NS_CHECK(line, "the new process %d on the kept one's pid was never found:\n%s", (int)n.pid, out);
+	line += strlen(want);
+	NS_CHECK(!strncmp(line, "terminated", 10) || !strncmp(line, "killed", 6), "its fate: %.12s", line);
+	NS_CHECK(waitpid(n.pid, &st, 0) == n.pid, "collect N");
+	close(n.rd);
+	ns_collect();
+	return 0;
+}
+
 /* ---- namespace plumbing ---------------------------------------------------------------- */
 
 /* Run fn as pid 1 of a new PID namespace with its own /proc; fails the test with fn's
@@ -451,6 +673,20 @@ START_TEST(recycled_pid_owner_death)
 }
 END_TEST
 
+START_TEST(recycled_tree_root_not_walked)
+{
+	if (need_root("recycled_tree_root_not_walked"))
+		in_pid_namespace(path_recycled_tree_root);
+}
+END_TEST
+
+START_TEST(reused_pid_of_kept_found)
+{
+	if (need_root("reused_pid_of_kept_found"))
+		in_pid_namespace(path_reused_pid_found);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hard_pidns");
@@ -462,6 +698,8 @@ int main(void)
 	tcase_add_test(tc, recycled_pid_reap);
 	tcase_add_test(tc, recycled_pid_run_cancellation);
 	tcase_add_test(tc, recycled_pid_owner_death);
+	tcase_add_test(tc, recycled_tree_root_not_walked);
+	tcase_add_test(tc, reused_pid_of_kept_found);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("zz_nothing_left");
 	tcase_set_timeout(tc, 90);

@@ -1,0 +1,279 @@
+/* Membership without holes on the /proc path: a leftover whose main thread has exited while
+ * its other threads run on; a process caught in the middle of an exec; more leftovers than
+ * descriptors. Each is found (by every finder), killed, waited for until it is gone, or the
+ * report says it is incomplete. */
+#include "check_hard.h"
+
+#include <sys/resource.h>
+
+static char suite_marker[128];
+
+/* zl with marker m as our child; waits until its leader is a zombie (its thread runs on). */
+static void zl_spawn(struct tu_proc *p, const char *m)
+{
+	char *argv[] = { (char *)hard_path("zl"), NULL };
+	ck_assert_int_eq(tu_spawn(p, argv, hard_env(m, suite_marker, NULL), -1, -1), 0);
+	for (int i = 0; i < 3000 && tu_state(p->pid) != 'Z'; i++)
+		hard_nap(0.002);
+	ck_assert_int_eq(tu_state(p->pid), 'Z');
+	ck_assert_int_eq(tu_wait_present(p->pid, 1), 0);
+}
+
+START_TEST(zombie_leader_found_alive_and_killed)
+{
+	char m[128];
+	tu_unique_marker(m, sizeof m, "HARD_ZL", "zl");
+	struct tu_proc p;
+	zl_spawn(&p, m);
+	/* each finder alone sees it, alive */
+	struct reaper_finder fe = reaper_find_env(m), ft = reaper_find_tree(0);
+	struct reaper_finder both[2] = { fe, ft };
+	const struct reaper_finder *alone[2] = { &fe, &ft };
+	for (int k = 0; k < 2; k++) {
+		struct reaper_report *r = NULL;
+		ck_assert_int_eq(reaper_scan(alone[k], 1, &r), 0);
+		const struct reaper_proc *q = hard_find(r, p.pid, p.start_time);
+		ck_assert_msg(q, "%s: the zombie-leader process %d is not found", k ? "tree" : "env", (int)p.pid);
+		ck_assert_msg(q->fate == REAPER_ALIVE, "%s: fate %s", k ? "tree" : "env", reaper_fate_name(q->fate));
+		ck_assert_int_eq((int)r->leaks, 1);
+		reaper_report_free(r);
+	}
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.grace = 0.2;
+	struct reaper_report *r = NULL;
+	ck_assert_int_eq(reaper_reap(both, 2, &o, &r), 0);
+	const struct reaper_proc *q = hard_find(r, p.pid, p.start_time);
+	ck_assert_ptr_nonnull(q);
+	ck_assert_msg(q->fate == REAPER_TERMINATED || q->fate == REAPER_KILLED, "fate %s", reaper_fate_name(q->fate));
+	ck_assert_uint_eq(q->matched_by, 3u);
+	ck_assert_int_eq((int)r->leaks, 1);
+	ck_assert_int_eq(r->incomplete, 0);
+	/* waited for until every thread is gone, and collected (it was our child) */
+	ck_assert_int_eq(tu_exists(p.pid, p.start_time), 0);
+	ck_assert_msg(WIFSIGNALED(q->exit_status), "status %#x", q->exit_status);
+	reaper_report_free(r);
+	tu_proc_close(&p);
+}
+END_TEST
+
+/* `reaper run -- sh -c 'setsid zl & sleep 0.5'`: a leak, reported, and nothing left. */
+START_TEST(run_zombie_leader_is_a_leak)
+{
+	char m[128], script[1024];
+	tu_unique_marker(m, sizeof m, "HARD_ZL", "run");
+	snprintf(script, sizeof script, "setsid %s </dev/null >/dev/null 2>&1 & sleep 0.5", hard_path("zl"));
+	char *argv[] = { (char *)hard_path("reaper"), "run", "--timeout", "0.5", "--grace", "0.5", "--marker", m, "--",
+			 "/bin/sh", "-c", script, NULL };
+	int err[2];
+	ck_assert_int_eq(pipe2(err, O_CLOEXEC), 0);
+	struct tu_proc run;
+	ck_assert_int_eq(tu_spawn(&run, argv, hard_env(suite_marker, NULL), -1, err[1]), 0);
+	close(err[1]);
+	char log[8192];
+	size_t len = 0;
+	ssize_t n;
+	while (len < sizeof log - 1 && (n = read(err[0], log + len, sizeof log - 1 - len)) > 0)
+		len += (size_t)n;
+	log[len] = 0;
+	close(err[0]);
+	int st = tu_wait_exit(&run);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 23, "reaper run status %#x:\n%s", st, log);
+	ck_assert_msg(strstr(log, "1 leaked"), "no leak reported:\n%s", log);
+	ck_assert_int_eq(tu_marked(m, NULL, 0), 0);
+	/* the thread that carries the marker is gone too (zombie leaders read empty) */
+	pid_t left[4];
+	ck_assert_int_eq(tu_marked(m, left, 4), 0);
+}
+END_TEST
+
+/* A marker scan racing a process that executes itself in a loop never misses it. */
+START_TEST(exec_loop_never_missed)
+{
+	char m[128];
+	tu_unique_marker(m, sizeof m, "HARD_EXEC", "loop");
+	char *argv[] = { (char *)hard_path("execloop"), NULL };
+	struct tu_proc p;
+	ck_assert_int_eq(tu_spawn(&p, argv, hard_env(m, suite_marker, NULL), -1, -1), 0);
+	/* carrying the marker from its first exec on */
+	for (int i = 0; i < 1000 && tu_marked(m, NULL, 0) < 1; i++)
+		hard_nap(0.005);
+	struct reaper_finder f = reaper_find_env(m);
+	int missed = 0, rounds = 200;
+	for (int i = 0; i < rounds; i++) {
+		struct reaper_report *r = NULL;
+		ck_assert_int_eq(reaper_scan(&f, 1, &r), 0);
+		missed += !hard_find(r, p.pid, p.start_time);
+		ck_assert_int_le((int)r->n, 1);
+		reaper_report_free(r);
+	}
+	ck_assert_int_eq(tu_kill_wait(&p), 0);
+	ck_assert_msg(missed == 0, "missed the exec-looping process in %d of %d scans", missed, rounds);
+}
+END_TEST
+
+/* `sh -c 'setsid sleep 120 & exit 0'`, scanned the moment sh is gone: the sleep is found
+ * even while it is still inside its exec. */
+START_TEST(setsid_sleep_found_right_after_sh)
+{
+	int missed = 0, rounds = 40;
+	ck_assert_int_eq(reaper_adopt(), 1); /* the orphaned sleeps come to us, to be collected */
+	for (int i = 0; i < rounds; i++) {
+		char m[128];
+		tu_unique_marker(m, sizeof m, "HARD_EXEC", "sh");
+		char *argv[] = { "/bin/sh", "-c", "setsid sleep 120 & exit 0", NULL };
+		struct tu_proc sh;
+		ck_assert_int_eq(tu_spawn(&sh, argv, hard_env(m, suite_marker, NULL), -1, -1), 0);
+		ck_assert_int_eq(tu_wait_exit(&sh), 0);
+		struct reaper_finder f = reaper_find_env(m);
+		struct reaper_report *r = NULL;
+		ck_assert_int_eq(reaper_scan(&f, 1, &r), 0);
+		missed += r->n != 1;
+		reaper_report_free(r);
+		for (int k = 0; k < 500 && tu_marked(m, NULL, 0) < 1; k++)
+			hard_nap(0.01);
+		ck_assert_int_eq(tu_kill_marked(m), 1);
+	}
+	ck_assert_int_eq(reaper_release(), 0);
+	ck_assert_msg(missed == 0, "missed the setsid sleep in %d of %d scans", missed, rounds);
+}
+END_TEST
+
+/* ---- more leftovers than descriptors ---------------------------------------------------- */
+
+#define NLEFT 40
+
+struct many {
+	struct tu_proc p[NLEFT];
+	int rd[NLEFT];
+	char m[128];
+};
+
+static void many_spawn(struct many *w, const char *tag)
+{
+	tu_unique_marker(w->m, sizeof w->m, "HARD_FD", tag);
+	for (int i = 0; i < NLEFT; i++) {
+		hard_sig_spawn(&w->p[i], &w->rd[i], hard_env(w->m, suite_marker, NULL), "-i", NULL);
+		/* our pidfd would count against nothing of the reaper's, but keep ours few */
+		close(w->p[i].pidfd);
+		w->p[i].pidfd = -1;
+	}
+}
+
+static void many_end(struct many *w)
+{
+	tu_kill_marked(w->m);
+	for (int i = 0; i < NLEFT; i++) {
+		waitpid(w->p[i].pid, NULL, 0);
+		close(w->rd[i]);
+	}
+}
+
+/* The reaper is a child of ours limited to 24 descriptors; the leftovers are not its
+ * children (so no kill() by pid is safe for it): every one is killed anyway. */
+static int reap_limited(void *arg)
+{
+	struct many *w = arg;
+	for (int i = 0; i < NLEFT; i++)
+		close(w->rd[i]); /* the reaper's descriptors are its own few */
+	struct rlimit rl = { 24, 24 };
+	KID_CHECK(10, setrlimit(RLIMIT_NOFILE, &rl) == 0, "setrlimit");
+	struct reaper_finder f = reaper_find_env(w->m);
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.grace = 0.2;
+	struct reaper_report *r = NULL;
+	int e = reaper_reap(&f, 1, &o, &r);
+	KID_CHECK(11, e == 0, "reaper_reap: %s", strerror(-e));
+	KID_CHECK(12, r->n == NLEFT, "found %zu of %d", r->n, NLEFT);
+	KID_CHECK(13, r->killed == NLEFT, "killed %zu of %d (unkillable %zu)", r->killed, NLEFT, r->unkillable);
+	KID_CHECK(14, r->incomplete == 0, "incomplete: %s", r->incomplete_reason);
+	reaper_report_free(r);
+	return 0;
+}
+
+START_TEST(more_leftovers_than_descriptors)
+{
+	static struct many w;
+	many_spawn(&w, "lim");
+	pid_t kid = fork();
+	ck_assert_int_ge(kid, 0);
+	if (kid == 0)
+		_exit(reap_limited(&w));
+	int st;
+	ck_assert_int_eq(waitpid(kid, &st, 0), kid);
+	int alive = 0;
+	for (int i = 0; i < NLEFT; i++)
+		alive += tu_alive(w.p[i].pid, w.p[i].start_time);
+	many_end(&w);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the limited reaper: status %#x", st);
+	ck_assert_int_eq(alive, 0);
+}
+END_TEST
+
+/* Every descriptor taken the moment the signalling starts: what cannot be signalled is
+ * left, and the report says the result is incomplete. */
+static void fill_fds(void *ctx, int sig)
+{
+	(void)ctx;
+	(void)sig;
+	while (dup(2) >= 0)
+		;
+}
+
+static int reap_starved(void *arg)
+{
+	struct many *w = arg;
+	for (int i = 0; i < NLEFT; i++)
+		close(w->rd[i]);
+	struct rlimit rl = { 64, 64 };
+	KID_CHECK(10, setrlimit(RLIMIT_NOFILE, &rl) == 0, "setrlimit");
+	struct reaper_finder f = reaper_find_env(w->m);
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.grace = 0.1;
+	o.settle = 0.5;
+	o.on_escalate = fill_fds;
+	struct reaper_report *r = NULL;
+	int e = reaper_reap(&f, 1, &o, &r);
+	KID_CHECK(11, e == 0, "reaper_reap: %s", strerror(-e));
+	KID_CHECK(12, r->killed < NLEFT, "killed them all with no descriptor to spare?");
+	KID_CHECK(13, r->incomplete == EMFILE, "incomplete %d (%s)", r->incomplete,
+		  r->incomplete_reason ? r->incomplete_reason : "");
+	KID_CHECK(14, r->incomplete_reason && *r->incomplete_reason, "no reason given");
+	reaper_report_free(r);
+	return 0;
+}
+
+START_TEST(descriptor_exhaustion_is_reported)
+{
+	static struct many w;
+	many_spawn(&w, "starve");
+	pid_t kid = fork();
+	ck_assert_int_ge(kid, 0);
+	if (kid == 0)
+		_exit(reap_starved(&w));
+	int st;
+	ck_assert_int_eq(waitpid(kid, &st, 0), kid);
+	many_end(&w);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the starved reaper: status %#x", st);
+}
+END_TEST
+
+int main(void)
+{
+	tu_unique_marker(suite_marker, sizeof suite_marker, "HARD_MEMBER", "suite");
+	Suite *s = suite_create("hard_membership");
+	TCase *tc = tcase_create("membership");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, zombie_leader_found_alive_and_killed);
+	tcase_add_test(tc, run_zombie_leader_is_a_leak);
+	tcase_add_test(tc, exec_loop_never_missed);
+	tcase_add_test(tc, setsid_sleep_found_right_after_sh);
+	tcase_add_test(tc, more_leftovers_than_descriptors);
+	tcase_add_test(tc, descriptor_exhaustion_is_reported);
+	tcase_add_test(tc, nothing_left_behind);
+	suite_add_tcase(s, tc);
+	tu_add_nothing_left(s, suite_marker);
+	return tu_run_suite(s);
+}
