@@ -320,3 +320,12 @@ void output_usage(FILE *out)
 		"the other outputs are still written, and the exit status is 74 when nothing else\n"
 		"(a leak, a failed COMMAND) decides it.\n");
 }
+
+int output_incomplete(const char *command, const struct reaper_report *r)
+{
+	if (!r->incomplete)
+		return 0;
+	fprintf(stderr, "reaper %s: the result is incomplete: %s (%s); processes may have been missed or left running\n",
+		command, r->incomplete_reason ? r->incomplete_reason : "", strerror(r->incomplete));
+	return 1;
+}

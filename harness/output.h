@@ -14,6 +14,9 @@
 /* A requested report file that cannot be written, when nothing else decides the status
  * (EX_IOERR of sysexits.h; see reaper(1), EXIT STATUS). */
 #define EXIT_REPORT_FAILED 74
+/* The result is incomplete: processes may have been missed or left unsignalled (out of
+ * descriptors, say); EX_TEMPFAIL of sysexits.h: try again with more. */
+#define EXIT_INCOMPLETE 75
 
 #define OUTPUT_OPT_BASE 0x4000
 enum {
@@ -76,6 +79,8 @@ static inline int output_shown(const struct reaper_proc *p)
 {
 	return p->fate != REAPER_EXITED && p->fate != REAPER_GONE;
 }
+/* When r is incomplete: say so on stderr ("reaper COMMAND: ...") and return 1; else 0. */
+int output_incomplete(const char *command, const struct reaper_report *r);
 /* The report flags for --help. */
 void output_usage(FILE *out);
 

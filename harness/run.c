@@ -767,6 +767,8 @@ int cmd_run(int argc, char **argv)
 		r.st.escalated |= rep->escalated;
 		if (code == 0 && rep->leaks)
 			code = r.leak_code;
+		if (output_incomplete("run", rep) && (code == 0 || code == r.leak_code))
+			code = EXIT_INCOMPLETE;
 	}
 	r.st.runner_exit_code = status_to_code(r.cmd_status);
 	state_update(&r, "exited");
@@ -807,7 +809,8 @@ void run_usage(FILE *out)
 		"S: seconds, or a number with ms, s, m, h or d (1.5, 30s, 2m, 1h).\n"
 		"Every process of the run carries REAPER_RUN=<random id> and is found by it or by descent.\n"
 		"Exit status: COMMAND's own; 128+N when signal N ended it; the leak exit code when it\n"
-		"succeeded but left processes behind; 126 COMMAND cannot be executed; 127 not found;\n"
+		"succeeded but left processes behind; 75 instead of 0 or the leak exit code when the reap\n"
+		"is incomplete (out of descriptors, say); 126 COMMAND cannot be executed; 127 not found;\n"
 		"64 usage error.\n",
 		DEFAULT_LEAK_EXIT);
 }

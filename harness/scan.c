@@ -235,9 +235,10 @@ int cmd_scan(int argc, char **argv)
 	}
 	fflush(stdout);
 	int failed = output_emit(&c.out, rep, c.f, c.nf, OUT_FILES) < 0;
+	int incomplete = output_incomplete("scan", rep);
 	reaper_report_free(rep);
 	cli_done(&c);
-	return failed ? EXIT_REPORT_FAILED : n ? 0 : 1;
+	return incomplete ? EXIT_INCOMPLETE : failed ? EXIT_REPORT_FAILED : n ? 0 : 1;
 }
 
 int cmd_reap(int argc, char **argv)
@@ -260,7 +261,7 @@ int cmd_reap(int argc, char **argv)
 		return 1;
 	}
 	int failed = output_emit(&c.out, rep, c.f, c.nf, OUT_ALL) < 0;
-	code = rep->leaks ? c.leak_code : failed ? EXIT_REPORT_FAILED : 0;
+	code = output_incomplete("reap", rep) ? EXIT_INCOMPLETE : rep->leaks ? c.leak_code : failed ? EXIT_REPORT_FAILED : 0;
 	reaper_report_free(rep);
 	cli_done(&c);
 	return code;
@@ -277,7 +278,8 @@ void scan_usage(FILE *out)
 		"  --tree PID           descendants of PID (repeatable)\n"
 		"  --json               print the JSON report (schema reaper-report/1.1) on stdout\n\n"
 		"Exit status: 0 some process matched; 1 none did; 64 usage error; 74 a --report or\n"
-		"--junit file could not be written; 126 /proc could not be scanned.\n");
+		"--junit file could not be written; 75 the scan is incomplete (out of descriptors, say);\n"
+		"126 /proc could not be scanned.\n");
 }
 
 void reap_usage(FILE *out)
@@ -296,7 +298,8 @@ void reap_usage(FILE *out)
 		"                       default %d; 3..125, not 64)\n"
 		"S: seconds, or a number with ms, s, m, h or d (1.5, 30s, 2m, 1h).\n\n"
 		"Exit status: 0 nothing leaked; the leak exit code when something did; 64 usage error;\n"
-		"74 nothing leaked but a --report or --junit file could not be written; 1 the reap\n"
-		"failed.\n",
+		"74 nothing leaked but a --report or --junit file could not be written; 75 the reap is\n"
+		"incomplete (processes may have been missed or left running: out of descriptors, say);\n"
+		"1 the reap failed.\n",
 		DEFAULT_LEAK_EXIT);
 }

@@ -112,33 +112,6 @@ START_TEST(exec_loop_never_missed)
 }
 END_TEST
 
-/* `sh -c 'setsid sleep 120 & exit 0'`, scanned the moment sh is gone: the sleep is found
- * even while it is still inside its exec. */
-START_TEST(setsid_sleep_found_right_after_sh)
-{
-	int missed = 0, rounds = 40;
-	ck_assert_int_eq(reaper_adopt(), 1); /* the orphaned sleeps come to us, to be collected */
-	for (int i = 0; i < rounds; i++) {
-		char m[128];
-		tu_unique_marker(m, sizeof m, "HARD_EXEC", "sh");
-		char *argv[] = { "/bin/sh", "-c", "setsid sleep 120 & exit 0", NULL };
-		struct tu_proc sh;
-		ck_assert_int_eq(tu_spawn(&sh, argv, hard_env(m, suite_marker, NULL), -1, -1), 0);
-		ck_assert_int_eq(tu_wait_exit(&sh), 0);
-		struct reaper_finder f = reaper_find_env(m);
-		struct reaper_report *r = NULL;
-		ck_assert_int_eq(reaper_scan(&f, 1, &r), 0);
-		missed += r->n != 1;
-		reaper_report_free(r);
-		for (int k = 0; k < 500 && tu_marked(m, NULL, 0) < 1; k++)
-			hard_nap(0.01);
-		ck_assert_int_eq(tu_kill_marked(m), 1);
-	}
-	ck_assert_int_eq(reaper_release(), 0);
-	ck_assert_msg(missed == 0, "missed the setsid sleep in %d of %d scans", missed, rounds);
-}
-END_TEST
-
 /* ---- more leftovers than descriptors ---------------------------------------------------- */
 
 #define NLEFT 40
@@ -269,7 +242,6 @@ int main(void)
 	tcase_add_test(tc, zombie_leader_found_alive_and_killed);
 	tcase_add_test(tc, run_zombie_leader_is_a_leak);
 	tcase_add_test(tc, exec_loop_never_missed);
-	tcase_add_test(tc, setsid_sleep_found_right_after_sh);
 	tcase_add_test(tc, more_leftovers_than_descriptors);
 	tcase_add_test(tc, descriptor_exhaustion_is_reported);
 	tcase_add_test(tc, nothing_left_behind);

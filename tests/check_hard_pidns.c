@@ -597,6 +597,39 @@ static int path_reused_pid_found(void)
 	return 0;
 }
 
+/* `sh -c 'setsid sleep 120 & exit 0'`, scanned the moment sh is gone, where a scan of the few
+ * processes of this namespace lands inside the sleep's exec: it is found every time. */
+static int path_setsid_sleep_race(void)
+{
+	int missed = 0, rounds = 60;
+	for (int i = 0; i < rounds; i++) {
+		char m[128];
+		tu_unique_marker(m, sizeof m, "HARD_NS", "exec");
+		char *env[] = { "PATH=/usr/bin:/bin", m, NULL };
+		char *argv[] = { "/bin/sh", "-c", "setsid sleep 120 </dev/null >/dev/null 2>&1 & exit 0", NULL };
+		pid_t sh = hard_spawn_raw(argv, env, -1);
+		int st;
+		NS_CHECK(sh > 0 && waitpid(sh, &st, 0) == sh && WIFEXITED(st) && WEXITSTATUS(st) == 0, "sh");
+		struct reaper_finder f = reaper_find_env(m);
+		struct reaper_report *r = NULL;
+		NS_CHECK(reaper_scan(&f, 1, &r) == 0, "reaper_scan");
+		missed += r->n != 1;
+		reaper_report_free(r);
+		/* the sleep is ours (we are init here): end it and collect it (this oracle reads
+		 * environ too, so it looks again while an exec is under way) */
+		int killed = 0;
+		for (int k = 0; k < 1000 && killed < 1; k++) {
+			killed += tu_kill_marked(m);
+			if (!killed)
+				hard_nap(0.005);
+		}
+		NS_CHECK(killed == 1, "round %d: %d processes carried the marker, not the one sleep", i, killed);
+		ns_collect();
+	}
+	NS_CHECK(missed == 0, "missed the setsid sleep in %d of %d scans", missed, rounds);
+	return 0;
+}
+
 /* ---- namespace plumbing ---------------------------------------------------------------- */
 
 /* Run fn as pid 1 of a new PID namespace with its own /proc; fails the test with fn's
@@ -687,6 +720,13 @@ START_TEST(reused_pid_of_kept_found)
 }
 END_TEST
 
+START_TEST(setsid_sleep_found_mid_exec)
+{
+	if (need_root("setsid_sleep_found_mid_exec"))
+		in_pid_namespace(path_setsid_sleep_race);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hard_pidns");
@@ -700,6 +740,7 @@ int main(void)
 	tcase_add_test(tc, recycled_pid_owner_death);
 	tcase_add_test(tc, recycled_tree_root_not_walked);
 	tcase_add_test(tc, reused_pid_of_kept_found);
+	tcase_add_test(tc, setsid_sleep_found_mid_exec);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("zz_nothing_left");
 	tcase_set_timeout(tc, 90);

@@ -84,3 +84,16 @@ def test_scan_and_reap_help_exit_0():
         r = reaper(sub, "--help")
         assert r.returncode == 0
         assert r.stdout.startswith(b"usage: reaper " + sub.encode())
+
+
+def test_scan_and_reap_short_of_descriptors_say_incomplete(home):
+    """With descriptors for /proc itself but none for reading a process, the answer is not
+    "nothing matched" (1) or "nothing leaked" (0): exit 75 and a message that says why."""
+    import resource
+    import subprocess
+    from cli_util import REAPER
+    for cmd in (["scan"], ["reap", "--timeout", "0"]):
+        r = subprocess.run([REAPER, *cmd, "--home", home], capture_output=True, timeout=120,
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (6, 6)))
+        assert r.returncode == 75, (cmd, r.returncode, r.stderr)
+        assert b"incomplete" in r.stderr and b"Too many open files" in r.stderr, r.stderr

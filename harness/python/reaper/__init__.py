@@ -28,7 +28,7 @@ from .compat import all_stats, cmdline, kill_identified, start_time, stat
 
 __version__ = _lib.VERSION
 __all__ = [
-    "REAP_TIMEOUT", "Finder", "Process", "ReapReport", "ReaperError", "adopt_orphans",
+    "REAP_TIMEOUT", "Finder", "Process", "ReapReport", "ReaperError", "ReaperIncomplete", "adopt_orphans",
     "release_orphans", "adopted", "with_home", "with_env", "descendants", "reap",
     "reap_report", "scan", "library_path", "stat", "start_time", "cmdline", "all_stats",
     "kill_identified",
@@ -42,6 +42,16 @@ Identity = Tuple[int, int]  # (pid, kernel start time in clock ticks)
 
 class ReaperError(OSError):
     """A libreaper call failed; errno and strerror say why."""
+
+
+class ReaperIncomplete(ReaperError):
+    """The reap or scan could not be completed: processes may have been missed or left running
+    (errno EMFILE/ENFILE: out of descriptors; ENOMEM; EAGAIN: a process under an exec could not
+    be judged in time). ``report`` is what it did find and do."""
+
+    def __init__(self, err: int, reason: str, report: "ReapReport"):
+        super().__init__(err, f"reaper: the result is incomplete: {reason} ({os.strerror(err)})")
+        self.report = report
 
 
 def _check(rc: int, what: str) -> int:
@@ -269,13 +279,18 @@ def reap_report(*finders: Finder, timeout: float = REAP_TIMEOUT, grace: float = 
     compat.raise_finder_errors(finders)
     _check(rc, "reaper_reap")
     try:
-        return _convert(out.contents, finders)
+        rep = _convert(out.contents, finders)
+        if out.contents.incomplete:
+            raise ReaperIncomplete(out.contents.incomplete,
+                                   (out.contents.incomplete_reason or b"").decode("utf-8", "replace"), rep)
+        return rep
     finally:
         _clib.reaper_report_free(out)
 
 
 def scan(*finders: Finder) -> ReapReport:
-    """What the finders match right now; signals nothing (every process in fate "alive")."""
+    """What the finders match right now; signals nothing (every process in fate "alive").
+    Raises ReaperIncomplete (as reap_report and reap do) when the result may miss processes."""
     return reap_report(*finders, timeout=0, report_only=True)
 
 

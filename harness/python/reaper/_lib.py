@@ -103,6 +103,8 @@ class Report(ctypes.Structure):
         ("waited", ctypes.c_double),
         ("pattern_hits", ctypes.POINTER(ctypes.c_size_t)),
         ("npatterns", ctypes.c_size_t),
+        ("incomplete", ctypes.c_int),
+        ("incomplete_reason", ctypes.c_char_p),
     ]
 
 

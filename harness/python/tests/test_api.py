@@ -217,3 +217,33 @@ def test_same_calls_as_the_given_handwritten_reaper():
     spec.loader.exec_module(theirs)
     assert calls(reaper) == calls(theirs)
     assert reaper.REAP_TIMEOUT == theirs.REAP_TIMEOUT
+
+
+def test_incomplete_result_raises(tmp_path):
+    """A scan that has no descriptor left to read /proc with says so: ReaperIncomplete
+    (errno EMFILE) carrying what it did find, never a quiet empty answer."""
+    code = r"""
+import errno, os, sys
+import reaper
+held = []
+try:
+    while True:
+        held.append(os.dup(2))
+except OSError:
+    pass
+for fd in held[-3:]:  # /proc, its listing and the epoll instance: nothing left for a read
+    os.close(fd)
+try:
+    rep = reaper.scan(reaper.with_env("REAPER_NO_SUCH", "1"))
+except reaper.ReaperIncomplete as e:
+    assert e.errno == errno.EMFILE, e
+    assert isinstance(e.report, reaper.ReapReport)
+    print("incomplete:", e)
+    sys.exit(0)
+print("no exception; report", rep)
+sys.exit(1)
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "incomplete" in r.stdout
