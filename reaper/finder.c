@@ -354,7 +354,10 @@ static ssize_t add(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t m
 		pidref_done(&c.ref); /* the pid has changed hands: not the process meant */
 		return -1;
 	}
-	if (st.start_time >= sc->tick0) {
+	/* (an exited one is never signalled: collecting it when it is the caller's child is
+	 * all that is done with it, so its match stands) */
+	int exited = (st.state == 'Z' || st.state == 'X') && st.num_threads <= 1;
+	if (st.start_time >= sc->tick0 && !exited) {
 		if (env) {
 			envlen = environ_of(sc, pid);
 			env = sc->buf.p;
