@@ -209,7 +209,9 @@ REAPER_EXPORT int reaper_scan(const struct reaper_finder *finders, size_t n, str
  * settle for them to be gone, and collect their zombies when the caller is their parent.
  * opts may be NULL for the defaults. -EINVAL for a bad finder or a negative, NaN or infinite
  * time, -E2BIG for more than 32 finders, -ENOMEM; on a failure after the freeze began, what was frozen is
- * killed before returning. Each live match holds a pidfd: raise RLIMIT_NOFILE for many. */
+ * killed before returning. Live matches hold pidfds while RLIMIT_NOFILE allows (the rest are
+ * held by pid + start time and polled); a result that could not be completed says so in
+ * report->incomplete. */
 REAPER_EXPORT int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reaper_opts *opts,
 		struct reaper_report **out);
 
