@@ -415,8 +415,7 @@ static ssize_t add(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t m
 	}
 	int pol = pattern_match(sc, pi);
 	if (pol == REAPER_KEEP) {
-		pi->fate = REAPER_KEPT;
-		pidref_done(&c.ref);
+		pi->fate = REAPER_KEPT; /* never signalled; its pidref only says whether it is still it */
 	} else {
 		pi->allowed = pol == REAPER_ALLOW;
 		pi->fate = REAPER_ALIVE;
@@ -635,7 +634,7 @@ static int scan_tree(struct scanner *sc, struct candset *cs)
 		if ((sc->tree_mask & (1u << i)) && (!sc->f[i].root || sc->roots[i].pid > 0))
 			PUSH(sc->f[i].root ? sc->f[i].root : sc->self, 1u << i, (int)i, -1);
 	for (size_t i = 0; i < cs->n; i++)
-		if (cs->v[i].ref.pid > 0 && (cs->v[i].info.matched_by & sc->tree_mask))
+		if (cs->v[i].ref.pid > 0 && cs->v[i].info.fate != REAPER_KEPT && (cs->v[i].info.matched_by & sc->tree_mask))
 			PUSH(cs->v[i].info.pid, cs->v[i].info.matched_by & sc->tree_mask, -1, (ssize_t)i);
 	for (size_t qi = 0; qi < qn; qi++) {
 		size_t nk = 0;

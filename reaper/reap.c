@@ -241,6 +241,10 @@ static void finish(struct reap *rp)
 		}
 		if (!c->ref.pid)
 			continue;
+		if (c->info.fate == REAPER_KEPT) {
+			cand_unpin(&rp->cs, c); /* left alone, zombie included */
+			continue;
+		}
 		if (pidref_collect(&c->ref, rp->sc.procfd, &c->info.exit_status) == 1) {
 			c->collected = 1;
 		} else if (c->info.state == 'Z' && pidref_held(&c->ref, rp->sc.procfd) == 0) {

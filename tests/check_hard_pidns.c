@@ -575,6 +575,17 @@ static int path_reused_pid_found(void)
 	/* L pinned: the scan that did it passed K (lower pid) already, and kept it */
 	NS_CHECK(wait_pidfd_to(reaper, l) == 0, "the reaper never pinned %d", (int)l);
 	int st;
+	/* N's start time must differ from K's for the report lines to tell them apart: wait
+	 * (on the clock stat's start times count in) until K's tick is past */
+	uint64_t kst = tu_start_time(k);
+	long hz = sysconf(_SC_CLK_TCK);
+	for (int i = 0; i < 1000; i++) {
+		struct timespec ts;
+		clock_gettime(CLOCK_BOOTTIME, &ts);
+		if ((uint64_t)ts.tv_sec * (uint64_t)hz + (uint64_t)ts.tv_nsec / (1000000000u / (uint64_t)hz) > kst + 1)
+			break;
+		hard_nap(0.002);
+	}
 	NS_CHECK(kill(k, SIGKILL) == 0 && waitpid(k, &st, 0) == k, "end K");
 	NS_CHECK(next_pid_is(k) == 0, "ns_last_pid");
 	struct sigproc n;
