@@ -2,6 +2,7 @@
 """Configuration by flag and environment, usage errors, exec failures.
 The settings in effect are read back from the state document; the leak exit code is also
 shown by behaviour."""
+import json
 import os
 import shutil
 import subprocess
@@ -89,6 +90,22 @@ def test_nested_run_does_not_inherit_the_state_path(run, tmp_path):
     assert r.line() == "None 2"
     assert r.wait(30) == 0
     assert path.exists()
+
+
+def test_command_environment_sets_each_name_once(run, tmp_path):
+    """COMMAND's environment is built before its start: HOME, REAPER_RUN and each --marker
+    appear once, with the run's value, whatever the caller's environment held for them."""
+    home = tmp_path / "home"
+    r = run(["--home", str(home), "--marker", "FOO=new"], script("""
+        import json, os
+        env = open("/proc/self/environ", "rb").read().split(b"\\0")
+        names = [e.split(b"=", 1)[0].decode() for e in env if e]
+        print(json.dumps({n: names.count(n) for n in ("HOME", "FOO", "REAPER_RUN", "KEEP")}), flush=True)
+        print(os.environ["HOME"], os.environ["FOO"], os.environ["REAPER_RUN"], os.environ["KEEP"], flush=True)
+    """), env={"FOO": "old", "REAPER_RUN": "outer", "KEEP": "kept"})
+    assert json.loads(r.line()) == {"HOME": 1, "FOO": 1, "REAPER_RUN": 1, "KEEP": 1}
+    assert r.line() == "%s new %s kept" % (home, r.state()["run_id"])
+    assert r.wait(30) == 0, r.stderr
 
 
 @pytest.mark.parametrize("argv", [
