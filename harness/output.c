@@ -19,9 +19,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The countdown is called back without our context (opts->ctx belongs to the caller). */
-static struct output *progress_out;
-
 void output_init(struct output *o, const char *command)
 {
 	memset(o, 0, sizeof *o);
@@ -197,9 +194,7 @@ static void clear_progress(struct output *o)
 
 static void on_progress(void *ctx, size_t alive, double left)
 {
-	struct output *o = progress_out;
-	if (!o)
-		return;
+	struct output *o = ctx;
 	if (!o->tty) {
 		if (o->progress_calls++ % PROGRESS_LOG_EVERY == 0)
 			fprintf(stderr, "reaper: waiting for %zu process%s to exit; next step in %.0f s\n", alive,
@@ -220,8 +215,8 @@ void output_reap_opts(struct output *o, struct reaper_opts *opts)
 	opts->holdings = 1;
 	o->timeout = opts->timeout;
 	o->grace = opts->grace;
-	progress_out = o;
 	opts->on_progress = on_progress;
+	opts->progress_ctx = o;
 }
 
 
@@ -268,7 +263,6 @@ int output_emit(struct output *o, const struct reaper_report *r, const struct re
 {
 	int rc = 0;
 	clear_progress(o);
-	progress_out = NULL;
 	if (what & OUT_HUMAN)
 		human_report(stderr, o, r, f, nf);
 	if ((what & OUT_FILES) && o->report_path) {
@@ -299,8 +293,6 @@ void output_done(struct output *o)
 	free(o->pattern_from);
 	free(o->patterns);
 	free(o->owned);
-	if (progress_out == o)
-		progress_out = NULL;
 	memset(o, 0, sizeof *o);
 }
 

@@ -474,7 +474,8 @@ static void init_reap_opts(struct run *r, double timeout, double grace)
 	r->opts.event_fd = r->sfd;
 	r->opts.on_event = on_event;
 	r->opts.on_escalate = on_escalate;
-	r->opts.ctx = r;
+	r->opts.event_ctx = r;
+	r->opts.escalate_ctx = r;
 	output_reap_opts(&r->out, &r->opts);
 	r->hold_dirs[0] = r->home ? r->home : getenv("HOME");
 	r->hold_dirs[1] = "."; /* COMMAND's working directory is ours */

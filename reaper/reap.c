@@ -157,7 +157,7 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 		if (t >= deadline)
 			return DEADLINE;
 		if (rp->o->on_progress && t >= next_tick) {
-			rp->o->on_progress(rp->o->ctx, rp->cs.live, deadline - t);
+			rp->o->on_progress(rp->o->progress_ctx, rp->cs.live, deadline - t);
 			next_tick = t + 1.0;
 		}
 		double until = deadline < next_scan ? deadline : next_scan;
@@ -173,7 +173,7 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 		}
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.u64 == EVENT_KEY) {
-				int act = rp->o->on_event ? rp->o->on_event(rp->o->ctx) : REAPER_CONTINUE;
+				int act = rp->o->on_event ? rp->o->on_event(rp->o->event_ctx) : REAPER_CONTINUE;
 				if (act == REAPER_TERMINATE_NOW && rp->phase == WAIT)
 					return ACT_TERM;
 				if (act == REAPER_KILL_NOW && rp->phase < FREEZE)
@@ -211,7 +211,7 @@ static int quiesce(struct reap *rp, enum phase phase, int sig)
 			}
 	rp->phase = phase;
 	if (rp->o->on_escalate && rp->cs.live && sig != SIGSTOP)
-		rp->o->on_escalate(rp->o->ctx, sig == SIGTERM && rp->o->term_signal ? rp->o->term_signal : sig);
+		rp->o->on_escalate(rp->o->escalate_ctx, sig == SIGTERM && rp->o->term_signal ? rp->o->term_signal : sig);
 	signal_all(rp, sig);
 	/* SIGTERM can be ignored by a process that keeps forking, so "until a scan finds nothing"
 	 * may never come: one rescan here, and the grace wait's rescans TERM what appears later

@@ -177,15 +177,18 @@ struct reaper_opts {
 	                                signalled the group itself); they still get SIGKILL */
 	const struct reaper_pattern *patterns;
 	size_t npatterns;
-	/* Optional: an fd polled beside the pidfds; when readable on_event(ctx) is called and
-	 * its return value (enum reaper_action) may cut the wait short. */
+	/* Optional callbacks, each called with its own context pointer. on_event: when event_fd
+	 * (polled beside the pidfds) is readable; its return value (enum reaper_action) may cut
+	 * the wait short. */
 	int event_fd;
 	int (*on_event)(void *ctx);
-	/* Optional: called when the reap starts sending term_signal (or SIGTERM) and SIGKILL. */
+	void *event_ctx;
+	/* on_escalate: when the reap starts sending term_signal (or SIGTERM) and SIGKILL. */
 	void (*on_escalate)(void *ctx, int sig);
-	/* Optional: called about once a second while waiting. */
+	void *escalate_ctx;
+	/* on_progress: about once a second while waiting. */
 	void (*on_progress)(void *ctx, size_t alive, double seconds_left);
-	void *ctx;
+	void *progress_ctx;
 	/* Optional: gather what each leak holds (reaper_proc.holdings) before it is signalled:
 	 * its sockets, its open files under hold_dirs, deleted files it keeps open, whether it
 	 * holds the caller's fd 1, fd 2 or controlling terminal, its RSS and CPU time. Bounded in
