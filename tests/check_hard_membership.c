@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Membership without holes on the /proc path: a leftover whose main thread has exited while
  * its other threads run on; a process caught in the middle of an exec; more leftovers than
  * descriptors. Each is found (by every finder), killed, waited for until it is gone, or the
