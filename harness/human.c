@@ -12,6 +12,11 @@
 #define CMDLINE_MAX 120
 #define HOLDS_MAX 400
 
+struct frame {
+	size_t i, plen; /* the process; the length of its prefix */
+	int last, root;
+};
+
 struct tree {
 	FILE *out;
 	const struct output *o;
@@ -19,6 +24,9 @@ struct tree {
 	const struct reaper_finder *f;
 	size_t nf;
 	ssize_t *parent;  /* index of the shown parent, -1 for a root */
+	ssize_t *first_child, *next_sibling; /* the children of each, in report order */
+	size_t *nkids;
+	struct frame *stack; /* draw_subtree's: one frame per process at most */
 	struct sbuf line;
 };
 
@@ -38,13 +46,16 @@ static void label(struct tree *t, const struct reaper_proc *p)
 		what = "KEPT", code = "\033[33m";
 	else if (p->fate == REAPER_ZOMBIE_HELD)
 		what = "ZOMBIE", code = "\033[35m";
+	else if (p->fate == REAPER_FOREIGN)
+		what = "FOREIGN", code = "\033[33m";
 	else
 		what = "SEEN", code = "";
 	sbuf_printf(&t->line, "%s%s%s (%s%s)", color(t->o, code), what, color(t->o, "\033[0m"), reaper_fate_name(p->fate),
 		    p->fate == REAPER_ALIVE && t->o->report_only ? ", report only" : "");
 }
 
-static void node(struct tree *t, size_t i, const char *prefix, int last, int root)
+/* One process: its line, then its details under it. sub gets the prefix of its children. */
+static void node(struct tree *t, size_t i, const char *prefix, int last, int root, char *sub, size_t sublen)
 {
 	const struct reaper_proc *p = &t->r->procs[i];
 	struct sbuf *l = &t->line;
@@ -56,13 +67,9 @@ static void node(struct tree *t, size_t i, const char *prefix, int last, int roo
 	fprintf(t->out, "%s\n", sbuf_str(l));
 
 	/* details hang under the node, beside the lines of its children */
-	char sub[256];
 	/* past what a line can show, deeper levels are drawn without more indentation */
-	snprintf(sub, sizeof sub, "%s%s", prefix, root || strlen(prefix) > 200 ? "" : last ? "   " : "|  ");
-	int kids = 0;
-	for (size_t j = 0; j < t->r->n; j++)
-		kids += t->parent[j] == (ssize_t)i;
-	const char *bar = kids ? "|  " : "   ";
+	snprintf(sub, sublen, "%s%s", prefix, root || strlen(prefix) > 200 ? "" : last ? "   " : "|  ");
+	const char *bar = t->nkids[i] ? "|  " : "   ";
 	l->len = 0;
 	sbuf_printf(l, "  %s%s  age %.1f s, state %c", sub, bar, p->age, p->state ? p->state : '?');
 	if (p->holdings_read)
@@ -94,11 +101,30 @@ static void node(struct tree *t, size_t i, const char *prefix, int last, int roo
 		escape_text(l, p->holds, strlen(p->holds), HOLDS_MAX);
 		fprintf(t->out, "%s\n", sbuf_str(l));
 	}
+}
 
-	int seen = 0;
-	for (size_t j = 0; j < t->r->n; j++)
-		if (t->parent[j] == (ssize_t)i)
-			node(t, j, sub, ++seen == kids, 0);
+/* The tree under root, depth first, with a stack of our own: a chain of leftovers can be as
+ * deep as the kernel lets processes fork, far deeper than a call stack. Each frame keeps the
+ * length of its prefix; the prefix bytes up to it stay as its ancestors wrote them. */
+static void draw_subtree(struct tree *t, size_t root)
+{
+	struct frame *st = t->stack;
+	char prefix[256], sub[256];
+	size_t sp = 0;
+	st[sp++] = (struct frame){ root, 0, 1, 1 };
+	prefix[0] = 0;
+	while (sp) {
+		struct frame f = st[--sp];
+		prefix[f.plen] = 0;
+		node(t, f.i, prefix, f.last, f.root, sub, sizeof sub);
+		size_t slen = strlen(sub);
+		memcpy(prefix, sub, slen + 1);
+		/* children in report order: pushed last first */
+		size_t k = t->nkids[f.i], n = 0;
+		for (ssize_t c = t->first_child[f.i]; c >= 0; c = t->next_sibling[c], n++)
+			st[sp + k - 1 - n] = (struct frame){ (size_t)c, slen, n == k - 1, 0 };
+		sp += k;
+	}
 }
 
 /* A shown process's parent is the shown process that had its ppid as pid when first seen
@@ -128,6 +154,24 @@ static void link_parents(struct tree *t)
 	}
 }
 
+/* Children lists from the parent links, each in report order. */
+static void link_children(struct tree *t)
+{
+	size_t n = t->r->n;
+	for (size_t i = 0; i < n; i++) {
+		t->first_child[i] = t->next_sibling[i] = -1;
+		t->nkids[i] = 0;
+	}
+	for (size_t i = n; i-- > 0;) {
+		ssize_t p = t->parent[i];
+		if (p < 0)
+			continue;
+		t->next_sibling[i] = t->first_child[p];
+		t->first_child[p] = (ssize_t)i;
+		t->nkids[p]++;
+	}
+}
+
 static void draw_tree(struct tree *t)
 {
 	const struct reaper_report *r = t->r;
@@ -151,7 +195,7 @@ static void draw_tree(struct tree *t)
 			fprintf(t->out, "%s\n", sbuf_str(&t->line));
 			last_context = p->ancestry;
 		}
-		node(t, i, "", 1, 1);
+		draw_subtree(t, i);
 	}
 }
 
@@ -166,6 +210,8 @@ static void summary(struct tree *t)
 		    color(t->o, r->leaks ? "\033[1;31m" : "\033[32m"), r->leaks, color(t->o, "\033[0m"), r->terminated,
 		    r->killed, r->unkillable, t->o->report_only ? ", report only: nothing signalled" : "", r->exited,
 		    r->kept, r->allowed, r->zombies_held, r->escalated ? "; SIGKILL was needed" : "");
+	if (r->foreign)
+		sbuf_printf(l, "; %zu foreign (another user's, found only by a marker): not signalled", r->foreign);
 	struct test_count *tc;
 	size_t n = output_tests(r, &tc);
 	for (size_t i = 0; i < n; i++) {
@@ -205,14 +251,26 @@ void human_report(FILE *out, const struct output *o, const struct reaper_report 
 		  size_t nf)
 {
 	struct tree t = { .out = out, .o = o, .r = r, .f = f, .nf = nf };
-	t.parent = calloc(r->n ? r->n : 1, sizeof *t.parent);
-	if (t.parent) {
+	size_t n = r->n ? r->n : 1;
+	t.parent = calloc(n, sizeof *t.parent);
+	t.first_child = calloc(n, sizeof *t.first_child);
+	t.next_sibling = calloc(n, sizeof *t.next_sibling);
+	t.nkids = calloc(n, sizeof *t.nkids);
+	t.stack = calloc(n, sizeof *t.stack);
+	if (t.parent && t.first_child && t.next_sibling && t.nkids && t.stack) {
 		link_parents(&t);
+		link_children(&t);
 		draw_tree(&t);
+	} else {
+		fprintf(out, "reaper: out of memory: the process tree is not shown\n");
 	}
 	summary(&t);
 	pattern_table(&t);
 	free(t.parent);
+	free(t.first_child);
+	free(t.next_sibling);
+	free(t.nkids);
+	free(t.stack);
 	sbuf_free(&t.line);
 	fflush(out);
 }

@@ -118,9 +118,9 @@ void json_report(struct sbuf *b, const struct output *o, const struct reaper_rep
 	sbuf_printf(b,
 		    "  \"summary\": {\"processes\": %zu, \"leaks\": %zu, \"exited\": %zu, \"terminated\": %zu, "
 		    "\"killed\": %zu, \"unkillable\": %zu, \"zombies_held\": %zu, \"kept\": %zu, \"allowed\": %zu, "
-		    "\"escalated\": %s, \"waited\": %.3f},\n",
+		    "\"foreign\": %zu, \"escalated\": %s, \"waited\": %.3f},\n",
 		    r->n, r->leaks, r->exited, r->terminated, r->killed, r->unkillable, r->zombies_held, r->kept,
-		    r->allowed, boolean(r->escalated), r->waited);
+		    r->allowed, r->foreign, boolean(r->escalated), r->waited);
 	struct test_count *tc;
 	size_t ntc = output_tests(r, &tc);
 	sbuf_puts(b, "  \"leaks_per_test\": [");

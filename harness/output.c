@@ -174,6 +174,9 @@ int output_option(struct output *o, int c, const char *arg)
 	case OUTPUT_OPT_REPORT_ONLY:
 		o->report_only = 1;
 		return 1;
+	case OUTPUT_OPT_ANY_USER:
+		o->any_user = 1;
+		return 1;
 	default:
 		return 0;
 	}
@@ -213,6 +216,7 @@ void output_reap_opts(struct output *o, struct reaper_opts *opts)
 	opts->npatterns = o->npatterns;
 	opts->report_only = o->report_only;
 	opts->holdings = 1;
+	opts->any_user = o->any_user;
 	o->timeout = opts->timeout;
 	o->grace = opts->grace;
 	opts->on_progress = on_progress;
@@ -306,6 +310,8 @@ void output_usage(FILE *out)
 		"  --keep PATTERN       a leftover matching PATTERN is left running and is not a leak\n"
 		"  --allow-file FILE    'allow: PATTERN' and 'keep: PATTERN' lines, '#' comments\n"
 		"  --report-only        find, wait and report; signal nothing\n"
+		"  --any-user           as root, also signal other users' processes found only by a\n"
+		"                       marker (without it they are reported 'foreign', untouched)\n"
 		"PATTERNs are fnmatch(3) globs matched against the cmdline and the exe path; the first\n"
 		"matching pattern wins. With GITHUB_ACTIONS=true each leak is also an ::error line on\n"
 		"stdout. NO_COLOR disables colour. A report file that cannot be written is an error;\n"

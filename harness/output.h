@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* output: the report flags that `reaper run`, `reaper reap` and `reaper scan` share
- * (--report, --junit, --allow, --keep, --allow-file, --report-only), the countdown on a
+ * (--report, --junit, --allow, --keep, --allow-file, --report-only, --any-user), the countdown on a
  * tty (a progress line every few seconds elsewhere), and output_emit(), which writes every output that
  * was asked for from one struct reaper_report. */
 #ifndef HARNESS_OUTPUT_H
@@ -26,6 +26,7 @@ enum {
 	OUTPUT_OPT_KEEP,
 	OUTPUT_OPT_ALLOW_FILE,
 	OUTPUT_OPT_REPORT_ONLY,
+	OUTPUT_OPT_ANY_USER,
 };
 /* Entries for a getopt_long table; output_option() handles what they return. */
 #define OUTPUT_LONG_OPTIONS                                                     \
@@ -34,7 +35,8 @@ enum {
 	{ "allow", required_argument, 0, OUTPUT_OPT_ALLOW },                    \
 	{ "keep", required_argument, 0, OUTPUT_OPT_KEEP },                      \
 	{ "allow-file", required_argument, 0, OUTPUT_OPT_ALLOW_FILE },          \
-	{ "report-only", no_argument, 0, OUTPUT_OPT_REPORT_ONLY }
+	{ "report-only", no_argument, 0, OUTPUT_OPT_REPORT_ONLY },             \
+	{ "any-user", no_argument, 0, OUTPUT_OPT_ANY_USER }
 
 struct output {
 	const char *command;           /* "run", "reap" or "scan": named in the JSON report */
@@ -46,6 +48,7 @@ struct output {
 	char **owned;                  /* strings read from allow files */
 	size_t nowned;
 	int report_only;
+	int any_user;                  /* --any-user: root signals other users' marker-only matches */
 	int github;                    /* GITHUB_ACTIONS=true: ::error lines on stdout */
 	int color;                     /* stderr is a tty and NO_COLOR is unset or empty */
 	int tty;                       /* stderr is a tty: the countdown line */

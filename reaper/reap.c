@@ -37,6 +37,7 @@ struct reap {
 	int incomplete;   /* positive errno: a match could not be signalled (descriptors) */
 	const char *incomplete_why;
 	int short_scans;  /* scans in a row that could not read everything */
+	int guard_users;  /* root without opts.any_user: other users' marker-only matches are foreign */
 };
 
 static double now(void)
@@ -46,9 +47,42 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Another user's process that only a marker matched: a marker such as HOME=/tmp/x is a
+ * string anyone can put in their own environment. A descendant or a cgroup member is ours
+ * whoever it runs as. */
+static int foreign(const struct reap *rp, const struct cand *c)
+{
+	return rp->guard_users && c->info.uid != 0 && c->info.matched_by &&
+	       !(c->info.matched_by & ~rp->sc.env_mask);
+}
+
+static void unwatch(struct reap *rp, struct cand *c)
+{
+	c->live = 0;
+	rp->cs.live--;
+	if (c->polled)
+		rp->unwatched--;
+	else if (c->ref.fd >= 0)
+		epoll_ctl(rp->ep, EPOLL_CTL_DEL, c->ref.fd, NULL);
+}
+
+/* After a whole scan (every finder has had its say on matched_by), foreign matches leave the
+ * reap: never signalled, never waited for. */
+static void let_go_foreign(struct reap *rp)
+{
+	for (size_t i = 0; rp->guard_users && i < rp->cs.n; i++) {
+		struct cand *c = &rp->cs.v[i];
+		if (c->live && foreign(rp, c)) {
+			unwatch(rp, c);
+			c->info.fate = REAPER_FOREIGN;
+		}
+	}
+}
+
 static void signal_cand(struct reap *rp, struct cand *c, int sig)
 {
-	if (rp->o->report_only || !c->live)
+	/* foreign: a scan still under way may yet find it by descent */
+	if (rp->o->report_only || !c->live || foreign(rp, c))
 		return;
 	if (sig == SIGTERM && rp->o->term_skip_pgrp && c->info.pgrp == rp->o->term_skip_pgrp) {
 		c->term_sent = 1; /* the caller signalled its group */
@@ -105,13 +139,8 @@ static void on_exit_event(struct reap *rp, struct cand *c)
 {
 	if (!c->live)
 		return;
-	c->live = 0;
-	rp->cs.live--;
+	unwatch(rp, c);
 	c->info.fate = c->kill_sent ? REAPER_KILLED : c->term_sent ? REAPER_TERMINATED : REAPER_EXITED;
-	if (c->polled)
-		rp->unwatched--;
-	else if (c->ref.fd >= 0)
-		epoll_ctl(rp->ep, EPOLL_CTL_DEL, c->ref.fd, NULL);
 	int r = pidref_collect(&c->ref, rp->sc.procfd, &c->info.exit_status);
 	if (r == 1) {
 		c->collected = 1;
@@ -126,6 +155,8 @@ static int scan(struct reap *rp)
 	int r = scanner_scan(&rp->sc, &rp->cs);
 	if (r >= 0 && rp->err)
 		r = rp->err;
+	if (r >= 0)
+		let_go_foreign(rp);
 	return r;
 }
 
@@ -241,7 +272,7 @@ static void finish(struct reap *rp)
 		}
 		if (!c->ref.pid)
 			continue;
-		if (c->info.fate == REAPER_KEPT) {
+		if (c->info.fate == REAPER_KEPT || c->info.fate == REAPER_FOREIGN) {
 			cand_unpin(&rp->cs, c); /* left alone, zombie included */
 			continue;
 		}
@@ -296,7 +327,7 @@ int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reap
 	*out = NULL;
 	if ((n && !finders) || !valid_time(opts->timeout) || !valid_time(opts->grace) || !valid_time(opts->settle))
 		return -EINVAL;
-	struct reap rp = { .o = opts, .ep = -1 };
+	struct reap rp = { .o = opts, .ep = -1, .guard_users = geteuid() == 0 && !opts->any_user };
 	double t0 = now();
 	int r = scanner_init(&rp.sc, finders, n, opts->patterns, opts->npatterns);
 	if (r < 0)

@@ -92,6 +92,9 @@ enum reaper_fate {
 	REAPER_ZOMBIE_HELD,     /* a zombie whose live parent is outside the run */
 	REAPER_KEPT,            /* matched a keep pattern: left running, not a leak */
 	REAPER_GONE,            /* reserved: this version drops a match that vanishes before it is identified */
+	REAPER_FOREIGN,         /* another user's, found only by a marker (not a descendant, not by a
+	                           cgroup) while the caller is root: not signalled, not a leak
+	                           (opts.any_user signals it like any other) */
 };
 
 /* What a leak held when it was found still there at the deadline (reaper_opts.holdings). */
@@ -156,6 +159,7 @@ struct reaper_report {
 	 * under an exec could not be judged in time), and incomplete_reason in words (static). */
 	int incomplete;
 	const char *incomplete_reason;
+	size_t foreign;              /* REAPER_FOREIGN */
 };
 
 /* What reaper_reap may be told while it waits. */
@@ -197,6 +201,10 @@ struct reaper_opts {
 	int holdings;
 	const char *const *hold_dirs;
 	size_t nhold_dirs;
+	/* Root only: also signal the processes of other users found only by a marker. Without it
+	 * they are REAPER_FOREIGN: any local user can put a guessable NAME=VALUE (a HOME) into
+	 * their own processes, and root must not kill those for it. */
+	int any_user;
 };
 
 /* Fill opts with the defaults (event_fd -1). */

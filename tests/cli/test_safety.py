@@ -173,3 +173,139 @@ def test_started_with_fds_0_to_2_closed_the_guardian_lives(tmp_path):
                         REAPER, str(state), PY, str(script), str(out)], timeout=120)
     assert out.read_text() == "guardian holds its pipe"
     assert p.returncode == 0
+
+
+# A recursive tree report took about 900 bytes of stack per level: 12,000 levels overflowed
+# the usual 8 MB stack. Forking a chain costs more per level the deeper it is on some kernels
+# (minutes for 12,000 on a busy VM), so the chain here is 1,500 deep and reaper gets a 512 KB
+# stack: a recursion overflows it at about 580 levels, a loop never does.
+DEPTH = 1500
+STACK = 512 * 1024
+
+
+def live_in_group(pgid):
+    n = 0
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            n += int(fields[2]) == pgid and fields[0] != "Z"
+    return n
+
+
+def test_human_report_of_a_deep_chain(spawn, home, tmp_path):
+    """A chain of leftovers far deeper than a call stack allows: the tree report recursed once
+    per level and ended reaper with SIGSEGV before the JSON was written and the status set."""
+    import json
+    import resource
+    import subprocess
+    import time
+    with open("/proc/sys/kernel/pid_max") as f:
+        room = int(f.read()) - sum(1 for d in os.listdir("/proc") if d.isdigit())
+    if room < DEPTH + 2000:
+        pytest.skip("pid_max leaves room for %d more processes, not %d" % (room, DEPTH + 2000))
+    ready = tmp_path / "ready"
+    first = spawn.orphan([os.path.join(os.path.dirname(REAPER), "fixtures", "deepchain"), str(DEPTH), str(ready)])
+    # the chain is one process group (the orphan's, kept while first lives): cleaned up by it
+    pgid = os.getpgid(first.pid)
+    assert first.alive and pgid != os.getpgid(0)
+    try:
+        deadline = time.monotonic() + 900
+        while not ready.exists() and time.monotonic() < deadline and first.alive:
+            time.sleep(0.05)
+        assert ready.read_text() == "%d\n" % DEPTH, "the chain did not grow to %d" % DEPTH
+        report = tmp_path / "r.json"
+        env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "REAPER_TIMEOUT")}
+        r = subprocess.run([REAPER, "reap", "--home", home, "--timeout", "0", "--report-only", "--report", str(report)],
+                           capture_output=True, env=env, timeout=900,
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_STACK, (STACK, STACK)))
+        assert r.returncode == 23, (r.returncode, r.stderr[-2000:])
+        assert b"reaper: %d processes left behind" % DEPTH in r.stderr
+        assert b"SUMMARY: %d leaked" % DEPTH in r.stderr
+        assert len(json.loads(report.read_text())["processes"]) == DEPTH
+    finally:
+        if first.alive:
+            os.killpg(pgid, signal.SIGKILL)
+        deadline = time.monotonic() + 900
+        while live_in_group(pgid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert live_in_group(pgid) == 0
+
+
+def orphan_as_nobody(spawn, env):
+    """A sleeping python3 of the nobody user, double-forked and setsid, so it is no descendant
+    of ours; tracked (pidfd) by spawn for cleanup. It runs a system binary from /, so nothing
+    of the checkout needs to be reachable for nobody."""
+    pw = nobody()
+    rd, wr = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(rd)
+            os.setsid()
+            gc = os.fork()
+            if gc == 0:
+                os.chdir("/")
+                null = os.open("/dev/null", os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                os.setgroups([])
+                os.setgid(pw.pw_gid)
+                os.setuid(pw.pw_uid)
+                os.execve(PY, [PY, "-c", "import time\nwhile True: time.sleep(60)\n", "foreign-sleeper"], env)
+            os.write(wr, b"%d" % gc)
+        finally:
+            os._exit(0)
+    os.close(wr)
+    data = b""
+    while True:
+        chunk = os.read(rd, 64)
+        if not chunk:
+            break
+        data += chunk
+    os.close(rd)
+    os.waitpid(pid, 0)
+    p = spawn.adopt(int(data))
+    import time
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # exec done, as nobody
+        try:
+            if os.readlink("/proc/%d/exe" % p.pid) == os.path.realpath(PY) and os.stat("/proc/%d" % p.pid).st_uid == pw.pw_uid:
+                break
+        except OSError:
+            pass
+        time.sleep(0.01)
+    return p
+
+
+def test_root_leaves_another_users_marker_only_match_alone(spawn, tmp_path):
+    """As root, a process of nobody that carries the guessable marker (HOME=DIR) but is neither
+    a descendant nor in the run's cgroup is reported as foreign, not signalled; --any-user
+    signals it like any other."""
+    need_root()
+    home = "/tmp/reaper-foreign-%d" % os.getpid()  # never created: a marker is only a string
+    p = orphan_as_nobody(spawn, {"PATH": "/usr/bin:/bin", "HOME": home})
+    report = tmp_path / "r.json"
+    r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "0", "--report", str(report))
+    assert r.returncode == 0, r.stderr
+    assert p.alive
+    import json
+    doc = json.loads(report.read_text())
+    (proc,) = [x for x in doc["processes"] if x["pid"] == p.pid]
+    assert proc["fate"] == "foreign" and proc["leak"] is False
+    assert doc["summary"]["foreign"] == 1 and doc["summary"]["leaks"] == 0
+    assert b"FOREIGN (foreign)" in r.stderr and b"1 foreign" in r.stderr
+    # a scan says so too
+    r = reaper("scan", "--home", home, "--json")
+    assert [x["fate"] for x in json.loads(r.stdout)["processes"] if x["pid"] == p.pid] == ["foreign"]
+    # and reaper run, whose own marker and tree do not reach it
+    r = reaper("run", "--home", str(tmp_path / "h"), "--marker", "HOME=" + home, "--timeout", "0", "--grace", "0",
+               "--", "true")
+    assert r.returncode == 0, r.stderr
+    assert p.alive
+    r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "0", "--any-user")
+    assert r.returncode == 23, r.stderr
+    assert not p.alive

@@ -245,14 +245,16 @@ def _patterns(allow: Iterable[str], keep: Iterable[str]):
 def reap_report(*finders: Finder, timeout: float = REAP_TIMEOUT, grace: float = 0.0,
                 settle: float = 0.0, allow: Iterable[str] = (), keep: Iterable[str] = (),
                 report_only: bool = False, holdings: bool = False,
-                hold_dirs: Optional[Iterable["os.PathLike[str] | str"]] = None) -> ReapReport:
+                hold_dirs: Optional[Iterable["os.PathLike[str] | str"]] = None,
+                any_user: bool = False) -> ReapReport:
     """Wait up to ``timeout`` s for everything the finders match to exit by itself, then
     (after SIGTERM and ``grace`` s when grace > 0) SIGKILL the identity-verified survivors,
     rescanning until nothing new appears. ``allow`` globs (on cmdline or exe) are cleaned up
     but not leaks; ``keep`` globs are left running. ``holdings``: each leak's sockets, files
     under ``hold_dirs`` (default: $HOME, the current directory and /tmp), deleted files, and
     whether it holds our stdout, stderr or terminal, read before it is signalled (see
-    ``Process.holds``). Returns every process found."""
+    ``Process.holds``). As root, another user's process found only by a marker is fate
+    "foreign" and left alone unless ``any_user``. Returns every process found."""
     for name, value in (("timeout", timeout), ("grace", grace), ("settle", settle)):
         if not math.isfinite(float(value)) or value < 0:
             raise ValueError(f"reaper: {name} must be >= 0 (a finite number of seconds), not {value!r}")
@@ -266,6 +268,7 @@ def reap_report(*finders: Finder, timeout: float = REAP_TIMEOUT, grace: float = 
     if settle:
         opts.settle = float(settle)
     opts.report_only = int(bool(report_only))
+    opts.any_user = int(bool(any_user))
     opts.patterns = ctypes.cast(parr, ctypes.POINTER(_lib.Pattern))
     opts.npatterns = npat
     opts.holdings = int(bool(holdings))

@@ -105,6 +105,7 @@ class Report(ctypes.Structure):
         ("npatterns", ctypes.c_size_t),
         ("incomplete", ctypes.c_int),
         ("incomplete_reason", ctypes.c_char_p),
+        ("foreign", ctypes.c_size_t),
     ]
 
 
@@ -140,6 +141,7 @@ class Opts(ctypes.Structure):
         ("holdings", ctypes.c_int),
         ("hold_dirs", ctypes.POINTER(ctypes.c_char_p)),
         ("nhold_dirs", ctypes.c_size_t),
+        ("any_user", ctypes.c_int),
     ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 
 import pytest
 
@@ -68,3 +69,48 @@ def test_plugin_bad_timeout_is_a_usage_error(pytester, where, value):
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stderr.str()
     err = result.stderr.str()
     assert "INTERNALERROR" not in err and "must be >= 0" in err and value in err
+
+
+def test_library_as_root_leaves_another_users_marker_only_match_alone(tmp_path):
+    """The library's rule under the command: fate "foreign", not signalled; any_user=True
+    signals it."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: a process of the nobody user")
+    import pwd
+    import select
+    import signal
+    import subprocess
+    import sys
+    pw = pwd.getpwnam("nobody")
+    marker = f"REAPER_FOREIGN_TEST={os.getpid()}-{tmp_path.name}"
+    name, value = marker.split("=", 1)
+    # started by a child that exits at once: nobody's process is an orphan, no descendant
+    # of ours (a system binary run from /, so nothing of the checkout must be reachable)
+    code = ("import os, sys\nif os.fork() == 0:\n    os.setsid(); os.setgroups([]); os.setgid(%d); os.setuid(%d)\n"
+            "    os.execve(sys.executable, [sys.executable, '-c', 'import time\\nwhile True: time.sleep(60)'], "
+            "{'PATH': '/usr/bin:/bin', %r: %r})\nos._exit(0)\n" % (pw.pw_gid, pw.pw_uid, name, value))
+    subprocess.run([sys.executable, "-c", code], cwd="/", check=True, stdin=subprocess.DEVNULL)
+    finder = reaper.with_env(name, value)
+    fd = None
+    try:
+        deadline = time.monotonic() + 60
+        found = []
+        while not found and time.monotonic() < deadline:
+            found = [p for p in reaper.scan(finder).processes if p.uid == pw.pw_uid]
+            time.sleep(0.01)
+        (p,) = found
+        fd = os.pidfd_open(p.pid)
+        assert p.fate == "foreign"
+        rep = reaper.reap_report(finder, timeout=0)
+        assert [q.fate for q in rep.processes] == ["foreign"] and not rep.leaks
+        assert not select.select([fd], [], [], 0)[0]  # still alive
+        rep = reaper.reap_report(finder, timeout=0, any_user=True)
+        assert [q.fate for q in rep.processes] == ["killed"]
+        assert select.select([fd], [], [], 10)[0]
+    finally:
+        if fd is not None:
+            try:
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.close(fd)
