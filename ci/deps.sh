@@ -3,7 +3,10 @@
 # Installs the Debian packages reaper needs when they are missing (as root), or names the
 # exact apt-get line and fails (as anyone else).  Extra packages: REAPER_DEPS_EXTRA.
 set -eu
-pkgs="gcc make pkg-config check libproc2-dev python3 python3-pytest clang libclang-rt-14-dev valgrind util-linux procps ${REAPER_DEPS_EXTRA:-}"
+# The packaging suite (tests/pkg) builds the Python wheel in a venv (pip, venv, setuptools,
+# wheel), validates JUnit with xmllint, reads action.yml (yaml) and resolves man page links.
+pkgs="gcc make binutils pkg-config check libproc2-dev python3 python3-pytest clang libclang-rt-14-dev valgrind util-linux procps
+	python3-pip python3-venv python3-setuptools python3-wheel python3-yaml libxml2-utils man-db ${REAPER_DEPS_EXTRA:-}"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
