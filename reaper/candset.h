@@ -70,6 +70,10 @@ struct scanner {
 	 * between two scans) is found and collected like any other. */
 	pid_t *host_zombies;
 	size_t nhost_zombies;
+	/* kthreadd's children when the reap began, sorted: an empty environment there is a
+	 * kernel thread's, with no stat read to tell it from a zombie leader's */
+	pid_t *kthreads;
+	size_t nkthreads;
 	/* ancestors read during the current scan (candidates share their ancestry): pid -> its
 	 * parent and comm, direct-mapped by pid, emptied at the start of every scan */
 	struct {

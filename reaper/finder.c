@@ -62,6 +62,38 @@ static void read_failed(struct scanner *sc, ssize_t r)
 		sc->scan_err = (int)-r;
 }
 
+static int pid_cmp(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The kernel threads: kthreadd's children (pid 2, when it is kthreadd: not in a PID namespace
+ * of our own). Half the entries of a quiet host's /proc; without this list each costs a stat
+ * read after its empty environment read. A user-mode helper the kernel starts is kthreadd's
+ * child too, but has memory, so its environment is read as anyone's. A failure leaves the
+ * list empty: every empty environment is then looked at through stat. */
+static void kernel_threads(struct scanner *sc)
+{
+	struct reaper_stat st;
+	if (procfs_stat(sc->procfd, 2, &st) < 0 || !(st.flags & PF_KTHREAD) || st.ppid != 0)
+		return;
+	pid_t *k = NULL;
+	size_t n = 0, c = 0;
+	if (children_of(sc, 2, &k, &n, &c) < 0) {
+		free(k);
+		return;
+	}
+	qsort(k, n, sizeof *k, pid_cmp);
+	sc->kthreads = k;
+	sc->nkthreads = n;
+}
+
+static int kernel_thread(const struct scanner *sc, pid_t pid)
+{
+	return sc->nkthreads && bsearch(&pid, sc->kthreads, sc->nkthreads, sizeof pid, pid_cmp);
+}
+
 int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 		 const struct reaper_pattern *patterns, size_t npatterns)
 {
@@ -139,6 +171,7 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 			kids[sc->nhost_zombies++] = kids[i];
 	}
 	sc->host_zombies = kids;
+	kernel_threads(sc);
 	return 0;
 }
 
@@ -155,6 +188,9 @@ void scanner_done(struct scanner *sc)
 	pbuf_free(&sc->buf);
 	pbuf_free(&sc->aux);
 	free(sc->host_zombies);
+	free(sc->kthreads);
+	sc->kthreads = NULL;
+	sc->nkthreads = 0;
 	sc->host_zombies = NULL;
 	free(sc->pattern_hits);
 	free(sc->ids);
@@ -268,6 +304,8 @@ static ssize_t environ_via_thread(struct scanner *sc, pid_t pid)
 static ssize_t environ_of(struct scanner *sc, pid_t pid)
 {
 	ssize_t n = procfs_read(sc->procfd, pid, "environ", &sc->buf);
+	if ((n == 0 || n == -ESRCH) && kernel_thread(sc, pid))
+		return 0;
 	for (int tries = 0; (n == 0 || n == -ESRCH) && tries < 4; tries++) {
 		struct reaper_stat st, again;
 		int r = procfs_stat(sc->procfd, pid, &st);
