@@ -641,6 +641,65 @@ static int path_setsid_sleep_race(void)
 	return 0;
 }
 
+/* Let tracee run until it enters pidfd_open(victim): it stays stopped there, having read what
+ * made victim a match but not pinned it yet. */
+static int trace_until_pidfd_open(pid_t tracee, pid_t victim)
+{
+	for (;;) {
+		int st;
+		int r = wait_stopped(tracee, &st, 30);
+		if (r < 0)
+			return r;
+		if (!WIFSTOPPED(st))
+			return -ECHILD;
+		int deliver = 0;
+		if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
+			struct __ptrace_syscall_info si;
+			memset(&si, 0, sizeof si);
+			if (ptrace(PTRACE_GET_SYSCALL_INFO, tracee, sizeof si, &si) > 0 &&
+			    si.op == PTRACE_SYSCALL_INFO_ENTRY && si.entry.nr == SYS_pidfd_open &&
+			    (pid_t)si.entry.args[0] == victim)
+				return 0;
+		} else if ((st >> 16) == 0) {
+			deliver = WSTOPSIG(st);
+		}
+		if (ptrace(PTRACE_SYSCALL, tracee, 0, deliver) < 0)
+			return -errno;
+	}
+}
+
+/* The marker was read from a leftover's environ; before the reaper pins it, the leftover is
+ * gone and an unmarked process holds its pid: the pinned process is checked again and is no
+ * match. */
+static int path_marker_rechecked(void)
+{
+	char m[128];
+	tu_unique_marker(m, sizeof m, "HARD_NS", "recheck");
+	char *venv[] = { "PATH=/usr/bin:/bin", m, NULL };
+	struct sigproc v, u = { 0, -1 };
+	NS_CHECK(ns_sig_spawn(&v, venv) == 0, "spawn the leftover");
+	struct reaper_finder f = reaper_find_env(m);
+	int go, res;
+	pid_t reaper = reaper_child(&f, 1, NULL, 0, 0, &go, &res);
+	NS_CHECK(reaper > 0, "fork the reaper");
+	NS_CHECK(trace_begin(reaper) == 0, "trace the reaper: %s", strerror(errno));
+	NS_CHECK(write(go, "g", 1) == 1, "go");
+	int r;
+	NS_CHECK((r = trace_until_pidfd_open(reaper, v.pid)) == 0, "never caught the reaper pinning %d: %s", (int)v.pid,
+		 strerror(-r));
+	NS_CHECK((r = take_over_pid(&v, &u)) == 0, "could not put a new process on pid %d: %s (got %d)", (int)v.pid,
+		 strerror(-r), (int)u.pid);
+	fprintf(stderr, "hard: reaper held before pinning %d; the pid now holds an unmarked process\n", (int)u.pid);
+	NS_CHECK(ptrace(PTRACE_DETACH, reaper, 0, 0) == 0, "detach: %s", strerror(errno));
+	char out[4096];
+	if (reaper_result(reaper, res, out, sizeof out))
+		return 1;
+	char want[32];
+	snprintf(want, sizeof want, "\n%d ", (int)u.pid);
+	NS_CHECK(!strstr(out, want), "the unmarked process %d was taken for a match:\n%s", (int)u.pid, out);
+	return unrelated_untouched(&u);
+}
+
 /* ---- namespace plumbing ---------------------------------------------------------------- */
 
 /* Run fn as pid 1 of a new PID namespace with its own /proc; fails the test with fn's
@@ -731,6 +790,13 @@ START_TEST(reused_pid_of_kept_found)
 }
 END_TEST
 
+START_TEST(marker_rechecked_after_pinning)
+{
+	if (need_root("marker_rechecked_after_pinning"))
+		in_pid_namespace(path_marker_rechecked);
+}
+END_TEST
+
 START_TEST(setsid_sleep_found_mid_exec)
 {
 	if (need_root("setsid_sleep_found_mid_exec"))
@@ -752,6 +818,7 @@ int main(void)
 	tcase_add_test(tc, recycled_tree_root_not_walked);
 	tcase_add_test(tc, reused_pid_of_kept_found);
 	tcase_add_test(tc, setsid_sleep_found_mid_exec);
+	tcase_add_test(tc, marker_rechecked_after_pinning);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("zz_nothing_left");
 	tcase_set_timeout(tc, 90);
