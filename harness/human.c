@@ -68,7 +68,12 @@ static void node(struct tree *t, size_t i, const char *prefix, int last, int roo
 
 	/* details hang under the node, beside the lines of its children */
 	/* past what a line can show, deeper levels are drawn without more indentation */
-	snprintf(sub, sublen, "%s%s", prefix, root || strlen(prefix) > 200 ? "" : last ? "   " : "|  ");
+	size_t plen = strlen(prefix);
+	const char *more = root || plen > 200 ? "" : last ? "   " : "|  ";
+	if (plen > sublen - 4)
+		plen = sublen - 4; /* never: prefixes stop growing at 200 */
+	memcpy(sub, prefix, plen);
+	strcpy(sub + plen, more);
 	const char *bar = t->nkids[i] ? "|  " : "   ";
 	l->len = 0;
 	sbuf_printf(l, "  %s%s  age %.1f s, state %c", sub, bar, p->age, p->state ? p->state : '?');
