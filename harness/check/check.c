@@ -7,6 +7,7 @@
 #include "reaper/reaper.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,7 @@ static double timeout_now(void)
 	const char *e = getenv("REAPER_CHECK_TIMEOUT");
 	char *end;
 	double v = e ? strtod(e, &end) : -1;
-	if (e && (end == e || *end || v < 0)) {
+	if (e && (end == e || *end || !isfinite(v) || v < 0)) {
 		fprintf(stderr, "reaper: REAPER_CHECK_TIMEOUT=%s is not a number of seconds >= 0; using %g\n",
 			e, DEFAULT_TIMEOUT);
 		v = -1;
@@ -67,7 +68,7 @@ static double timeout_now(void)
 
 int reaper_check_set_timeout(double seconds)
 {
-	if (!(seconds >= 0))
+	if (!isfinite(seconds) || seconds < 0)
 		return -EINVAL;
 	timeout = seconds;
 	return 0;

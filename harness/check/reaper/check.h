@@ -36,7 +36,8 @@ int reaper_check_tcase(TCase *tc, const char *name);
 
 /* Seconds a test's leftovers get to exit by themselves before they are killed, for every
  * checked TCase (default 2, or REAPER_CHECK_TIMEOUT from the environment). Keep a TCase's
- * Check timeout (tcase_set_timeout) above its tests' run time plus this. -EINVAL if < 0. */
+ * Check timeout (tcase_set_timeout) above its tests' run time plus this. -EINVAL if < 0, NaN
+ * or infinite. */
 int reaper_check_set_timeout(double seconds);
 
 /* A glob (fnmatch on the cmdline or the exe path) of leftovers that are cleaned up but are

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,6 +252,8 @@ int main(void)
 	}
 	reaper_check_set_timeout(2.0);
 	EXPECT(reaper_check_set_timeout(-1) == -EINVAL, "a negative timeout was taken");
+	EXPECT(reaper_check_set_timeout(NAN) == -EINVAL, "a NaN timeout was taken");
+	EXPECT(reaper_check_set_timeout(INFINITY) == -EINVAL, "an infinite timeout was taken");
 	EXPECT(reaper_check_allow(NULL) == -EINVAL, "a NULL glob was taken");
 	run_mode(CK_FORK, "fork");
 	run_mode(CK_NOFORK, "nofork");
