@@ -112,3 +112,27 @@ int config_leak_exit_code(FILE *warn, char *err, size_t errlen, const char *flag
 	*out = (int)n;
 	return 0;
 }
+
+int config_choice(FILE *warn, char *err, size_t errlen, const char *flag, const char *flag_value, const char *env,
+		  const char *const *choices, int def, int *out)
+{
+	const char *v = flag_value ? flag_value : getenv(env);
+	*out = def;
+	if (!v || (!*v && !flag_value)) /* an empty variable is an unset one */
+		return 0;
+	char names[128] = "";
+	for (int i = 0; choices[i]; i++) {
+		if (!strcmp(v, choices[i])) {
+			*out = i;
+			return 0;
+		}
+		size_t l = strlen(names);
+		snprintf(names + l, sizeof names - l, "%s%s", i ? ", " : "", choices[i]);
+	}
+	if (flag_value) {
+		snprintf(err, errlen, "%s: '%s' is not one of %s", flag, v, names);
+		return -EINVAL;
+	}
+	fprintf(warn, "reaper: warning: %s: '%s' is not one of %s; using %s\n", env, v, names, choices[def]);
+	return 0;
+}

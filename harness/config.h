@@ -26,5 +26,9 @@ int config_seconds(FILE *warn, char *err, size_t errlen, const char *flag, const
 /* The leak exit code (3..125, never 64) into *out, from the flag, else REAPER_LEAK_EXIT_CODE,
  * else the default; errors and warnings as config_seconds. */
 int config_leak_exit_code(FILE *warn, char *err, size_t errlen, const char *flag_value, int *out);
+/* One of choices (NULL-terminated) into *out as its index: from the flag, else getenv(env),
+ * else def; errors and warnings as config_seconds. */
+int config_choice(FILE *warn, char *err, size_t errlen, const char *flag, const char *flag_value, const char *env,
+		  const char *const *choices, int def, int *out);
 
 #endif

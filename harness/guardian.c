@@ -32,7 +32,7 @@ static void close_fds(unsigned lo, unsigned hi)
 		close((int)fd);
 }
 
-static void guard(int rfd, const char *marker)
+static void guard(int rfd, const char *marker, const char *cgroup)
 {
 	setsid();
 	prctl(PR_SET_NAME, "reaper-guard", 0, 0, 0);
@@ -56,7 +56,10 @@ static void guard(int rfd, const char *marker)
 		;
 	if (n == 1)
 		_exit(0); /* a normal stop */
-	struct reaper_finder f = reaper_find_env(marker);
+	/* The run's cgroup first, in one write: it holds what carries no marker (env -i). */
+	if (*cgroup)
+		reaper_cgroup_kill(cgroup);
+	struct reaper_finder f[2] = { reaper_find_env(marker), reaper_find_cgroup(cgroup) };
 	struct reaper_opts o;
 	reaper_opts_init(&o);
 	o.settle = 3.0;
@@ -65,13 +68,17 @@ static void guard(int rfd, const char *marker)
 	o.any_user = 1;
 	struct reaper_report *rep = NULL;
 	/* Rescan until quiet: the run's processes may still fork while we kill. */
-	_exit(reaper_reap(&f, 1, &o, &rep) < 0 ? 1 : 0);
+	int r = reaper_reap(f, *cgroup ? 2 : 1, &o, &rep);
+	if (*cgroup && reaper_cgroup_wait(cgroup, 3.0) == 0)
+		reaper_cgroup_remove(cgroup);
+	_exit(r < 0 ? 1 : 0);
 }
 
 /* Shared with the middle process while it runs on our memory. */
 struct middle_args {
 	int p[2], q[2];
 	const char *marker;
+	const char *cgroup;
 };
 
 /* The middle process: on our memory and a stack of its own (CLONE_VM | CLONE_VFORK), so
@@ -88,7 +95,7 @@ static int middle(void *arg)
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		guard(m->p[0], m->marker);
+		guard(m->p[0], m->marker, m->cgroup);
 	}
 	/* the status tells the parent why (an errno fits in it) */
 	if (g < 0)
@@ -100,9 +107,9 @@ static int middle(void *arg)
  * as large as a reap may need, with a guard page below it. */
 #define STACK_SIZE (1024 * 1024)
 
-int guardian_start(const char *marker, pid_t *guardian)
+int guardian_start(const char *marker, const char *cgroup, pid_t *guardian)
 {
-	struct middle_args m = { .marker = marker };
+	struct middle_args m = { .marker = marker, .cgroup = cgroup };
 	int *p = m.p, *q = m.q, e;
 	q[0] = q[1] = -1;
 	*guardian = 0;

@@ -11,9 +11,11 @@
 
 #include <sys/types.h>
 
-/* Start the guardian for marker ("REAPER_RUN=id"). Returns the pipe's write end and the
+/* Start the guardian for marker ("REAPER_RUN=id") and the run's cgroup (cgroup: its
+ * directory, "" for none): on owner death it kills the cgroup in one write, reaps by the
+ * marker and the cgroup, and removes the cgroup. Returns the pipe's write end and the
  * guardian's pid in *guardian, or -1 (with a warning) when it could not be started. */
-int guardian_start(const char *marker, pid_t *guardian);
+int guardian_start(const char *marker, const char *cgroup, pid_t *guardian);
 /* Tell the guardian the run ended normally; closes fd. */
 void guardian_stop(int fd);
 

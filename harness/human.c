@@ -228,6 +228,8 @@ static void summary(struct tree *t)
 		sbuf_printf(l, " %zu", tc[i].leaks);
 	}
 	free(tc);
+	if (t->o->tracking) /* reaper run: how the run was tracked */
+		sbuf_printf(l, "; tracking: %s", t->o->tracking);
 	fprintf(t->out, "%s\n", sbuf_str(l));
 }
 

@@ -106,6 +106,7 @@ void json_report(struct sbuf *b, const struct output *o, const struct reaper_rep
 		    o->command ? o->command : "reaper", when, sysconf(_SC_CLK_TCK));
 	sbuf_printf(b, "  \"options\": {\"timeout\": %.3f, \"grace\": %.3f, \"report_only\": %s},\n", o->timeout,
 		    o->grace, boolean(o->report_only));
+	sbuf_printf(b, "  \"tracking\": \"%s\",\n", o->tracking ? o->tracking : "proc");
 	sbuf_puts(b, "  \"finders\": [");
 	char name[512];
 	for (size_t i = 0; i < nf && i < 32; i++) {
@@ -118,9 +119,9 @@ void json_report(struct sbuf *b, const struct output *o, const struct reaper_rep
 	sbuf_printf(b,
 		    "  \"summary\": {\"processes\": %zu, \"leaks\": %zu, \"exited\": %zu, \"terminated\": %zu, "
 		    "\"killed\": %zu, \"unkillable\": %zu, \"zombies_held\": %zu, \"kept\": %zu, \"allowed\": %zu, "
-		    "\"foreign\": %zu, \"escalated\": %s, \"waited\": %.3f},\n",
+		    "\"foreign\": %zu, \"escalated\": %s, \"waited\": %.3f, \"marker_scan\": %.3f},\n",
 		    r->n, r->leaks, r->exited, r->terminated, r->killed, r->unkillable, r->zombies_held, r->kept,
-		    r->allowed, r->foreign, boolean(r->escalated), r->waited);
+		    r->allowed, r->foreign, boolean(r->escalated), r->waited, r->marker_scan);
 	struct test_count *tc;
 	size_t ntc = output_tests(r, &tc);
 	sbuf_puts(b, "  \"leaks_per_test\": [");

@@ -55,6 +55,7 @@ struct output {
 	int progress_shown;            /* a countdown line is on the screen now */
 	unsigned progress_calls;       /* off a tty: a progress line every few of these */
 	double timeout, grace;         /* recorded in the JSON report */
+	const char *tracking;          /* "cgroup" or "proc" (NULL: "proc"): how the run was tracked */
 	char err[512];                 /* the message of a failed output_option() */
 };
 

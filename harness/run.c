@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,7 +45,9 @@ struct run {
 	int isolate;                /* --isolate: the run in its own PID namespace */
 	char **argv;
 	char run_marker[64];
-	struct reaper_finder finders[MAX_MARKERS + 3];
+	struct reaper_finder finders[MAX_MARKERS + 4];
+	int cgroup_mode;            /* CGROUP_OFF, CGROUP_AUTO, CGROUP_ON */
+	char cgroup[PATH_MAX];      /* the run's own cgroup; "" when the run is tracked by /proc */
 	size_t nfinders;
 	sigset_t mask, oldmask;
 	struct sigaction oldpipe;   /* SIGPIPE as we got it: COMMAND gets it back */
@@ -61,6 +64,9 @@ struct run {
 	struct pbuf buf;
 	struct output out;          /* report flags and outputs (output.h) */
 };
+
+enum { CGROUP_OFF, CGROUP_AUTO, CGROUP_ON };
+static const char *const cgroup_modes[] = { [CGROUP_OFF] = "off", [CGROUP_AUTO] = "auto", [CGROUP_ON] = "on", NULL };
 
 static const int cancel_sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
 static const int forward_sigs[] = { SIGUSR1, SIGUSR2, SIGWINCH };
@@ -307,12 +313,37 @@ static void exec_command(struct run *r, char **env, int errfd)
 	_exit(exec_failure_code(&f));
 }
 
-/* vfork: no copy of our memory for a child that only execs, and we resume once it has */
+/* vfork: no copy of our memory for a child that only execs, and we resume once it has.
+ * With a cgroup the child moves into it first (one write: cgroup.procs was opened before),
+ * so nothing COMMAND forks can start outside. */
 static pid_t spawn_command(struct run *r, char **env, int errfd)
 {
+	int cgfd = -1;
+	struct exec_failure cgfail = { .found = 1 }; /* "cannot run 'X': <cgroup.procs>: why" */
+	if (r->cgroup[0]) {
+		int w = snprintf(cgfail.path, sizeof cgfail.path, "%s/cgroup.procs", r->cgroup);
+		if (w < 0 || (size_t)w >= sizeof cgfail.path) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		if ((cgfd = open(cgfail.path, O_WRONLY | O_CLOEXEC)) < 0)
+			return -1;
+	}
 	pid_t pid = vfork();
-	if (pid == 0)
+	if (pid == 0) {
+		if (cgfd >= 0 && write(cgfd, "0", 1) != 1) {
+			cgfail.err = errno;
+			if (write(errfd, &cgfail, sizeof cgfail) < 0) {
+				/* the parent sees EOF and the status below instead */
+			}
+			_exit(EXIT_CANNOT_EXEC);
+		}
 		exec_command(r, env, errfd);
+	}
+	int e = errno;
+	if (cgfd >= 0)
+		close(cgfd);
+	errno = e;
 	return pid;
 }
 
@@ -366,7 +397,7 @@ static int start_command(struct run *r)
 static int usage_error(const char *msg)
 {
 	fprintf(stderr, "reaper run: %s\nusage: reaper run [--home DIR] [--marker NAME=VALUE] [--timeout S] "
-			"[--grace S] [--state FILE] [--leak-exit-code N] [--isolate] -- COMMAND [ARG...]\n",
+			"[--grace S] [--state FILE] [--leak-exit-code N] [--isolate] [--cgroup auto|on|off] -- COMMAND [ARG...]\n",
 		msg);
 	return EXIT_USAGE;
 }
@@ -377,11 +408,12 @@ static int parse(struct run *r, int argc, char **argv)
 		{ "home", required_argument, 0, 'H' },    { "marker", required_argument, 0, 'm' },
 		{ "timeout", required_argument, 0, 't' }, { "grace", required_argument, 0, 'g' },
 		{ "state", required_argument, 0, 's' },   { "leak-exit-code", required_argument, 0, 'l' },
-		{ "isolate", no_argument, 0, 'I' },       { "help", no_argument, 0, 'h' },
+		{ "isolate", no_argument, 0, 'I' },       { "cgroup", required_argument, 0, 'c' },
+		{ "help", no_argument, 0, 'h' },
 		OUTPUT_LONG_OPTIONS,
 		{ 0, 0, 0, 0 },
 	};
-	const char *timeout = NULL, *grace = NULL, *leak = NULL;
+	const char *timeout = NULL, *grace = NULL, *leak = NULL, *cgroup = NULL;
 	int c;
 	opterr = 0;
 	optind = 0; /* 0, not 1: getopt forgets a cluster of short options a former parse left */
@@ -400,6 +432,7 @@ static int parse(struct run *r, int argc, char **argv)
 		case 's': r->st.path = optarg; break;
 		case 'l': leak = optarg; break;
 		case 'I': r->isolate = 1; break;
+		case 'c': cgroup = optarg; break;
 		case 'h': return -1;
 		default: {
 			int h = output_option(&r->out, c, optarg);
@@ -424,7 +457,9 @@ static int parse(struct run *r, int argc, char **argv)
 	if (config_seconds(stderr, msg, sizeof msg, "--timeout", timeout, "REAPER_TIMEOUT", 10.0, 0, 86400,
 			   &r->timeout) < 0 ||
 	    config_seconds(stderr, msg, sizeof msg, "--grace", grace, "REAPER_GRACE", 5.0, 0, 3600, &r->grace) < 0 ||
-	    config_leak_exit_code(stderr, msg, sizeof msg, leak, &r->leak_code) < 0)
+	    config_leak_exit_code(stderr, msg, sizeof msg, leak, &r->leak_code) < 0 ||
+	    config_choice(stderr, msg, sizeof msg, "--cgroup", cgroup, "REAPER_CGROUP", cgroup_modes, CGROUP_AUTO,
+			  &r->cgroup_mode) < 0)
 		return usage_error(msg);
 	r->st.timeout = r->timeout;
 	r->st.grace = r->grace;
@@ -461,6 +496,63 @@ static int setup_finders(struct run *r)
 	else
 		r->finders[r->nfinders++] = reaper_find_env(r->home_marker);
 	return 0;
+}
+
+/* Why the run gets no cgroup of its own, for a person to act on. */
+static void cgroup_why(int e, char *buf, size_t len)
+{
+	char own[PATH_MAX];
+	int have = reaper_cgroup_current(own, sizeof own) == 0;
+	if (e == -ENOENT && !have)
+		snprintf(buf, len, "no cgroup2 hierarchy is mounted (cgroup v1 only, or none)");
+	else if (e == -EROFS)
+		snprintf(buf, len, "the cgroup2 mount at %s is read-only", have ? own : "?");
+	else if (e == -EACCES || e == -EPERM)
+		snprintf(buf, len, "no permission to create a cgroup in %s (not delegated to this user)",
+			 have ? own : "reaper's cgroup");
+	else
+		snprintf(buf, len, "cannot create a cgroup in %s: %s", have ? own : "reaper's cgroup", strerror(-e));
+}
+
+/* auto and on: the run gets its own cgroup below reaper's, and COMMAND starts in it. auto
+ * falls back to the marker and descent (said once); on fails. -1: on was impossible. */
+static int setup_cgroup(struct run *r)
+{
+	r->st.tracking = r->out.tracking = "proc";
+	if (r->cgroup_mode == CGROUP_OFF)
+		return 0;
+	char name[64];
+	snprintf(name, sizeof name, "reaper-run-%s", r->st.run_id);
+	int e = reaper_cgroup_create(NULL, name, r->cgroup, sizeof r->cgroup);
+	if (e < 0) {
+		char why[PATH_MAX + 128];
+		cgroup_why(e, why, sizeof why);
+		r->cgroup[0] = 0;
+		if (r->cgroup_mode == CGROUP_ON) {
+			fprintf(stderr, "reaper: --cgroup on: the run cannot have a cgroup: %s\n", why);
+			return -1;
+		}
+		/* said when something is wrong, not for the usual case of a user without a delegated
+		 * cgroup or a system without cgroup2 (the summary still says "tracking: proc") */
+		if (e != -EACCES && e != -EPERM && e != -ENOENT)
+			fprintf(stderr, "reaper: note: %s; tracking the run by its marker and by descent\n", why);
+		return 0;
+	}
+	r->finders[r->nfinders++] = reaper_find_cgroup(r->cgroup);
+	r->st.tracking = r->out.tracking = "cgroup";
+	return 0;
+}
+
+/* The run's cgroup goes when the run does. What the reap left alive on purpose (--keep,
+ * --report-only) or could not kill moves up into reaper's own cgroup first. */
+static void drop_cgroup(struct run *r)
+{
+	if (!r->cgroup[0])
+		return;
+	int e = reaper_cgroup_release(r->cgroup);
+	if (e < 0)
+		fprintf(stderr, "reaper: warning: cannot remove the run's cgroup %s: %s\n", r->cgroup, strerror(-e));
+	r->cgroup[0] = 0;
 }
 
 /* The reap's options, shared by the drain and the cancellation; term_signal is the
@@ -676,9 +768,13 @@ int cmd_run(int argc, char **argv)
 		free(r.home_marker);
 		return EXIT_CANNOT_EXEC;
 	}
+	if (setup_cgroup(&r) < 0) {
+		free(r.home_marker);
+		return EXIT_CANNOT_EXEC;
+	}
 	/* Before we become a subreaper, so the guardian's orphaned self is not ours. */
 	if (getpid() != 1)
-		r.guardian_fd = guardian_start(r.run_marker, &r.st.guardian_pid);
+		r.guardian_fd = guardian_start(r.run_marker, r.cgroup, &r.st.guardian_pid);
 	int e = reaper_adopt();
 	if (e < 0 && getpid() != 1)
 		fprintf(stderr, "reaper: warning: cannot become a child subreaper: %s; orphans go to init\n",
@@ -688,6 +784,7 @@ int cmd_run(int argc, char **argv)
 	setrlimit(RLIMIT_NOFILE, &raised); /* a pidfd per leftover */
 	if ((e = setup_signals(&r)) < 0) {
 		fprintf(stderr, "reaper: cannot set up signals: %s\n", strerror(-e));
+		drop_cgroup(&r);
 		return EXIT_CANNOT_EXEC;
 	}
 	if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp())
@@ -700,6 +797,7 @@ int cmd_run(int argc, char **argv)
 		if (r.tty >= 0)
 			tcsetpgrp(r.tty, getpgrp());
 		state_update(&r, "exited");
+		drop_cgroup(&r);
 		guardian_stop(r.guardian_fd);
 		return r.st.runner_exit_code;
 	}
@@ -772,6 +870,7 @@ int cmd_run(int argc, char **argv)
 			code = EXIT_INCOMPLETE;
 	}
 	r.st.runner_exit_code = status_to_code(r.cmd_status);
+	drop_cgroup(&r);
 	state_update(&r, "exited");
 	guardian_stop(r.guardian_fd);
 	reaper_report_free(rep);
@@ -806,9 +905,13 @@ void run_usage(FILE *out)
 		"  --leak-exit-code N   exit status when COMMAND succeeded but leaked (REAPER_LEAK_EXIT_CODE,\n"
 		"                       default %d; 3..125, not 64)\n"
 		"  --isolate            run in a PID namespace of its own (with a user namespace when not\n"
-		"                       root): nothing of the run outlives it, even if reaper is SIGKILLed\n\n"
+		"                       root): nothing of the run outlives it, even if reaper is SIGKILLed\n"
+		"  --cgroup MODE        auto (default): the run in a cgroup v2 of its own when a writable\n"
+		"                       cgroup2 is there, else tracked by marker and descent; on: fail without\n"
+		"                       one; off: never (REAPER_CGROUP)\n\n"
 		"S: seconds, or a number with ms, s, m, h or d (1.5, 30s, 2m, 1h).\n"
-		"Every process of the run carries REAPER_RUN=<random id> and is found by it or by descent.\n"
+		"Every process of the run carries REAPER_RUN=<random id> and is found by it, by descent, and\n"
+		"by the run's cgroup (removed when the run ends).\n"
 		"Exit status: COMMAND's own; 128+N when signal N ended it; the leak exit code when it\n"
 		"succeeded but left processes behind; 75 instead of 0 or the leak exit code when the reap\n"
 		"is incomplete (out of descriptors, say); 126 COMMAND cannot be executed; 127 not found;\n"

@@ -58,11 +58,12 @@ void state_write(struct run_state *s, FILE *err)
 			   "\"orphaned_children_total\": %lu, \"reaped_children_total\": %lu, "
 			   "\"reaped_orphans_total\": %lu, \"escalated\": %s, \"termination_signal\": %s, "
 			   "\"runner_exit_code\": %s, \"leaks\": %lu, \"phases\": [%s], \"timeout\": %g, "
-			   "\"grace\": %g, \"leak_exit_code\": %d, \"updated_at\": \"%s\"}\n",
+			   "\"grace\": %g, \"leak_exit_code\": %d, \"tracking\": \"%s\", \"updated_at\": \"%s\"}\n",
 			   s->phase, s->run_id ? s->run_id : "", (int)getpid(), (int)s->command_pid, guardian,
 			   s->active_children, s->adopted_children, s->orphaned_children_total,
 			   s->reaped_children_total, s->reaped_orphans_total, s->escalated ? "true" : "false",
-			   sig, code, s->leaks, seen, s->timeout, s->grace, s->leak_exit_code, when), sizeof doc);
+			   sig, code, s->leaks, seen, s->timeout, s->grace, s->leak_exit_code,
+			   s->tracking ? s->tracking : "proc", when), sizeof doc);
 	/* a cut document is no JSON: not written (the fields are bounded, so this is latent) */
 	int r = len < 0 ? -EOVERFLOW : replace_file(s->path, doc, (size_t)len, REPLACE_PRIVATE);
 	if (r < 0) {

@@ -23,6 +23,7 @@ struct run_state {
 	unsigned long leaks;
 	double timeout, grace;  /* the settings in effect, after flags, environment and clamping */
 	int leak_exit_code;
+	const char *tracking;   /* "cgroup" or "proc" */
 };
 
 /* Enter phase (recorded once in phases[] when it differs from the current one). */

@@ -39,9 +39,14 @@ struct scanner {
 	const struct reaper_finder *f;
 	size_t nf;
 	size_t elen[32];
-	uint32_t env_mask, tree_mask, call_mask;
+	uint32_t env_mask, tree_mask, call_mask, cgroup_mask;
 	struct reaper_ident *ids; /* what the REAPER_FIND_CALL finders returned */
 	size_t ids_cap;
+	/* with a cgroup finder the reap waits on the cgroup: the /proc-wide marker scan is
+	 * left out of scanner_scan while this is not 0 (1: still to run once, -1: ran) */
+	int env_deferred;
+	pid_t *cgpids; /* cgroup members, reused by every scan */
+	size_t cgcap;
 	const struct reaper_pattern *patterns;
 	size_t npatterns;
 	size_t *pattern_hits;

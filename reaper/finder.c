@@ -5,6 +5,7 @@
  * known, so it costs what the tree holds, not what the system holds. */
 #define _GNU_SOURCE
 #include "candset.h"
+#include "cgroup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -117,6 +118,10 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 			if (!f[i].find)
 				return -EINVAL;
 			sc->call_mask |= 1u << i;
+		} else if (f[i].kind == REAPER_FIND_CGROUP) {
+			if (!f[i].cgroup || !*f[i].cgroup)
+				return -EINVAL;
+			sc->cgroup_mask |= 1u << i;
 		} else {
 			return -EINVAL;
 		}
@@ -192,6 +197,8 @@ void scanner_done(struct scanner *sc)
 	sc->kthreads = NULL;
 	sc->nkthreads = 0;
 	sc->host_zombies = NULL;
+	free(sc->cgpids);
+	sc->cgpids = NULL;
 	free(sc->pattern_hits);
 	free(sc->ids);
 	sc->ids = NULL;
@@ -755,6 +762,36 @@ static int scan_call(struct scanner *sc, struct candset *cs)
 	return added;
 }
 
+/* Every member of each cgroup finder's cgroup and the cgroups below it. The kernel lists a
+ * process whose main thread exited while another thread runs: add() takes it as alive, and
+ * its pidfd reports its exit only when the last thread is gone. */
+static int scan_cgroup(struct scanner *sc, struct candset *cs)
+{
+	int added = 0;
+	for (size_t i = 0; i < sc->nf; i++) {
+		if (!(sc->cgroup_mask & (1u << i)))
+			continue;
+		size_t n = 0;
+		int r = cgroup_members(sc->f[i].cgroup, &sc->cgpids, &n, &sc->cgcap);
+		if (r == -ENOMEM)
+			return r;
+		for (size_t k = 0; k < n; k++) {
+			pid_t pid = sc->cgpids[k];
+			if (excluded(sc, pid))
+				continue;
+			if (known(sc, cs, pid)) {
+				cs->v[candset_find(cs, pid)].info.matched_by |= 1u << i;
+				continue;
+			}
+			ssize_t a = add(sc, cs, pid, 1u << i, NULL, 0, 0, 0, NULL);
+			if (a == -ENOMEM)
+				return -ENOMEM;
+			added += a >= 0;
+		}
+	}
+	return added;
+}
+
 int scanner_scan(struct scanner *sc, struct candset *cs)
 {
 	int added = 0, r;
@@ -764,7 +801,12 @@ int scanner_scan(struct scanner *sc, struct candset *cs)
 	sc->tick0 = tick_now(sc);
 	for (size_t i = 0; i < sizeof sc->anc_cache / sizeof *sc->anc_cache; i++)
 		sc->anc_cache[i].pid = 0;
-	if (sc->env_mask) {
+	if (sc->cgroup_mask) {
+		if ((r = scan_cgroup(sc, cs)) < 0)
+			return r;
+		added += r;
+	}
+	if (sc->env_mask && !sc->env_deferred) {
 		if ((r = scan_env(sc, cs)) < 0)
 			return r;
 		added += r;

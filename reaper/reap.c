@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "candset.h"
 #include "holdings.h"
+#include "cgroup.h"
 
 #include <errno.h>
 #include <math.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #define EVENT_KEY UINT64_MAX
+#define CGROUP_KEY (UINT64_MAX - 1)
 #define RESCAN_MIN 0.002
 #define RESCAN_MAX 0.100
 #define QUIESCE_ROUNDS 10000
@@ -38,6 +40,11 @@ struct reap {
 	const char *incomplete_why;
 	int short_scans;  /* scans in a row that could not read everything */
 	int guard_users;  /* root without opts.any_user: other users' marker-only matches are foreign */
+	/* cgroup finders: cgroup.events watched per finder bit (-1: none); the ones the caller
+	 * is outside of may be frozen and killed whole; which ones were */
+	int cgev[32];
+	uint32_t cg_ours, cg_frozen, cg_killed;
+	double marker_scan;
 };
 
 static double now(void)
@@ -90,6 +97,19 @@ static void signal_cand(struct reap *rp, struct cand *c, int sig)
 	}
 	if (sig == SIGTERM && rp->o->term_signal)
 		sig = rp->o->term_signal;
+	/* a member of a frozen or killed cgroup has been dealt with as a whole */
+	if (sig == SIGSTOP && (c->info.matched_by & rp->cg_frozen)) {
+		c->stopped = 1;
+		return;
+	}
+	if (sig == SIGKILL && (c->info.matched_by & rp->cg_killed)) {
+		c->kill_sent = 1;
+		rp->escalated = 1;
+		/* cgroup.kill signals each listed task alone, and a process whose main thread
+		 * has exited is listed by that dead thread: only a process-wide SIGKILL ends it */
+		pidref_signal(&c->ref, rp->sc.procfd, SIGKILL);
+		return;
+	}
 	int r = pidref_signal(&c->ref, rp->sc.procfd, sig);
 	if (r == -EMFILE || r == -ENFILE) {
 		rp->incomplete = -r; /* tried again on the next round; said if it never works */
@@ -160,6 +180,21 @@ static int scan(struct reap *rp)
 	return r;
 }
 
+/* With a cgroup finder the marker finders run once, at the end of the wait, for processes
+ * outside the cgroup. When they find some, the reap goes on scanning /proc for them (their
+ * children need not be in any tree we walk). */
+static int marker_scan(struct reap *rp)
+{
+	if (rp->sc.env_deferred != 1)
+		return 0;
+	double t = now();
+	rp->sc.env_deferred = 0;
+	int r = scan(rp);
+	rp->marker_scan += now() - t;
+	rp->sc.env_deferred = r == 0 ? -1 : 0; /* -1: ran and found nothing: stays left out */
+	return r;
+}
+
 /* Wait until everything known has exited and a rescan finds nothing new (DONE), or until
  * deadline, or until the host's event asks for more. */
 static enum outcome wait_until(struct reap *rp, double deadline)
@@ -177,6 +212,10 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 			/* a scan short of descriptors may have missed something: a few more
 			 * tries, then the report says it is incomplete */
 			rp->short_scans = rp->sc.scan_err ? rp->short_scans + 1 : 0;
+			if (rp->cs.live == 0 && r == 0 && (r = marker_scan(rp)) < 0) {
+				rp->err = r;
+				return FAILED;
+			}
 			if (rp->cs.live == 0 && r == 0 && (!rp->sc.scan_err || rp->short_scans >= 3))
 				return DONE;
 			interval = r > 0 || rp->sc.starved || rp->sc.scan_err ? RESCAN_MIN : interval * 2;
@@ -185,8 +224,14 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 			next_scan = now() + interval;
 			continue;
 		}
-		if (t >= deadline)
+		if (t >= deadline) {
+			int r = marker_scan(rp);
+			if (r < 0) {
+				rp->err = r;
+				return FAILED;
+			}
 			return DEADLINE;
+		}
 		if (rp->o->on_progress && t >= next_tick) {
 			rp->o->on_progress(rp->o->progress_ctx, rp->cs.live, deadline - t);
 			next_tick = t + 1.0;
@@ -203,6 +248,14 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 			return FAILED;
 		}
 		for (int i = 0; i < n; i++) {
+			if (evs[i].data.u64 == CGROUP_KEY) {
+				/* populated or frozen changed: look now (the read re-arms the event) */
+				for (size_t k = 0; k < 32; k++)
+					if (rp->cgev[k] >= 0)
+						cgroup_events_read(rp->cgev[k], NULL, NULL);
+				next_scan = now();
+				continue;
+			}
 			if (evs[i].data.u64 == EVENT_KEY) {
 				int act = rp->o->on_event ? rp->o->on_event(rp->o->event_ctx) : REAPER_CONTINUE;
 				if (act == REAPER_TERMINATE_NOW && rp->phase == WAIT)
@@ -231,6 +284,33 @@ static void signal_all(struct reap *rp, int sig)
 	}
 }
 
+/* Freeze (FREEZE) or kill (KILL) each cgroup finder's cgroup as a whole, where the caller
+ * is outside it; what the kernel cannot do is left to the per-process signals. */
+static void cgroups_act(struct reap *rp, enum phase phase)
+{
+	for (size_t i = 0; i < rp->sc.nf; i++) {
+		if (!(rp->cg_ours & (1u << i)))
+			continue;
+		const char *path = rp->sc.f[i].cgroup;
+		if (phase == FREEZE) {
+			int r = reaper_cgroup_freeze(path, 1);
+			if (r == 0 || r == -EAGAIN)
+				rp->cg_frozen |= 1u << i;
+		} else if (phase == KILL && cgroup_write(path, "cgroup.kill", "1") == 0) {
+			rp->cg_killed |= 1u << i;
+		}
+	}
+}
+
+/* Thaw what we froze: a frozen cgroup would stop whatever enters it later. */
+static void cgroups_thaw(struct reap *rp)
+{
+	for (size_t i = 0; i < rp->sc.nf; i++)
+		if (rp->cg_frozen & (1u << i))
+			reaper_cgroup_freeze(rp->sc.f[i].cgroup, 0);
+	rp->cg_frozen = 0;
+}
+
 /* Signal everything live, rescan (on_added signals the new), until a scan finds nothing. */
 static int quiesce(struct reap *rp, enum phase phase, int sig)
 {
@@ -243,18 +323,21 @@ static int quiesce(struct reap *rp, enum phase phase, int sig)
 	rp->phase = phase;
 	if (rp->o->on_escalate && rp->cs.live && sig != SIGSTOP)
 		rp->o->on_escalate(rp->o->escalate_ctx, sig == SIGTERM && rp->o->term_signal ? rp->o->term_signal : sig);
+	cgroups_act(rp, phase);
 	signal_all(rp, sig);
 	/* SIGTERM can be ignored by a process that keeps forking, so "until a scan finds nothing"
 	 * may never come: one rescan here, and the grace wait's rescans TERM what appears later
 	 * (on_added). Only a frozen run can be brought to quiet. */
 	int rounds = phase == TERM ? 1 : QUIESCE_ROUNDS;
+	int r = 0;
 	for (int round = 0; round < rounds; round++) {
-		int r = scan(rp);
-		if (r <= 0)
-			return r;
+		if ((r = scan(rp)) <= 0)
+			break;
 		signal_all(rp, sig);
 	}
-	return 0;
+	if (phase == KILL)
+		cgroups_thaw(rp); /* everything in it has its SIGKILL: it dies thawed as well */
+	return r;
 }
 
 /* What is left once the killing is over: collect our zombies, name the held ones. */
@@ -278,8 +361,11 @@ static void finish(struct reap *rp)
 		}
 		if (pidref_collect(&c->ref, rp->sc.procfd, &c->info.exit_status) == 1) {
 			c->collected = 1;
-		} else if (c->info.state == 'Z' && pidref_held(&c->ref, rp->sc.procfd) == 0) {
-			c->info.fate = REAPER_ZOMBIE_HELD; /* found dead, its parent lives outside the run */
+		} else if (c->info.state == 'Z' && !c->kill_sent && !c->term_sent &&
+			   pidref_held(&c->ref, rp->sc.procfd) == 0) {
+			/* found dead (or its main thread was, and it ended by itself), its parent lives
+			 * outside the run; one we killed keeps its fate */
+			c->info.fate = REAPER_ZOMBIE_HELD;
 		}
 		cand_unpin(&rp->cs, c);
 	}
@@ -310,6 +396,33 @@ static int valid_time(double t)
 	return isfinite(t) && t >= 0;
 }
 
+/* Cgroup finders: watch cgroup.events (populated and frozen changes wake the wait), note
+ * which cgroups the caller is outside of (only those are frozen and killed whole), and
+ * leave the /proc-wide marker scan to the end of the wait. */
+static int watch_cgroups(struct reap *rp)
+{
+	if (!rp->sc.cgroup_mask)
+		return 0;
+	rp->sc.env_deferred = rp->sc.env_mask != 0;
+	for (size_t i = 0; i < rp->sc.nf; i++) {
+		if (!(rp->sc.cgroup_mask & (1u << i)))
+			continue;
+		const char *path = rp->sc.f[i].cgroup;
+		if (cgroup_holds_self(path) == 0)
+			rp->cg_ours |= 1u << i;
+		int fd = cgroup_events_open(path);
+		if (fd == -ENOMEM)
+			return fd;
+		if (fd < 0)
+			continue; /* gone already: its scan finds nothing */
+		rp->cgev[i] = fd;
+		struct epoll_event ev = { .events = EPOLLPRI, .data.u64 = CGROUP_KEY };
+		if (epoll_ctl(rp->ep, EPOLL_CTL_ADD, fd, &ev) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
 void reaper_opts_init(struct reaper_opts *o)
 {
 	memset(o, 0, sizeof *o);
@@ -328,6 +441,8 @@ int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reap
 	if ((n && !finders) || !valid_time(opts->timeout) || !valid_time(opts->grace) || !valid_time(opts->settle))
 		return -EINVAL;
 	struct reap rp = { .o = opts, .ep = -1, .guard_users = geteuid() == 0 && !opts->any_user };
+	for (size_t i = 0; i < 32; i++)
+		rp.cgev[i] = -1;
 	double t0 = now();
 	int r = scanner_init(&rp.sc, finders, n, opts->patterns, opts->npatterns);
 	if (r < 0)
@@ -347,6 +462,8 @@ int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reap
 			goto out;
 		}
 	}
+	if ((r = watch_cgroups(&rp)) < 0)
+		goto out;
 	enum outcome w = wait_until(&rp, t0 + opts->timeout);
 	if (w != FAILED && w != DONE && !opts->report_only) {
 		if (w != ACT_KILL && opts->grace > 0) {
@@ -366,6 +483,7 @@ failed:
 		/* never leave what we froze stopped: it was about to be killed anyway */
 		if (rp.phase >= FREEZE)
 			signal_all(&rp, SIGKILL);
+		cgroups_thaw(&rp);
 		r = r < 0 ? r : rp.err ? rp.err : -EIO;
 		goto out;
 	}
@@ -375,8 +493,12 @@ failed:
 		(*out)->escalated = rp.escalated;
 		(*out)->waited = now() - t0;
 		incomplete(&rp, *out);
+		(*out)->marker_scan = rp.marker_scan;
 	}
 out:
+	for (size_t i = 0; i < 32; i++)
+		if (rp.cgev[i] >= 0)
+			close(rp.cgev[i]);
 	if (rp.ep >= 0)
 		close(rp.ep);
 	candset_free(&rp.cs);

@@ -50,6 +50,7 @@ REAPER_EXPORT int reaper_adopted(void);
 enum reaper_finder_kind {
 	REAPER_FIND_ENV = 1,  /* an exact NAME=VALUE entry of /proc/PID/environ */
 	REAPER_FIND_TREE = 2, /* every descendant of root (0: the caller), orphans seen once included */
+	REAPER_FIND_CGROUP = 3, /* every process in a cgroup v2 directory and in the cgroups below it */
 	REAPER_FIND_CALL = 4, /* the identities a function of the caller's returns at each scan */
 };
 
@@ -73,6 +74,7 @@ struct reaper_finder {
 	 * identity with start time 0 is ignored. */
 	int (*find)(void *ctx, struct reaper_ident *out, size_t cap);
 	void *find_ctx;
+	const char *cgroup; /* REAPER_FIND_CGROUP: the cgroup's directory, e.g. /sys/fs/cgroup/x */
 };
 
 /* Build finders (no allocation: marker is referenced, not copied). */
@@ -80,6 +82,12 @@ REAPER_EXPORT struct reaper_finder reaper_find_env(const char *marker);
 REAPER_EXPORT struct reaper_finder reaper_find_tree(pid_t root);
 REAPER_EXPORT struct reaper_finder reaper_find_call(int (*find)(void *ctx, struct reaper_ident *out, size_t cap),
 						    void *ctx);
+/* Every process whose cgroup is path or below it (cgroup.procs; a process whose main thread
+ * has exited stays a member while any of its threads runs). With a cgroup finder,
+ * reaper_reap() waits on cgroup.events instead of rescanning /proc, runs the marker
+ * finders once at the end (for processes outside the cgroup), and ends the cgroup with
+ * cgroup.freeze + cgroup.kill, unless the caller itself is inside it. */
+REAPER_EXPORT struct reaper_finder reaper_find_cgroup(const char *path);
 
 /* ---- reap --------------------------------------------------------------------------- */
 
@@ -160,6 +168,8 @@ struct reaper_report {
 	int incomplete;
 	const char *incomplete_reason;
 	size_t foreign;              /* REAPER_FOREIGN */
+	double marker_scan;          /* seconds of the one /proc-wide marker scan a reap with a
+	                                cgroup finder makes (0: none was made) */
 };
 
 /* What reaper_reap may be told while it waits. */
@@ -239,9 +249,63 @@ REAPER_EXPORT int reaper_proc_is_leak(const struct reaper_proc *p);
 REAPER_EXPORT const char *reaper_fate_name(enum reaper_fate f);
 /* Names: "listening", "connected", "file", "deleted", "output", "unreadable". */
 REAPER_EXPORT const char *reaper_hold_kind_name(enum reaper_hold_kind k);
-/* "env HOME=/x", "tree 123" (tree 0: the caller) or "call" for finders[i] matched in mask, joined
- * by ", " into buf. 0, or -ENOSPC when buf is too small (-EINVAL when len is 0). */
+/* "env HOME=/x", "descendant of the run" (tree 0: the caller's tree), "descendant of PID
+ * 123", "cgroup" or "call" for finders[i] matched in mask, joined by ", " into buf. 0, or -ENOSPC when buf is too small (-EINVAL when len is 0). */
 REAPER_EXPORT int reaper_matched_by(const struct reaper_finder *finders, size_t n, uint32_t mask, char *buf, size_t len);
+
+/* ---- cgroup v2 -------------------------------------------------------------------------
+ * A cgroup is named by its directory on a cgroup2 mount (the unified /sys/fs/cgroup, or
+ * /sys/fs/cgroup/unified on hybrid systems). The library never enables controllers
+ * (cgroup.subtree_control), so the cgroups it makes may hold processes and child cgroups at
+ * once (the no-internal-processes rule binds only cgroups that distribute controllers); it
+ * refuses to move a process into a cgroup that distributes them (-EBUSY from the kernel).
+ * Errors common to all: -ENOENT no cgroup2 hierarchy holds the caller's cgroup (or path is
+ * gone), -ENOTDIR path is not a cgroup2 directory, -EROFS the cgroup2 mount is read-only,
+ * -EACCES / -EPERM no permission, -ENAMETOOLONG / -ENOSPC a buffer too small. */
+
+/* The directory of the calling process's cgroup v2, from /proc/self/cgroup and
+ * /proc/self/mountinfo, into buf. */
+REAPER_EXPORT int reaper_cgroup_current(char *buf, size_t len);
+/* 0 when cgroups can be created below dir and processes moved within it (a cgroup2
+ * directory, mounted read-write, writable by the caller); else why not: -ENOENT, -ENOTDIR,
+ * -EROFS, -EACCES. dir NULL: the caller's own cgroup. */
+REAPER_EXPORT int reaper_cgroup_usable(const char *dir);
+/* Create cgroup name below parent and put its directory in buf. parent NULL: the caller's
+ * own cgroup (checked with reaper_cgroup_usable). name NULL: "reaper-PID-RANDOM". -EEXIST
+ * when it exists, -EINVAL for a name with '/' or a dot name. */
+REAPER_EXPORT int reaper_cgroup_create(const char *parent, const char *name, char *buf, size_t len);
+/* Move the calling process (all its threads) into the cgroup at path; where it was before
+ * goes into prev (NULL: not wanted), for moving back with reaper_cgroup_enter(prev, ...). */
+REAPER_EXPORT int reaper_cgroup_enter(const char *path, char *prev, size_t len);
+/* fork(), the child starting inside the cgroup at path (clone3 CLONE_INTO_CGROUP; where the
+ * kernel lacks it, the child moves itself before fork returns in it). The child pid, 0 in
+ * the child, or -errno (nothing was started). A clone3 child skips glibc's fork handlers:
+ * in it call only async-signal-safe functions and exec or _exit, as in a multi-threaded
+ * program's fork child, and never raise() or abort(). */
+REAPER_EXPORT pid_t reaper_cgroup_fork(const char *path);
+/* The pids in cgroup.procs of path and of every cgroup below it, into *pids (malloc'd,
+ * free it) and *n. Bare pids: pin one (pidfd + start time) before acting on it. */
+REAPER_EXPORT int reaper_cgroup_procs(const char *path, pid_t **pids, size_t *n);
+/* 1 while a process lives in path or below it (cgroup.events "populated"), 0 when empty. */
+REAPER_EXPORT int reaper_cgroup_populated(const char *path);
+/* Wait until nothing lives in path or below (cgroup.events "populated 0", polled for
+ * POLLPRI, no sleep loop), at most timeout seconds (< 0: no bound). 0, or -ETIMEDOUT. */
+REAPER_EXPORT int reaper_cgroup_wait(const char *path, double timeout);
+/* Freeze (frozen 1) or thaw (0) path and everything below it (cgroup.freeze). Freezing waits
+ * up to a second for the kernel to report it done: -EAGAIN when it is not (a task in
+ * uninterruptible sleep still runs). -EOPNOTSUPP where the kernel has no cgroup.freeze. */
+REAPER_EXPORT int reaper_cgroup_freeze(const char *path, int frozen);
+/* SIGKILL every process in path and below in one write to cgroup.kill; where the kernel has
+ * none, every member is pinned and killed through its identity, over and over until none is
+ * left that was not killed. -EDEADLK when the caller is inside (nothing is killed). Does not
+ * wait: reaper_cgroup_wait() does. */
+REAPER_EXPORT int reaper_cgroup_kill(const char *path);
+/* Remove path and every cgroup below it, deepest first; all must be empty (-EBUSY). */
+REAPER_EXPORT int reaper_cgroup_remove(const char *path);
+/* Move whatever still lives in path and below (kept, report-only, unkillable) into the cgroup
+ * above path, each pinned while it is moved, then remove path and every cgroup below it.
+ * Returns how many processes were moved, or -errno. */
+REAPER_EXPORT int reaper_cgroup_release(const char *path);
 
 #ifdef __cplusplus
 }

@@ -24,6 +24,11 @@ struct reaper_finder reaper_find_call(int (*find)(void *ctx, struct reaper_ident
 	return (struct reaper_finder){ .kind = REAPER_FIND_CALL, .find = find, .find_ctx = ctx };
 }
 
+struct reaper_finder reaper_find_cgroup(const char *path)
+{
+	return (struct reaper_finder){ .kind = REAPER_FIND_CGROUP, .cgroup = path };
+}
+
 const char *reaper_fate_name(enum reaper_fate f)
 {
 	static const char *const names[] = {
@@ -55,11 +60,12 @@ int reaper_matched_by(const struct reaper_finder *f, size_t n, uint32_t mask, ch
 	for (size_t i = 0; i < n && i < 32; i++) {
 		if (!(mask & (1u << i)))
 			continue;
-		int w = f[i].kind == REAPER_FIND_ENV
-				? snprintf(buf + used, len - used, "%senv %s", used ? ", " : "", f[i].marker)
-			: f[i].kind == REAPER_FIND_CALL
-				? snprintf(buf + used, len - used, "%scall", used ? ", " : "")
-				: snprintf(buf + used, len - used, "%stree %d", used ? ", " : "", (int)f[i].root);
+		const char *sep = used ? ", " : "";
+		int w = f[i].kind == REAPER_FIND_ENV ? snprintf(buf + used, len - used, "%senv %s", sep, f[i].marker)
+			: f[i].kind == REAPER_FIND_CGROUP ? snprintf(buf + used, len - used, "%scgroup", sep)
+			: f[i].kind == REAPER_FIND_CALL ? snprintf(buf + used, len - used, "%scall", sep)
+			: f[i].root ? snprintf(buf + used, len - used, "%sdescendant of PID %d", sep, (int)f[i].root)
+				    : snprintf(buf + used, len - used, "%sdescendant of the run", sep);
 		if (w < 0 || (size_t)w >= len - used)
 			return -ENOSPC;
 		used += (size_t)w;

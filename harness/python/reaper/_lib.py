@@ -21,6 +21,7 @@ c_enum = ctypes.c_int
 # enum reaper_finder_kind
 FIND_ENV = 1
 FIND_TREE = 2
+FIND_CGROUP = 3
 FIND_CALL = 4
 # enum reaper_pattern_kind
 ALLOW = 1
@@ -46,6 +47,7 @@ class Finder(ctypes.Structure):
         ("root", pid_t),
         ("find", FIND_FN),
         ("find_ctx", ctypes.c_void_p),
+        ("cgroup", ctypes.c_char_p),
     ]
 
 
@@ -106,6 +108,7 @@ class Report(ctypes.Structure):
         ("incomplete", ctypes.c_int),
         ("incomplete_reason", ctypes.c_char_p),
         ("foreign", ctypes.c_size_t),
+        ("marker_scan", ctypes.c_double),
     ]
 
 

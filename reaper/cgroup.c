@@ -1,0 +1,669 @@
+/* cgroup: cgroup v2 membership the kernel keeps through fork, exec, setsid, env -i and
+ * zombie leaders. Finding the caller's cgroup (mountinfo + /proc/self/cgroup), creating,
+ * entering, forking into, enumerating, waiting on (cgroup.events), freezing, killing and
+ * removing a cgroup. See reaper.h for the contracts. */
+#define _GNU_SOURCE
+#include "cgroup.h"
+
+#include "pidref.h"
+#include "procfs.h"
+#include "reaper.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_DEPTH 256
+
+/* Read a whole small file (at dirfd/name) into a NUL-terminated malloc'd buffer. */
+static ssize_t slurp(int dirfd, const char *name, char **out)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t len = 0, cap = 4096;
+	char *b = malloc(cap);
+	ssize_t n = 0;
+	while (b) {
+		if (len + 1 >= cap) {
+			char *nb = realloc(b, cap * 2);
+			if (!nb)
+				break;
+			b = nb;
+			cap *= 2;
+		}
+		n = read(fd, b + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	int e = n < 0 ? errno : ENOMEM;
+	close(fd);
+	if (!b || n != 0) {
+		free(b);
+		return -e;
+	}
+	b[len] = 0;
+	*out = b;
+	return (ssize_t)len;
+}
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo */
+static void unescape(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; r++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
+		    r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = 0;
+}
+
+/* The part of cgroup path cg below the mount root, or NULL when the mount does not show cg. */
+static const char *below_root(const char *cg, const char *root)
+{
+	size_t rl = strlen(root);
+	if (!strcmp(root, "/"))
+		return cg;
+	if (strncmp(cg, root, rl) || (cg[rl] && cg[rl] != '/'))
+		return NULL;
+	return cg + rl;
+}
+
+int reaper_cgroup_current(char *buf, size_t len)
+{
+	char *text = NULL, *cg = NULL;
+	ssize_t n = slurp(AT_FDCWD, "/proc/self/cgroup", &text);
+	if (n < 0)
+		return (int)n;
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		if (!strncmp(line, "0::", 3))
+			cg = line + 3;
+	}
+	int r = -ENOENT;
+	/* a cgroup outside our cgroup namespace ("/..") is nowhere we can see */
+	if (!cg || cg[0] != '/' || strstr(cg, "/..")) {
+		free(text);
+		return r;
+	}
+	char *mi = NULL;
+	if ((n = slurp(AT_FDCWD, "/proc/self/mountinfo", &mi)) < 0) {
+		free(text);
+		return (int)n;
+	}
+	/* The most specific cgroup2 mount that shows our cgroup; a writable one over a
+	 * read-only one with the same root. */
+	size_t best_root = 0;
+	int best_rw = -1;
+	for (char *line = mi, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		char *sep = strstr(line, " - ");
+		if (!sep || strncmp(sep + 3, "cgroup2 ", 8))
+			continue;
+		*sep = 0;
+		char *f[6] = { 0 }, *save = NULL;
+		char *tok = strtok_r(line, " ", &save);
+		for (int i = 0; tok && i < 6; i++, tok = strtok_r(NULL, " ", &save))
+			f[i] = tok;
+		if (!f[5])
+			continue;
+		unescape(f[3]);
+		unescape(f[4]);
+		const char *rest = below_root(cg, f[3]);
+		if (!rest)
+			continue;
+		size_t rl = strlen(f[3]);
+		int rw = !strncmp(f[5], "rw", 2) && (f[5][2] == 0 || f[5][2] == ',');
+		if (best_rw >= 0 && (rl < best_root || (rl == best_root && (best_rw || !rw))))
+			continue;
+		int w = snprintf(buf, len, "%s%s", f[4], strcmp(rest, "/") ? rest : "");
+		if (w < 0 || (size_t)w >= len) {
+			r = -ENAMETOOLONG;
+			continue;
+		}
+		best_root = rl;
+		best_rw = rw;
+		r = 0;
+	}
+	free(mi);
+	free(text);
+	return r;
+}
+
+static int check_dir(const char *dir)
+{
+	struct statfs sf;
+	if (statfs(dir, &sf) < 0)
+		return -errno;
+	if (sf.f_type != CGROUP2_SUPER_MAGIC)
+		return -ENOTDIR;
+	if (sf.f_flags & ST_RDONLY)
+		return -EROFS;
+	return 0;
+}
+
+int reaper_cgroup_usable(const char *dir)
+{
+	char own[PATH_MAX];
+	if (!dir) {
+		int r = reaper_cgroup_current(own, sizeof own);
+		if (r < 0)
+			return r;
+		dir = own;
+	}
+	int r = check_dir(dir);
+	if (r < 0)
+		return r;
+	if (access(dir, W_OK) < 0)
+		return -errno;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	r = faccessat(dfd, "cgroup.procs", W_OK, 0) < 0 ? -errno : 0;
+	close(dfd);
+	return r;
+}
+
+int reaper_cgroup_create(const char *parent, const char *name, char *buf, size_t len)
+{
+	char own[PATH_MAX], gen[64];
+	int r;
+	if (!parent) {
+		if ((r = reaper_cgroup_current(own, sizeof own)) < 0 || (r = reaper_cgroup_usable(own)) < 0)
+			return r;
+		parent = own;
+	} else if ((r = check_dir(parent)) < 0) {
+		return r;
+	}
+	if (!name) {
+		uint32_t rnd = 0;
+		if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
+			rnd = (uint32_t)time(NULL) ^ (uint32_t)clock();
+		snprintf(gen, sizeof gen, "reaper-%d-%08x", (int)getpid(), rnd);
+		name = gen;
+	}
+	if (!*name || strchr(name, '/') || name[0] == '.')
+		return -EINVAL;
+	int w = snprintf(buf, len, "%s/%s", parent, name);
+	if (w < 0 || (size_t)w >= len)
+		return -ENAMETOOLONG;
+	return mkdir(buf, 0755) < 0 ? -errno : 0;
+}
+
+/* Write all of val to dirfd/file. */
+static int write_at(int dirfd, const char *file, const char *val)
+{
+	int fd = openat(dirfd, file, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t l = strlen(val);
+	ssize_t n;
+	while ((n = write(fd, val, l)) < 0 && errno == EINTR)
+		;
+	int r = n == (ssize_t)l ? 0 : n < 0 ? -errno : -EIO;
+	close(fd);
+	return r;
+}
+
+int cgroup_write(const char *path, const char *file, const char *val)
+{
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	int r = write_at(dfd, file, val);
+	close(dfd);
+	return r;
+}
+
+int reaper_cgroup_enter(const char *path, char *prev, size_t len)
+{
+	int r;
+	if (prev && (r = reaper_cgroup_current(prev, len)) < 0)
+		return r;
+	char pid[24];
+	snprintf(pid, sizeof pid, "%d", (int)getpid());
+	return cgroup_write(path, "cgroup.procs", pid);
+}
+
+pid_t reaper_cgroup_fork(const char *path)
+{
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+#ifdef SYS_clone3
+	struct clone_args a = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD, .cgroup = (uint64_t)dfd };
+	long cpid = syscall(SYS_clone3, &a, sizeof a);
+	if (cpid >= 0) {
+		close(dfd);
+		return (pid_t)cpid;
+	}
+	/* no clone3 (ENOSYS, also what seccomp filters and valgrind answer), or one without
+	 * CLONE_INTO_CGROUP (EINVAL, E2BIG): the child moves itself */
+	if (errno != ENOSYS && errno != EINVAL && errno != E2BIG) {
+		int e = errno;
+		close(dfd);
+		return -e;
+	}
+#endif
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		int e = errno;
+		close(dfd);
+		return -e;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		char me[24];
+		snprintf(me, sizeof me, "%d", (int)getpid());
+		int r = write_at(dfd, "cgroup.procs", me);
+		if (r < 0) {
+			int e = -r;
+			if (write(p[1], &e, sizeof e) < 0) {
+				/* the parent sees EOF: it waits for our status instead */
+			}
+			_exit(127);
+		}
+		close(p[1]);
+		close(dfd);
+		return 0;
+	}
+	int e = pid < 0 ? errno : 0;
+	close(p[1]);
+	close(dfd);
+	if (pid > 0) {
+		ssize_t n;
+		while ((n = read(p[0], &e, sizeof e)) < 0 && errno == EINTR)
+			;
+		if (n != (ssize_t)sizeof e)
+			e = 0;
+		if (e) {
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+		}
+	}
+	close(p[0]);
+	return e ? -e : pid;
+}
+
+static int push(pid_t **v, size_t *n, size_t *cap, pid_t pid)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		pid_t *nv = realloc(*v, nc * sizeof *nv);
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = pid;
+	return 0;
+}
+
+static int members_at(int dfd, pid_t **v, size_t *n, size_t *cap, int depth)
+{
+	char *text = NULL;
+	ssize_t len = slurp(dfd, "cgroup.procs", &text);
+	if (len < 0)
+		return (int)len;
+	int r = 0;
+	for (char *p = text; r == 0 && *p;) {
+		char *e;
+		long pid = strtol(p, &e, 10);
+		if (e == p)
+			break;
+		p = e;
+		if (pid > 0)
+			r = push(v, n, cap, (pid_t)pid);
+	}
+	free(text);
+	if (r < 0)
+		return r;
+	if (depth >= MAX_DEPTH)
+		return -ELOOP;
+	int lfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+	if (!d) {
+		r = -errno;
+		if (lfd >= 0)
+			close(lfd);
+		return r;
+	}
+	struct dirent *de;
+	while (r == 0 && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		int cfd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (cfd < 0) {
+			if (errno != ENOENT) /* removed since the listing: nothing lives there */
+				r = -errno;
+			continue;
+		}
+		r = members_at(cfd, v, n, cap, depth + 1);
+		if (r == -ENOENT || r == -ENODEV)
+			r = 0;
+		close(cfd);
+	}
+	closedir(d);
+	return r;
+}
+
+int cgroup_members(const char *path, pid_t **v, size_t *n, size_t *cap)
+{
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	int r = members_at(dfd, v, n, cap, 0);
+	close(dfd);
+	return r;
+}
+
+int reaper_cgroup_procs(const char *path, pid_t **pids, size_t *n)
+{
+	size_t cap = 0;
+	*pids = NULL;
+	*n = 0;
+	int r = cgroup_members(path, pids, n, &cap);
+	if (r < 0) {
+		free(*pids);
+		*pids = NULL;
+		*n = 0;
+	}
+	return r;
+}
+
+int cgroup_events_open(const char *path)
+{
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	int fd = openat(dfd, "cgroup.events", O_RDONLY | O_CLOEXEC);
+	int r = fd < 0 ? -errno : fd;
+	close(dfd);
+	return r;
+}
+
+int cgroup_events_read(int fd, int *populated, int *frozen)
+{
+	char b[256];
+	/* reading from the start also re-arms the POLLPRI notification */
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return -errno;
+	ssize_t n;
+	while ((n = read(fd, b, sizeof b - 1)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return -errno;
+	b[n] = 0;
+	const char *p = strstr(b, "populated ");
+	if (!p)
+		return -EIO;
+	if (populated)
+		*populated = p[10] == '1';
+	if (frozen)
+		*frozen = (p = strstr(b, "frozen ")) && p[7] == '1';
+	return 0;
+}
+
+int reaper_cgroup_populated(const char *path)
+{
+	int fd = cgroup_events_open(path);
+	if (fd < 0)
+		return fd;
+	int pop = 0, r = cgroup_events_read(fd, &pop, NULL);
+	close(fd);
+	return r < 0 ? r : pop;
+}
+
+static double mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Wait on cgroup.events until want(populated, frozen) holds or timeout (< 0: no bound). */
+static int events_wait(const char *path, double timeout, int want_frozen)
+{
+	int fd = cgroup_events_open(path);
+	if (fd < 0)
+		return fd;
+	double end = mono() + timeout;
+	int r;
+	for (;;) {
+		int pop = 0, frz = 0;
+		if ((r = cgroup_events_read(fd, &pop, &frz)) < 0)
+			break;
+		if (want_frozen ? frz : !pop)
+			break;
+		int ms = -1;
+		if (timeout >= 0) {
+			double left = end - mono();
+			if (left <= 0) {
+				r = -ETIMEDOUT;
+				break;
+			}
+			ms = (int)(left * 1000.0) + 1;
+		}
+		struct pollfd p = { .fd = fd, .events = POLLPRI };
+		if (poll(&p, 1, ms) < 0 && errno != EINTR) {
+			r = -errno;
+			break;
+		}
+	}
+	close(fd);
+	return r;
+}
+
+int reaper_cgroup_wait(const char *path, double timeout)
+{
+	return events_wait(path, timeout, 0);
+}
+
+int reaper_cgroup_freeze(const char *path, int frozen)
+{
+	int r = cgroup_write(path, "cgroup.freeze", frozen ? "1" : "0");
+	if (r == -ENOENT && access(path, F_OK) == 0)
+		return -EOPNOTSUPP;
+	if (r < 0 || !frozen)
+		return r;
+	r = events_wait(path, 1.0, 1);
+	return r == -ETIMEDOUT ? -EAGAIN : r;
+}
+
+int cgroup_holds_self(const char *path)
+{
+	char own[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
+	int r = reaper_cgroup_current(own, sizeof own);
+	if (r < 0)
+		return r;
+	if (!realpath(own, a) || !realpath(path, b))
+		return -errno;
+	size_t l = strlen(b);
+	return !strncmp(a, b, l) && (a[l] == 0 || a[l] == '/' || !strcmp(b, "/"));
+}
+
+/* Pin and SIGKILL every member (only_zombie_leaders: only those whose main thread has
+ * exited), again until a listing shows only processes already killed (they are listed until
+ * they are gone). */
+static int kill_each(const char *path, int only_zombie_leaders)
+{
+	struct killed {
+		pid_t pid;
+		uint64_t start_time;
+	} *k = NULL;
+	size_t nk = 0, ck = 0, cap = 0;
+	pid_t *v = NULL, self = getpid();
+	int procfd = procfs_open(), r = 0;
+	if (procfd < 0)
+		return procfd;
+	for (int round = 0; round < 10000; round++) {
+		size_t n = 0, fresh = 0;
+		if ((r = cgroup_members(path, &v, &n, &cap)) < 0)
+			break;
+		for (size_t i = 0; i < n && r == 0; i++) {
+			struct pidref ref;
+			struct reaper_stat st;
+			if (v[i] == self || pidref_open_stat(&ref, procfd, v[i], &st) < 0)
+				continue;
+			if (only_zombie_leaders && st.state != 'Z') {
+				pidref_done(&ref);
+				continue;
+			}
+			size_t j = 0;
+			while (j < nk && !(k[j].pid == v[i] && k[j].start_time == st.start_time))
+				j++;
+			if (j == nk && pidref_signal(&ref, procfd, SIGKILL) == 0) {
+				if (nk == ck) {
+					size_t nc = ck ? ck * 2 : 64;
+					struct killed *nv = realloc(k, nc * sizeof *nv);
+					if (!nv)
+						r = -ENOMEM;
+					else
+						k = nv, ck = nc;
+				}
+				if (r == 0)
+					k[nk++] = (struct killed){ v[i], st.start_time };
+				fresh++;
+			}
+			pidref_done(&ref);
+		}
+		if (r < 0 || !fresh)
+			break;
+	}
+	free(v);
+	free(k);
+	close(procfd);
+	return r;
+}
+
+int reaper_cgroup_kill(const char *path)
+{
+	int r = cgroup_holds_self(path);
+	if (r < 0)
+		return r;
+	if (r)
+		return -EDEADLK;
+	r = cgroup_write(path, "cgroup.kill", "1");
+	/* cgroup.kill signals each listed task alone, and a process whose main thread has
+	 * exited is listed by that dead thread: it needs a process-wide SIGKILL of its own */
+	if (r == 0)
+		r = kill_each(path, 1);
+	else if (r == -ENOENT && access(path, F_OK) == 0)
+		r = kill_each(path, 0);
+	return r;
+}
+
+static int remove_below(int dfd, int depth)
+{
+	if (depth >= MAX_DEPTH)
+		return -ELOOP;
+	int lfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+	if (!d) {
+		int r = -errno;
+		if (lfd >= 0)
+			close(lfd);
+		return r;
+	}
+	struct dirent *de;
+	int r = 0;
+	while (r == 0 && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		int cfd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (cfd < 0) {
+			r = errno == ENOENT ? 0 : -errno;
+			continue;
+		}
+		r = remove_below(cfd, depth + 1);
+		close(cfd);
+		if (r == 0 && unlinkat(dfd, de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+			r = -errno;
+	}
+	closedir(d);
+	return r;
+}
+
+int reaper_cgroup_remove(const char *path)
+{
+	int r = check_dir(path);
+	if (r < 0 && r != -EROFS)
+		return r;
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	r = remove_below(dfd, 0);
+	close(dfd);
+	if (r == 0 && rmdir(path) < 0)
+		r = -errno;
+	return r;
+}
+
+int reaper_cgroup_release(const char *path)
+{
+	char parent[PATH_MAX];
+	int w = snprintf(parent, sizeof parent, "%s", path);
+	char *slash = w > 0 && (size_t)w < sizeof parent ? strrchr(parent, '/') : NULL;
+	if (!slash || slash == parent)
+		return -EINVAL;
+	*slash = 0;
+	int procfd = procfs_open();
+	if (procfd < 0)
+		return procfd;
+	pid_t *v = NULL;
+	size_t cap = 0;
+	int moved = 0, r = 0;
+	/* a member may fork while we move it: round after round until the removal works */
+	for (int round = 0; round < 100; round++) {
+		size_t n = 0;
+		if ((r = cgroup_members(path, &v, &n, &cap)) < 0)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			/* pinned while it is moved: the pid names this process, not a later one */
+			struct pidref ref;
+			struct reaper_stat st;
+			if (pidref_open_stat(&ref, procfd, v[i], &st) < 0)
+				continue;
+			char pid[24];
+			snprintf(pid, sizeof pid, "%d", (int)v[i]);
+			if (pidref_verify(&ref, procfd) == 0 && cgroup_write(parent, "cgroup.procs", pid) == 0)
+				moved++;
+			pidref_done(&ref);
+		}
+		if ((r = reaper_cgroup_remove(path)) != -EBUSY)
+			break;
+	}
+	free(v);
+	close(procfd);
+	return r < 0 ? r : moved;
+}

@@ -1,0 +1,21 @@
+/* cgroup: the cgroup v2 pieces the finder and the reap share (the public calls are in
+ * reaper.h, section cgroup v2). */
+#ifndef REAPER_CGROUP_H
+#define REAPER_CGROUP_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Append the pids of cgroup.procs of path and of every cgroup below it to *v (grown with
+ * realloc; *n used, *cap allocated). 0 or -errno (-ENOENT: path is gone). */
+int cgroup_members(const char *path, pid_t **v, size_t *n, size_t *cap);
+/* open path/cgroup.events for reading (poll it for POLLPRI). fd or -errno. */
+int cgroup_events_open(const char *path);
+/* Read "populated" and "frozen" (either pointer may be NULL) from an open cgroup.events. */
+int cgroup_events_read(int fd, int *populated, int *frozen);
+/* Write val to path/file. 0 or -errno (-ENOENT: the kernel has no such file). */
+int cgroup_write(const char *path, const char *file, const char *val);
+/* 1 when the calling process's cgroup is path or below it, 0 when not, -errno. */
+int cgroup_holds_self(const char *path);
+
+#endif

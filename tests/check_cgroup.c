@@ -1,0 +1,431 @@
+/* cgroup v2 tracking on real processes: the caller's cgroup found and a cgroup made below it;
+ * a child started inside; members found in the cgroup and the cgroups below it through
+ * setsid, double fork and env -i; a process whose main thread has exited found alive and
+ * killed; waiting on cgroup.events; cgroup.kill; entering and leaving; a reap from inside the
+ * cgroup; the marker scan outside the cgroup; a read-only cgroup2 mount. Root (CI) never
+ * skips; others skip with the reason when no writable cgroup2 is theirs. */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include "reaper/reaper.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char cg[PATH_MAX];
+static char marker[128];
+
+/* A fresh cgroup below ours for each test (removed by the test). Root must have one. */
+static int need_cgroup(void)
+{
+	int r = reaper_cgroup_usable(NULL);
+	if (r < 0 && geteuid() != 0) {
+		fprintf(stderr, "check_cgroup: skipped: no writable cgroup2 for uid %d (%s)\n", (int)geteuid(),
+			strerror(-r));
+		return 0;
+	}
+	ck_assert_msg(r == 0, "root without a usable cgroup2: %s", strerror(-r));
+	ck_assert_int_eq(reaper_cgroup_create(NULL, NULL, cg, sizeof cg), 0);
+	return 1;
+}
+
+/* Remove the test's cgroup: nothing may be left in it. */
+static void drop_cgroup(void)
+{
+	ck_assert_int_eq(reaper_cgroup_wait(cg, 10), 0);
+	ck_assert_int_eq(reaper_cgroup_remove(cg), 0);
+	ck_assert_int_eq(access(cg, F_OK), -1);
+}
+
+/* After a failed test too: whatever is left in its cgroup is killed, and the cgroup goes. */
+static void teardown(void)
+{
+	if (!cg[0] || access(cg, F_OK) < 0)
+		return;
+	reaper_cgroup_kill(cg);
+	reaper_cgroup_wait(cg, 10);
+	reaper_cgroup_remove(cg);
+}
+
+static void sleep_forever(void)
+{
+	char *argv[] = { "sleep", "300", NULL };
+	char *envp[] = { marker, NULL };
+	execve("/bin/sleep", argv, envp);
+	_exit(127);
+}
+
+/* In the child: a setsid double fork whose grandchild execs sleep with an environment of the
+ * marker alone (it is outside any tree of the caller's), and a plain sleep in a cgroup below,
+ * under env -i. Writes the two pids to wr. */
+static void leave_family(int wr, const char *sub)
+{
+	pid_t pids[2];
+	int p[2];
+	if (pipe(p) < 0)
+		_exit(2);
+	pid_t mid = fork();
+	if (mid == 0) {
+		setsid();
+		pid_t g = fork();
+		if (g == 0)
+			sleep_forever();
+		if (write(p[1], &g, sizeof g) < 0)
+			_exit(2);
+		_exit(0);
+	}
+	if (read(p[0], &pids[0], sizeof pids[0]) != (ssize_t)sizeof pids[0] || waitpid(mid, NULL, 0) != mid)
+		_exit(2);
+	pid_t c = fork();
+	if (c == 0) {
+		if (reaper_cgroup_enter(sub, NULL, 0) < 0)
+			_exit(3);
+		char *argv[] = { "sleep", "300", NULL };
+		char *envp[] = { NULL };
+		execve("/bin/sleep", argv, envp);
+		_exit(127);
+	}
+	pids[1] = c;
+	if (write(wr, pids, sizeof pids) != (ssize_t)sizeof pids)
+		_exit(2);
+}
+
+START_TEST(current_create_enter_remove)
+{
+	if (!need_cgroup())
+		return;
+	char cur[PATH_MAX], prev[PATH_MAX], in[PATH_MAX], sub[PATH_MAX];
+	ck_assert_int_eq(reaper_cgroup_current(cur, sizeof cur), 0);
+	ck_assert_msg(!strncmp(cg, cur, strlen(cur)) && cg[strlen(cur)] == '/', "%s not below %s", cg, cur);
+	ck_assert_int_eq(reaper_cgroup_create(cg, "sub", sub, sizeof sub), 0);
+	ck_assert_int_eq(reaper_cgroup_create(cg, "sub", in, sizeof in), -EEXIST);
+	ck_assert_int_eq(reaper_cgroup_create(cg, "a/b", in, sizeof in), -EINVAL);
+	ck_assert_int_eq(reaper_cgroup_create(cg, "..", in, sizeof in), -EINVAL);
+	ck_assert_int_eq(reaper_cgroup_create(cg, "x", in, 8), -ENAMETOOLONG);
+	ck_assert_int_eq(reaper_cgroup_usable("/proc"), -ENOTDIR);
+	ck_assert_int_eq(reaper_cgroup_populated(sub), 0);
+
+	/* in and back out, the whole process */
+	ck_assert_int_eq(reaper_cgroup_enter(sub, prev, sizeof prev), 0);
+	ck_assert_str_eq(prev, cur);
+	ck_assert_int_eq(reaper_cgroup_current(in, sizeof in), 0);
+	ck_assert_str_eq(in, sub);
+	ck_assert_int_eq(reaper_cgroup_populated(cg), 1);
+	/* the caller inside: nothing is killed */
+	ck_assert_int_eq(reaper_cgroup_kill(cg), -EDEADLK);
+	ck_assert_int_eq(reaper_cgroup_remove(cg), -EBUSY);
+	ck_assert_int_eq(reaper_cgroup_enter(prev, NULL, 0), 0);
+	ck_assert_int_eq(reaper_cgroup_current(in, sizeof in), 0);
+	ck_assert_str_eq(in, cur);
+	drop_cgroup(); /* removes sub too */
+}
+END_TEST
+
+START_TEST(members_below_found_through_setsid_double_fork_and_env_i)
+{
+	if (!need_cgroup())
+		return;
+	char sub[PATH_MAX];
+	ck_assert_int_eq(reaper_cgroup_create(cg, "inner", sub, sizeof sub), 0);
+	int p[2];
+	ck_assert_int_eq(pipe(p), 0);
+	pid_t c = reaper_cgroup_fork(cg);
+	ck_assert_int_ge(c, 0);
+	if (c == 0) {
+		leave_family(p[1], sub);
+		_exit(0);
+	}
+	pid_t pids[2];
+	ck_assert_int_eq(read(p[0], pids, sizeof pids), (ssize_t)sizeof pids);
+	close(p[0]);
+	close(p[1]);
+	int st;
+	ck_assert_int_eq(waitpid(c, &st, 0), c);
+	ck_assert_int_eq(st, 0);
+	uint64_t start[2] = { tu_start_time(pids[0]), tu_start_time(pids[1]) };
+
+	pid_t *v;
+	size_t n;
+	ck_assert_int_eq(reaper_cgroup_procs(cg, &v, &n), 0);
+	int seen = 0;
+	for (size_t i = 0; i < n; i++)
+		seen += (v[i] == pids[0]) + (v[i] == pids[1]) * 2;
+	free(v);
+	ck_assert_int_eq(seen, 3);
+	ck_assert_int_eq(reaper_cgroup_populated(cg), 1);
+
+	struct reaper_finder f = reaper_find_cgroup(cg);
+	struct reaper_report *r = NULL;
+	ck_assert_int_eq(reaper_scan(&f, 1, &r), 0);
+	ck_assert_int_eq((int)r->n, 2);
+	for (size_t i = 0; i < r->n; i++) {
+		ck_assert_uint_eq(r->procs[i].matched_by, 1u);
+		ck_assert_int_eq(r->procs[i].fate, REAPER_ALIVE);
+		char by[64];
+		ck_assert_int_eq(reaper_matched_by(&f, 1, 1, by, sizeof by), 0);
+		ck_assert_str_eq(by, "cgroup");
+	}
+	reaper_report_free(r);
+
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.timeout = 0.05;
+	ck_assert_int_eq(reaper_reap(&f, 1, &o, &r), 0);
+	ck_assert_int_eq((int)r->killed, 2);
+	ck_assert_int_eq((int)r->leaks, 2);
+	ck_assert_double_eq(r->marker_scan, 0);
+	reaper_report_free(r);
+	ck_assert_int_eq(tu_wait_gone(pids[0], start[0], 10), 0);
+	ck_assert_int_eq(tu_wait_gone(pids[1], start[1], 10), 0);
+	/* thawed again: a process entering later runs */
+	char fz[PATH_MAX + 16], b[8] = "";
+	snprintf(fz, sizeof fz, "%s/cgroup.freeze", cg);
+	FILE *fp = fopen(fz, "r");
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_ptr_nonnull(fgets(b, sizeof b, fp));
+	fclose(fp);
+	ck_assert_str_eq(b, "0\n");
+	drop_cgroup();
+}
+END_TEST
+
+static void *linger(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+START_TEST(zombie_leader_found_alive_and_killed)
+{
+	if (!need_cgroup())
+		return;
+	pid_t c = reaper_cgroup_fork(cg);
+	ck_assert_int_ge(c, 0);
+	if (c == 0) {
+		if (fork() == 0) { /* an orphan of ours: only the cgroup ties it to us */
+			setsid();
+			pthread_t t;
+			if (pthread_create(&t, NULL, linger, NULL) != 0)
+				_exit(2);
+			pthread_exit(NULL);
+		}
+		_exit(0);
+	}
+	int st;
+	ck_assert_int_eq(waitpid(c, &st, 0), c);
+	pid_t *v;
+	size_t n;
+	pid_t zl = 0;
+	double t0 = tu_now();
+	while (!zl && tu_now() - t0 < 10) {
+		ck_assert_int_eq(reaper_cgroup_procs(cg, &v, &n), 0);
+		if (n == 1 && tu_state(v[0]) == 'Z')
+			zl = v[0];
+		free(v);
+		if (!zl)
+			usleep(1000); /* the leader's exit is not an event we can wait for */
+	}
+	ck_assert_msg(zl, "no zombie leader showed up in the cgroup");
+	uint64_t start = tu_start_time(zl);
+
+	struct reaper_finder f = reaper_find_cgroup(cg);
+	struct reaper_report *r = NULL;
+	ck_assert_int_eq(reaper_scan(&f, 1, &r), 0);
+	ck_assert_int_eq((int)r->n, 1);
+	ck_assert_int_eq(r->procs[0].pid, zl);
+	ck_assert_int_eq(r->procs[0].fate, REAPER_ALIVE);
+	ck_assert_int_eq((int)r->leaks, 1);
+	reaper_report_free(r);
+
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	ck_assert_int_eq(reaper_reap(&f, 1, &o, &r), 0);
+	ck_assert_msg(r->n == 1 && r->procs[0].pid == zl && r->killed == 1, "%zu found, %zu killed, fate %s", r->n,
+		      r->killed, r->n ? reaper_fate_name(r->procs[0].fate) : "-");
+	reaper_report_free(r);
+	ck_assert_int_eq(tu_wait_gone(zl, start, 10), 0);
+	drop_cgroup();
+}
+END_TEST
+
+START_TEST(wait_ends_on_cgroup_events)
+{
+	if (!need_cgroup())
+		return;
+	struct tu_proc lone = { 0 };
+	pid_t c = reaper_cgroup_fork(cg);
+	ck_assert_int_ge(c, 0);
+	if (c == 0) {
+		char *argv[] = { "sleep", "0.3", NULL };
+		execv("/bin/sleep", argv);
+		_exit(127);
+	}
+	ck_assert_int_eq(tu_pin(&lone, c, 0), 0);
+	ck_assert_int_eq(reaper_cgroup_populated(cg), 1);
+	ck_assert_int_eq(reaper_cgroup_wait(cg, 0.01), -ETIMEDOUT);
+	ck_assert_int_eq(reaper_cgroup_wait(cg, 30), 0);
+	/* populated 0 came with its exit: it is a zombie of ours, or gone */
+	ck_assert_int_ne(tu_alive(c, lone.start_time), 1);
+	ck_assert_int_eq(tu_wait_exit(&lone), 0);
+
+	/* cgroup.kill: one write ends all of it, forks and all */
+	c = reaper_cgroup_fork(cg);
+	ck_assert_int_ge(c, 0);
+	if (c == 0) {
+		if (fork() == 0)
+			sleep_forever();
+		sleep_forever();
+	}
+	ck_assert_int_eq(tu_pin(&lone, c, 0), 0);
+	ck_assert_int_eq(reaper_cgroup_freeze(cg, 1), 0);
+	ck_assert_int_eq(reaper_cgroup_kill(cg), 0);
+	ck_assert_int_eq(reaper_cgroup_wait(cg, 10), 0);
+	int st = tu_wait_exit(&lone);
+	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	ck_assert_int_eq(reaper_cgroup_freeze(cg, 0), 0);
+	drop_cgroup();
+}
+END_TEST
+
+/* A reap called from inside the cgroup kills the members one by one, never itself. */
+START_TEST(reap_from_inside_spares_the_caller)
+{
+	if (!need_cgroup())
+		return;
+	char prev[PATH_MAX];
+	ck_assert_int_eq(reaper_cgroup_enter(cg, prev, sizeof prev), 0);
+	struct tu_proc p;
+	char *argv[] = { "/bin/sleep", "300", NULL };
+	ck_assert_int_eq(tu_spawn(&p, argv, NULL, -1, -1), 0);
+	struct reaper_finder f = reaper_find_cgroup(cg);
+	struct reaper_report *r = NULL;
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	int e = reaper_reap(&f, 1, &o, &r);
+	ck_assert_int_eq(reaper_cgroup_enter(prev, NULL, 0), 0);
+	ck_assert_int_eq(e, 0);
+	ck_assert_int_eq((int)r->n, 1);
+	ck_assert_int_eq(r->procs[0].pid, p.pid);
+	ck_assert_int_eq(r->procs[0].fate, REAPER_KILLED);
+	reaper_report_free(r);
+	ck_assert_int_eq(tu_exists(p.pid, p.start_time), 0); /* collected: it was our child */
+	tu_proc_close(&p);
+	drop_cgroup();
+}
+END_TEST
+
+/* The marker finder still runs, once, for what carries the marker outside the cgroup. */
+START_TEST(marker_scan_finds_what_is_outside_the_cgroup)
+{
+	if (!need_cgroup())
+		return;
+	struct tu_proc out, in;
+	char *argv[] = { "/bin/sleep", "300", NULL };
+	char *envp[] = { marker, NULL };
+	ck_assert_int_eq(tu_spawn(&out, argv, envp, -1, -1), 0);
+	pid_t c = reaper_cgroup_fork(cg);
+	ck_assert_int_ge(c, 0);
+	if (c == 0)
+		sleep_forever();
+	ck_assert_int_eq(tu_pin(&in, c, 0), 0);
+	struct reaper_finder f[2] = { reaper_find_cgroup(cg), reaper_find_env(marker) };
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.timeout = 0.05;
+	struct reaper_report *r = NULL;
+	ck_assert_int_eq(reaper_reap(f, 2, &o, &r), 0);
+	ck_assert_int_eq((int)r->n, 2);
+	ck_assert_int_eq((int)r->killed, 2);
+	ck_assert(r->marker_scan > 0);
+	for (size_t i = 0; i < r->n; i++)
+		ck_assert_uint_eq(r->procs[i].matched_by, r->procs[i].pid == out.pid ? 2u : 3u);
+	reaper_report_free(r);
+	ck_assert_int_eq(tu_exists(out.pid, out.start_time), 0);
+	ck_assert_int_eq(tu_exists(in.pid, in.start_time), 0);
+	tu_proc_close(&out);
+	tu_proc_close(&in);
+	drop_cgroup();
+}
+END_TEST
+
+/* In a private mount namespace with the cgroup2 mount read-only: the cause is named. */
+START_TEST(read_only_cgroup2_is_named)
+{
+	if (!need_cgroup())
+		return;
+	char cur[PATH_MAX];
+	ck_assert_int_eq(reaper_cgroup_current(cur, sizeof cur), 0);
+	pid_t c = fork();
+	ck_assert_int_ge(c, 0);
+	if (c == 0) {
+		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+			_exit(10);
+		/* the mount that shows our cgroup: walk up from it to its mount point */
+		char mnt[PATH_MAX];
+		snprintf(mnt, sizeof mnt, "%s", cur);
+		struct stat a, b;
+		for (;;) {
+			char up[PATH_MAX];
+			snprintf(up, sizeof up, "%s", mnt);
+			char *s = strrchr(up, '/');
+			if (!s || s == up)
+				break;
+			*s = 0;
+			if (stat(mnt, &a) < 0 || stat(up, &b) < 0 || a.st_dev != b.st_dev)
+				break;
+			snprintf(mnt, sizeof mnt, "%s", up);
+		}
+		if (mount(NULL, mnt, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
+			_exit(11);
+		char buf[PATH_MAX];
+		if (reaper_cgroup_usable(NULL) != -EROFS)
+			_exit(12);
+		if (reaper_cgroup_create(NULL, NULL, buf, sizeof buf) != -EROFS)
+			_exit(13);
+		_exit(0);
+	}
+	int st;
+	ck_assert_int_eq(waitpid(c, &st, 0), c);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "read-only check failed at step %d", WEXITSTATUS(st));
+	drop_cgroup();
+}
+END_TEST
+
+int main(void)
+{
+	tu_unique_marker(marker, sizeof marker, "CGROUP_TEST", "cg");
+	Suite *s = suite_create("cgroup");
+	TCase *tc = tcase_create("cgroup");
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, NULL, teardown);
+	tcase_add_test(tc, current_create_enter_remove);
+	tcase_add_test(tc, read_only_cgroup2_is_named);
+	suite_add_tcase(s, tc);
+	/* they pin and kill processes that are not the caller's children */
+	tc = tcase_create("cgroup-processes");
+	tcase_set_tags(tc, "pidfd");
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, NULL, teardown);
+	tcase_add_test(tc, members_below_found_through_setsid_double_fork_and_env_i);
+	tcase_add_test(tc, zombie_leader_found_alive_and_killed);
+	tcase_add_test(tc, wait_ends_on_cgroup_events);
+	tcase_add_test(tc, reap_from_inside_spares_the_caller);
+	tcase_add_test(tc, marker_scan_finds_what_is_outside_the_cgroup);
+	suite_add_tcase(s, tc);
+	tu_add_nothing_left(s, marker);
+	return tu_run_suite(s);
+}

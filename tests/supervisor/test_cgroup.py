@@ -1,0 +1,253 @@
+"""`reaper run --cgroup`: the run in a cgroup of its own (found by cgroup whatever the leftover
+did to its environment and session, a main thread that exited included, killed whole on owner
+death, removed at the end), the fallback with --cgroup off, a read-only cgroup2 mount (auto
+falls back saying why, on fails saying why), nesting, and the flag and variable values.
+
+Every leftover reports its pid and start time; it is checked gone by both, and the run's cgroup
+directory must be gone too (a cgroup holding a process cannot be removed)."""
+import json
+import os
+import signal
+import textwrap
+import time
+
+import pytest
+
+from conftest import FIXTURES, PY, REAPER, script, wait_gone
+
+
+def own_cgroup():
+    """(cgroup2 mount point, directory of our cgroup), or (None, None)."""
+    cg = None
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            if line.startswith("0::"):
+                cg = line[3:].strip()
+    best = None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            if not post.startswith("cgroup2 "):
+                continue
+            fields = pre.split()
+            root, mnt = fields[3], fields[4]
+            if cg is None or not (root == "/" or cg == root or cg.startswith(root + "/")):
+                continue
+            rest = cg if root == "/" else cg[len(root):]
+            if best is None or len(root) > best[2]:
+                best = (mnt, mnt + (rest if rest != "/" else ""), len(root))
+    return (best[0], best[1]) if best else (None, None)
+
+
+MOUNT, OWN = own_cgroup()
+WRITABLE = bool(OWN) and os.access(OWN, os.W_OK) and os.access(os.path.join(OWN, "cgroup.procs"), os.W_OK)
+# CI runs as root: there nothing here may skip
+needs_cgroup = pytest.mark.skipif(os.geteuid() != 0 and not WRITABLE,
+                                  reason="no writable cgroup2 for this user (cgroup tests need root or a delegated cgroup)")
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="a private mount namespace needs root")
+
+# env -i, setsid, double fork: the grandchild carries neither the marker nor reaper's session
+ESCAPE = """
+    import os, sys, time
+    r, w = os.pipe()
+    os.set_inheritable(w, True)
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            null = os.open("/dev/null", os.O_RDWR)
+            for i in (0, 1, 2):
+                os.dup2(null, i)
+            os.execve("%s", ["%s", "-c", "import os, sys, time\\n"
+                      "st = open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19]\\n"
+                      "os.write(int(sys.argv[1]), ('%%d %%s\\\\n' %% (os.getpid(), st)).encode())\\n"
+                      "time.sleep(300)", str(w)], {})
+        os._exit(0)
+    os.wait()
+    os.close(w)
+    line = os.read(r, 100).decode()
+    print("left", line.strip(), flush=True)
+""" % (PY, PY)
+
+
+def start_time(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except OSError:
+        return None
+
+
+def gone(pid, st):
+    return start_time(pid) != st
+
+
+def cgroups_of_run(run_id):
+    return [d for d in (os.listdir(OWN) if OWN else []) if d == "reaper-run-" + run_id]
+
+
+def report(tmp_path):
+    with open(str(tmp_path / "r.json")) as f:
+        return json.load(f)
+
+
+@needs_cgroup
+def test_cgroup_on_finds_env_i_setsid_double_fork_and_removes_its_cgroup(run, tmp_path):
+    r = run(["--cgroup", "on", "--timeout", "0.2", "--grace", "0", "--report", str(tmp_path / "r.json")],
+            script(ESCAPE))
+    assert r.wait(60) == 23, r.stderr
+    pid, st = r.out.split("left ")[1].split()[:2]
+    pid = int(pid)
+    assert gone(pid, st)
+    doc = r.state()
+    assert doc["tracking"] == "cgroup"
+    assert not cgroups_of_run(doc["run_id"]), "the run's cgroup is still there"
+    assert "; tracking: cgroup" in r.stderr
+    assert "found by descendant of the run, cgroup" in r.stderr or "found by cgroup" in r.stderr, r.stderr
+    rep = report(tmp_path)
+    assert rep["tracking"] == "cgroup"
+    assert "cgroup" in rep["finders"]
+    leak = [p for p in rep["processes"] if p["pid"] == pid]
+    assert leak and leak[0]["fate"] == "killed" and "cgroup" in leak[0]["found_by"], leak
+
+
+@needs_cgroup
+def test_report_only_leftover_leaves_the_cgroup_before_it_goes(run, tmp_path):
+    """What the run leaves alive on purpose moves up into reaper's cgroup; the run's goes."""
+    r = run(["--cgroup", "on", "--timeout", "0", "--report-only"], script(ESCAPE))
+    assert r.wait(60) == 23, r.stderr
+    pid, st = r.out.split("left ")[1].split()[:2]
+    pid = int(pid)
+    fd = os.pidfd_open(pid)
+    try:
+        assert start_time(pid) == st  # pinned: fd is the leftover itself
+        assert not cgroups_of_run(r.state()["run_id"]), "the run's cgroup is still there"
+        with open("/proc/%d/cgroup" % pid) as f:
+            assert "0::" + open("/proc/self/cgroup").read().split("0::")[1].strip() in f.read()
+        assert "cannot remove" not in r.stderr
+    finally:
+        signal.pidfd_send_signal(fd, signal.SIGKILL)
+        assert wait_gone([fd], 10) == []
+        os.close(fd)
+
+
+def test_cgroup_off_tracks_by_proc(run, tmp_path):
+    r = run(["--cgroup", "off", "--timeout", "0.2", "--grace", "0", "--report", str(tmp_path / "r.json")],
+            script(ESCAPE))
+    assert r.wait(60) == 23, r.stderr
+    pid, st = r.out.split("left ")[1].split()[:2]
+    assert gone(int(pid), st)
+    assert r.state()["tracking"] == "proc"
+    assert "; tracking: proc" in r.stderr
+    rep = report(tmp_path)
+    assert rep["tracking"] == "proc" and "cgroup" not in rep["finders"]
+    leak = [p for p in rep["processes"] if p["pid"] == int(pid)]
+    assert leak and leak[0]["found_by"] == ["descendant of the run"], leak
+
+
+@needs_cgroup
+def test_zombie_leader_found_and_killed_in_cgroup_mode(run, tmp_path):
+    """A leftover whose main thread called pthread_exit() while another thread runs on."""
+    zl = os.path.join(FIXTURES, "zl")
+    r = run(["--cgroup", "on", "--timeout", "0.2", "--grace", "0", "--report", str(tmp_path / "r.json")],
+            ["sh", "-c", "setsid %s </dev/null >/dev/null 2>&1 & echo $!; "
+                         "while [ \"$(cut -d' ' -f3 /proc/$!/stat)\" != Z ]; do :; done" % zl])
+    assert r.wait(60) == 23, r.stderr
+    pid = int(r.out.split()[0])
+    rep = report(tmp_path)
+    leak = [p for p in rep["processes"] if p["pid"] == pid]
+    assert leak and leak[0]["fate"] == "killed" and "cgroup" in leak[0]["found_by"], rep["processes"]
+    assert not os.path.exists("/proc/%d" % pid) or start_time(pid) != str(leak[0]["start_time"])
+    assert not cgroups_of_run(r.state()["run_id"])
+
+
+@needs_cgroup
+def test_owner_death_under_env_i_kills_the_cgroup(run, tmp_path):
+    """As tmux's test Makefile does: every script under env -i, so no leftover has the marker."""
+    body = """
+        import os, sys, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(300)
+            os._exit(0)
+        os.wait()
+        print("ready", flush=True)
+        time.sleep(300)
+    """
+    cmd = ["env", "-i", PY, "-c", textwrap.dedent(body)]
+    r = run(["--cgroup", "on", "--timeout", "60"], cmd)
+    r.expect("ready")
+    doc = r.state()
+    cg = os.path.join(OWN, "reaper-run-" + doc["run_id"])
+    with open(os.path.join(cg, "cgroup.procs")) as f:
+        pids = [int(x) for x in f.read().split()]
+    assert len(pids) == 2, pids  # env -i python and its double-forked daemon (the middle one exited)
+    fds = []
+    for p in pids:
+        try:
+            fds.append(os.pidfd_open(p))
+        except OSError:
+            pass
+    try:
+        # still in the run's cgroup once pinned: these fds are the run's processes
+        with open(os.path.join(cg, "cgroup.procs")) as f:
+            assert sorted(int(x) for x in f.read().split()) == sorted(pids)
+        r.signal(signal.SIGKILL)
+        assert wait_gone(fds, 20) == [], "the run survived its owner"
+        deadline = time.monotonic() + 20
+        while os.path.exists(cg) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the guardian removes it after the kill: no event for us
+        assert not os.path.exists(cg), "the guardian left the run's cgroup"
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+@needs_cgroup
+def test_nested_runs_make_their_cgroups_below_the_outer_one(run, tmp_path):
+    inner = tmp_path / "inner-cgroup"
+    r = run(["--cgroup", "on", "--timeout", "5"],
+            [REAPER, "run", "--cgroup", "on", "--timeout", "0.1", "--grace", "0", "--",
+             "sh", "-c", "cat /proc/self/cgroup > %s; sleep 300 &" % inner])
+    assert r.wait(60) == 23, r.stderr  # the inner run's leak exit code passes through
+    outer_id = r.state()["run_id"]
+    cgpath = [l for l in inner.read_text().splitlines() if l.startswith("0::")][0]
+    parts = cgpath[3:].split("/")
+    assert parts[-2] == "reaper-run-" + outer_id and parts[-1].startswith("reaper-run-"), cgpath
+    assert not cgroups_of_run(outer_id)
+
+
+def private_ro_cgroup(argv):
+    """argv run in a private mount namespace whose cgroup2 mount is read-only."""
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c",
+            'mount -o remount,bind,ro "$0" && exec "$@"', MOUNT] + list(argv)
+
+
+@needs_root
+def test_read_only_cgroup2_auto_falls_back_and_on_fails(run, tmp_path):
+    assert MOUNT, "no cgroup2 mount"
+    r = run(None, private_ro_cgroup([REAPER, "run", "--state", str(tmp_path / "s.json"), "--cgroup", "auto",
+                                     "--timeout", "0.1", "--grace", "0", "--", "sh", "-c", "sleep 300 &"]),
+            state=False)
+    assert r.wait(60) == 23, r.stderr
+    assert "reaper: note: the cgroup2 mount at %s is read-only; tracking the run by its marker and by " \
+           "descent" % OWN in r.stderr, r.stderr
+    assert "; tracking: proc" in r.stderr
+    assert json.loads((tmp_path / "s.json").read_text())["tracking"] == "proc"
+    r = run(None, private_ro_cgroup([REAPER, "run", "--cgroup", "on", "--", "sh", "-c", "echo ran"]), state=False)
+    assert r.wait(60) == 126
+    assert r.out == ""
+    assert r.stderr.strip() == "reaper: --cgroup on: the run cannot have a cgroup: the cgroup2 mount at %s is " \
+                               "read-only" % OWN, r.stderr
+
+
+def test_cgroup_values(run):
+    r = run(["--cgroup", "sometimes"], ["true"], state=False)
+    assert r.wait(30) == 64
+    assert "--cgroup: 'sometimes' is not one of off, auto, on" in r.stderr
+    r = run([], ["true"], env={"REAPER_CGROUP": "sometimes"})
+    assert r.wait(30) == 0
+    assert "REAPER_CGROUP: 'sometimes' is not one of off, auto, on; using auto" in r.stderr
+    r = run([], ["true"], env={"REAPER_CGROUP": "off"})
+    assert r.wait(30) == 0
+    assert r.state()["tracking"] == "proc"
