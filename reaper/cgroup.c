@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cgroup: cgroup v2 membership the kernel keeps through fork, exec, setsid, env -i and
  * zombie leaders. Finding the caller's cgroup (mountinfo + /proc/self/cgroup), creating,
  * entering, forking into, enumerating, waiting on (cgroup.events), freezing, killing and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cgroup: the cgroup v2 pieces the finder and the reap share (the public calls are in
  * reaper.h, section cgroup v2). */
 #ifndef REAPER_CGROUP_H

@@ -498,13 +498,20 @@ void scanner_refresh(struct scanner *sc, struct cand *c)
 	pi->cmdline = cmd, pi->comm = comm, pi->exe = exe, pi->cwd = cwd;
 	pi->state = st.state;
 	pi->age = procfs_uptime(sc->procfd) - (double)st.start_time / (double)sc->ticks;
-	/* found early by descent, it may carry the markers only since its exec (nothing to
-	 * learn when every marker matched already) */
+	/* found early by descent or in its cgroup, it may carry the markers and its test only
+	 * since its exec (nothing to learn when every marker matched and the test is known) */
 	uint32_t missing = sc->env_mask & ~pi->matched_by;
-	ssize_t n = missing ? procfs_read(sc->procfd, pi->pid, "environ", &sc->buf) : 0;
+	ssize_t n = missing || !pi->test[0] ? procfs_read(sc->procfd, pi->pid, "environ", &sc->buf) : 0;
 	for (size_t i = 0; n > 0 && i < sc->nf; i++)
 		if ((sc->env_mask & (1u << i)) && reaper_environ_has(sc->buf.p, (size_t)n, sc->f[i].marker, sc->elen[i]))
 			pi->matched_by |= 1u << i;
+	size_t vlen = 0;
+	const char *test = n > 0 && !pi->test[0] ? reaper_environ_get(sc->buf.p, (size_t)n, "REAPER_TEST", &vlen) : NULL;
+	char *t = test ? strndup(test, vlen) : NULL;
+	if (t) {
+		free(pi->test);
+		pi->test = t;
+	}
 }
 
 /* A pid is new unless the process holding it now is a candidate already: the same

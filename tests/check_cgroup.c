@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cgroup v2 tracking on real processes: the caller's cgroup found and a cgroup made below it;
  * a child started inside; members found in the cgroup and the cgroups below it through
  * setsid, double fork and env -i; a process whose main thread has exited found alive and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`reaper run --cgroup`: the run in a cgroup of its own (found by cgroup whatever the leftover
 did to its environment and session, a main thread that exited included, killed whole on owner
 death, removed at the end), the fallback with --cgroup off, a read-only cgroup2 mount (auto
