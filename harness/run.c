@@ -314,36 +314,18 @@ static void exec_command(struct run *r, char **env, int errfd)
 }
 
 /* vfork: no copy of our memory for a child that only execs, and we resume once it has.
- * With a cgroup the child moves into it first (one write: cgroup.procs was opened before),
- * so nothing COMMAND forks can start outside. */
+ * With a cgroup the child starts inside it (clone3 CLONE_INTO_CGROUP, a fork: moving a
+ * vfork child in would take the kernel's cgroup migration lock, an RCU grace period that
+ * costs more than the copy), so nothing COMMAND forks can start outside. */
 static pid_t spawn_command(struct run *r, char **env, int errfd)
 {
-	int cgfd = -1;
-	struct exec_failure cgfail = { .found = 1 }; /* "cannot run 'X': <cgroup.procs>: why" */
-	if (r->cgroup[0]) {
-		int w = snprintf(cgfail.path, sizeof cgfail.path, "%s/cgroup.procs", r->cgroup);
-		if (w < 0 || (size_t)w >= sizeof cgfail.path) {
-			errno = ENAMETOOLONG;
-			return -1;
-		}
-		if ((cgfd = open(cgfail.path, O_WRONLY | O_CLOEXEC)) < 0)
-			return -1;
-	}
-	pid_t pid = vfork();
-	if (pid == 0) {
-		if (cgfd >= 0 && write(cgfd, "0", 1) != 1) {
-			cgfail.err = errno;
-			if (write(errfd, &cgfail, sizeof cgfail) < 0) {
-				/* the parent sees EOF and the status below instead */
-			}
-			_exit(EXIT_CANNOT_EXEC);
-		}
+	pid_t pid = r->cgroup[0] ? reaper_cgroup_fork(r->cgroup) : vfork();
+	if (pid == 0)
 		exec_command(r, env, errfd);
+	if (pid < -1) {
+		errno = -pid;
+		pid = -1;
 	}
-	int e = errno;
-	if (cgfd >= 0)
-		close(cgfd);
-	errno = e;
 	return pid;
 }
 
