@@ -520,7 +520,12 @@ static int setup_cgroup(struct run *r)
 			fprintf(stderr, "reaper: note: %s; tracking the run by its marker and by descent\n", why);
 		return 0;
 	}
-	r->finders[r->nfinders++] = reaper_find_cgroup(r->cgroup);
+	/* The cgroup takes the run marker's place as a finder: everything that carries
+	 * REAPER_RUN was started in the cgroup and stays there unless a privileged writer moves
+	 * it out, so a /proc-wide scan for the marker would cost O(host) for nothing. --home and
+	 * --marker finders still run, once, for what an outside daemon started with them. The
+	 * marker stays set, and the guardian still uses it. */
+	r->finders[0] = reaper_find_cgroup(r->cgroup);
 	r->st.tracking = r->out.tracking = "cgroup";
 	return 0;
 }
