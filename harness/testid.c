@@ -4,9 +4,19 @@
 
 #include <string.h>
 
+/* The next "::" of a node id from s on, NULL past the end of its path: a parameter id
+ * ("test_connect[::1]") may hold "::" itself; the file part may hold '['. */
+static const char *next_sep(const char *test, const char *s)
+{
+	const char *first = strstr(test, "::");
+	const char *param = first ? strchr(first, '[') : NULL;
+	const char *sep = strstr(s, "::");
+	return sep && (!param || sep < param) ? sep : NULL;
+}
+
 size_t testid_file(const char *test)
 {
-	const char *sep = strstr(test, "::");
+	const char *sep = next_sep(test, test);
 	if (!sep || sep == test)
 		return 0;
 	size_t n = (size_t)(sep - test);
@@ -17,7 +27,7 @@ size_t testid_file(const char *test)
 
 void testid_classname(struct sbuf *b, const char *test)
 {
-	const char *sep = strstr(test, "::");
+	const char *sep = next_sep(test, test);
 	if (!test[0] || !sep) {
 		sbuf_puts(b, "reaper");
 		return;
@@ -33,7 +43,7 @@ void testid_classname(struct sbuf *b, const char *test)
 		sbuf_add(b, s[i] == '/' ? "." : &s[i], 1);
 	/* the classes between the file and the test */
 	const char *last = sep;
-	for (const char *next; (next = strstr(last + 2, "::")); last = next) {
+	for (const char *next; (next = next_sep(test, last + 2)); last = next) {
 		sbuf_puts(b, ".");
 		sbuf_add(b, last + 2, (size_t)(next - last - 2));
 	}
@@ -44,7 +54,7 @@ void testid_classname(struct sbuf *b, const char *test)
 void testid_name(struct sbuf *b, const char *test)
 {
 	const char *last = test;
-	for (const char *sep; (sep = strstr(last, "::")); last = sep + 2)
+	for (const char *sep; (sep = next_sep(test, last)); last = sep + 2)
 		;
 	sbuf_puts(b, last);
 }

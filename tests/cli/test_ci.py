@@ -120,3 +120,18 @@ def test_off_a_tty_the_wait_prints_progress_lines(spawn, home):
     err = r.stderr.decode()
     assert "reaper: waiting for 1 process to exit; next step in " in err
     assert "\r" not in err and "\033[" not in err
+
+
+def test_a_parameter_id_holding_double_colons_stays_in_the_name(spawn, home, tmp_path):
+    """pytest keeps "::" of a parameter id as it is (an IPv6 address, say): only the node id's
+    path is split at "::"."""
+    spawn.sleeper("v6", env={"REAPER_TEST": "tests/test_net.py::TestConn::test_connect[::1]"})
+    spawn.sleeper("br", env={"REAPER_TEST": "tests/[odd]/test_x.py::test_y[a::b::c]"})
+    junit = tmp_path / "v6.xml"
+    r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "2", "--junit", str(junit),
+               env={"GITHUB_ACTIONS": "true"})
+    assert r.returncode == 23, r.stderr
+    got = sorted((c, n.split(": leaked ")[0]) for c, n in cases(junit))
+    assert got == [("tests.[odd].test_x", "test_y[a::b::c]"), ("tests.test_net.TestConn", "test_connect[::1]")], got
+    out = r.stdout.decode()
+    assert "::error file=tests/test_net.py,title=" in out and "::error file=tests/[odd]/test_x.py,title=" in out
