@@ -501,7 +501,9 @@ static void cgroup_why(int e, char *buf, size_t len)
 static int setup_cgroup(struct run *r)
 {
 	r->st.tracking = r->out.tracking = "proc";
-	if (r->cgroup_mode == CGROUP_OFF)
+	/* --isolate: the PID namespace holds the run already, and dies with it even when nobody
+	 * is left to remove a cgroup; auto makes none there */
+	if (r->cgroup_mode == CGROUP_OFF || (r->isolate && r->cgroup_mode == CGROUP_AUTO))
 		return 0;
 	char name[64];
 	snprintf(name, sizeof name, "reaper-run-%s", r->st.run_id);
