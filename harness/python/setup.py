@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from setuptools import setup
@@ -52,8 +53,17 @@ class BuildWithLibrary(build_py):
             (pkg / "_installed.py").write_text(f'LIBDIR = "{libdir}"\n')
             return
         out = Path(self.get_finalized_command("build").build_temp).resolve() / "libreaper"
+        # make splits file names at blanks: the build tree is named relative to the checkout
+        # (harness/python/build/...), so a checkout under "/path with spaces" builds too
+        try:
+            target = out.relative_to(ROOT)
+        except ValueError:
+            target = out
+        scratch = None
+        if any(c.isspace() for c in str(target)):
+            target = out = Path(scratch := tempfile.mkdtemp(prefix="pytest-reaper-"))
         make = os.environ.get("MAKE", "make")
-        cmd = [make, "--no-print-directory", "-C", str(ROOT), f"BUILD={out}", f"{out}/libreaper.so"]
+        cmd = [make, "--no-print-directory", "-C", str(ROOT), f"BUILD={target}", f"{target}/libreaper.so"]
         self.announce("building libreaper: " + " ".join(cmd), level=2)
         try:
             subprocess.run(cmd, check=True)
@@ -61,6 +71,8 @@ class BuildWithLibrary(build_py):
             raise SystemExit(f"pytest-reaper: building libreaper failed ({e}); it needs make and "
                              "a C compiler")
         shutil.copy2(out / "libreaper.so", pkg / "libreaper.so")
+        if scratch:
+            shutil.rmtree(scratch)
 
     def get_outputs(self, include_bytecode=True):
         pkg = Path(self.build_lib) / "reaper"

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,14 @@ def test_plugin_from_the_installed_package_catches_a_leak(venv, tmp_path):
             if "sleep" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace"):
                 signal.pidfd_send_signal(fd, signal.SIGKILL)
             os.close(fd)
+
+
+def test_wheel_builds_from_a_checkout_under_a_path_with_spaces(tmp_path):
+    src = copy_checkout(tmp_path / "my projects" / "re aper")
+    out = tmp_path / "wheels"
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-index", "--no-build-isolation", "--no-deps",
+                        "-w", str(out), str(src / "harness/python")], capture_output=True, text=True, timeout=600,
+                       env=clean_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    wheel, = out.glob("pytest_reaper-*.whl")
+    assert "reaper/libreaper.so" in zipfile.ZipFile(wheel).namelist()
