@@ -111,3 +111,18 @@ def test_wheel_builds_from_a_checkout_under_a_path_with_spaces(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     wheel, = out.glob("pytest_reaper-*.whl")
     assert "reaper/libreaper.so" in zipfile.ZipFile(wheel).namelist()
+
+
+def test_a_library_without_the_api_is_named_not_a_crash(tmp_path):
+    """REAPER_LIBRARY naming a library that loads but is not this libreaper (another
+    library, an older libreaper without a function this package calls)."""
+    libc = subprocess.run(["/usr/bin/python3", "-c", "import ctypes.util; print(ctypes.util.find_library('c'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    env = clean_env()
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "harness/python")
+    env["REAPER_LIBRARY"] = libc
+    r = subprocess.run(["/usr/bin/python3", "-c", "import reaper"], capture_output=True, text=True, env=env,
+                       cwd=tmp_path)
+    assert r.returncode != 0
+    assert "ImportError: reaper: cannot load libreaper; tried, in order:" in r.stderr, r.stderr
+    assert f"{libc}: not libreaper " in r.stderr and "undefined symbol: reaper_" in r.stderr

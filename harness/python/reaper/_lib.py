@@ -242,6 +242,8 @@ def load() -> tuple[ctypes.CDLL, str]:
             return _bind(ctypes.CDLL(path, use_errno=True)), path
         except OSError as e:
             tried.append(f"{path}: {e}")
+        except AttributeError as e:  # another library, or a libreaper of another version
+            tried.append(f"{path}: not libreaper {VERSION} ({e})")
     raise ImportError("reaper: cannot load libreaper; tried, in order:\n  " + "\n  ".join(tried) +
                       "\n(install the package with pip, which bundles it; or set REAPER_LIBRARY to a "
                       "libreaper.so; or build it with `make` / `make install`)")
