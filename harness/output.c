@@ -283,8 +283,8 @@ int output_emit(struct output *o, const struct reaper_report *r, const struct re
 	}
 	if ((what & OUT_GITHUB) && o->github)
 		ci_github_annotations(r);
-	if ((what & OUT_GITHUB) && ci_step_summary(r) < 0)
-		rc = -1;
+	if (what & OUT_GITHUB)
+		ci_step_summary(r);
 	return rc ? -1 : 0;
 }
 

@@ -135,3 +135,25 @@ def test_a_parameter_id_holding_double_colons_stays_in_the_name(spawn, home, tmp
     assert got == [("tests.[odd].test_x", "test_y[a::b::c]"), ("tests.test_net.TestConn", "test_connect[::1]")], got
     out = r.stdout.decode()
     assert "::error file=tests/test_net.py,title=" in out and "::error file=tests/[odd]/test_x.py,title=" in out
+
+
+@pytest.mark.parametrize("kind", ["directory", "symlink", "missing-dir"])
+def test_an_unwritable_step_summary_is_a_warning_not_a_failure(spawn, home, tmp_path, kind):
+    target = tmp_path / "elsewhere.md"
+    summary = {"directory": tmp_path, "symlink": tmp_path / "link.md",
+               "missing-dir": tmp_path / "gone" / "summary.md"}[kind]
+    if kind == "symlink":
+        summary.symlink_to(target)
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
+    clean = tmp_path / "clean.xml"
+    r = reaper("reap", "--home", home, "--timeout", "0", "--junit", str(clean), env=env)
+    assert r.returncode == 0, r.stderr  # a clean run stays clean
+    assert "reaper: warning: cannot append to GITHUB_STEP_SUMMARY" in r.stderr.decode()
+    assert cases(clean) == [("reaper", "no leaked processes")]
+    spawn.sleeper("left-over", env={"REAPER_TEST": NODE})
+    leaked = tmp_path / "leaked.xml"
+    r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "2", "--junit", str(leaked), env=env)
+    assert r.returncode == 23, r.stderr
+    assert r.stdout.decode().startswith("::error file=tests/e2e/test_server.py,title=process leak::")
+    assert len(cases(leaked)) == 1
+    assert not target.exists()  # never written through the link
