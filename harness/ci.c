@@ -50,8 +50,12 @@ void ci_github_annotations(const struct reaper_report *r)
 		sbuf_puts(&line, "::error ");
 		size_t flen = testid_file(p->test);
 		if (flen) {
+			/* visible text like the message: a file name's bytes must not reach a log raw */
+			struct sbuf file = { 0 };
+			escape_text(&file, p->test, flen, 0);
 			sbuf_puts(&line, "file=");
-			escape_github(&line, p->test, flen, 1);
+			escape_github(&line, sbuf_str(&file), file.oom ? 0 : file.len, 1);
+			sbuf_free(&file);
 			unsigned long ln = location_line(p->test, flen);
 			if (ln)
 				sbuf_printf(&line, ",line=%lu", ln);

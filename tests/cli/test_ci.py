@@ -157,3 +157,12 @@ def test_an_unwritable_step_summary_is_a_warning_not_a_failure(spawn, home, tmp_
     assert r.stdout.decode().startswith("::error file=tests/e2e/test_server.py,title=process leak::")
     assert len(cases(leaked)) == 1
     assert not target.exists()  # never written through the link
+
+
+def test_annotation_file_property_is_visible_escaped_text(spawn, home):
+    spawn.sleeper("esc", env={"REAPER_TEST": "tests/\x1b[31mred,a:b%\r.py::test_x"})
+    r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "2", env={"GITHUB_ACTIONS": "true"})
+    assert r.returncode == 23, r.stderr
+    line, = [ln for ln in r.stdout.decode().split("\n") if ln.startswith("::error")]
+    assert line.startswith("::error file=tests/\\e[31mred%2Ca%3Ab%25\\r.py,title=process leak::"), line
+    assert "\x1b" not in r.stdout.decode() and "\r" not in r.stdout.decode()
