@@ -484,9 +484,7 @@ class Bench:
         hold_r, hold_w = os.pipe()
         os.set_inheritable(hold_w, False)
         ready_r, ready_w = os.pipe()
-        os.makedirs(self.tmp, exist_ok=True)
-        state = os.path.join(self.tmp, "run-exit.state")
-        argv = [self.reaper, "run", "--timeout", "30", "--state", state] + flags + \
+        argv = [self.reaper, "run", "--timeout", "30"] + flags + \
             ["--", self.spawn_bin, "hold", str(n), str(hold_r), str(ready_w), str(fd), "0"]
         p = subprocess.Popen(argv, pass_fds=(hold_r, ready_w, fd), stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, close_fds=True)
@@ -494,14 +492,17 @@ class Bench:
             os.close(x)
         try:
             os.read(ready_r, 1)  # all n exist and COMMAND exits
+            # the drain has begun once reaper's children are the n orphans, COMMAND collected
+            # (no --state: each event of the drain would rewrite the document)
+            kids = f"/proc/{p.pid}/task/{p.pid}/children"
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:  # the drain has begun
+            while time.monotonic() < deadline:
                 try:
-                    with open(state) as f:
-                        if json.load(f).get("phase") == "draining":
+                    with open(kids) as f:
+                        if len(f.read().split()) == n:
                             break
-                except (OSError, ValueError):
-                    pass
+                except OSError:
+                    break
                 time.sleep(0.005)
             time.sleep(0.1)  # its first scan has found them
         finally:
