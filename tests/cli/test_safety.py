@@ -124,6 +124,43 @@ def test_home_breaking_a_rule_is_refused_naming_the_rule(tmp_path, rule):
     assert want in r.stderr, r.stderr
 
 
+def test_home_under_a_directory_another_user_controls_is_refused(tmp_path):
+    """The owner of a parent can swap DIR after the check: nobody renames root's new DIR away and
+    puts a directory of their own at the path, which then becomes root's HOME."""
+    need_root()
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o755)
+    os.chown(theirs, nobody().pw_uid, nobody().pw_gid)
+    swap = ("setpriv --reuid=%d --regid=%d --clear-groups sh -c 'mv %s/b %s/old && mkdir -p %s/b/c'; "
+            "stat -c %%u \"$HOME\"") % (nobody().pw_uid, nobody().pw_gid, theirs, theirs, theirs)
+    r = reaper("run", "--home", str(theirs / "b" / "c"), "--", "/bin/sh", "-c", swap)
+    assert r.returncode == 64, (r.stdout, r.stderr)
+    assert r.stdout == b""
+    assert b"refused: a parent directory is owned by another user" in r.stderr, r.stderr
+    # through a symlink to it, or a symlink of nobody's, or a group-writable parent: refused too
+    (tmp_path / "link").symlink_to(theirs)
+    r = reaper("run", "--home", str(tmp_path / "link" / "x"), "--", "/bin/true")
+    assert r.returncode == 64 and b"owned by another user" in r.stderr, r.stderr
+    ours = tmp_path / "ours"
+    ours.mkdir(mode=0o755)
+    (tmp_path / "their-link").symlink_to(ours)
+    os.chown(tmp_path / "their-link", nobody().pw_uid, nobody().pw_gid, follow_symlinks=False)
+    r = reaper("run", "--home", str(tmp_path / "their-link" / "x"), "--", "/bin/true")
+    assert r.returncode == 64 and b"another user's symlink" in r.stderr, r.stderr
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o775)
+    r = reaper("run", "--home", str(shared / "x"), "--", "/bin/true")
+    assert r.returncode == 64 and b"writable by group or others (and not sticky)" in r.stderr, r.stderr
+    assert not (shared / "x").exists() and not (theirs / "x").exists() and not (ours / "x").exists()
+    # a symlink of ours on the way and a sticky world-writable parent (like /tmp) are fine
+    (tmp_path / "our-link").symlink_to("ours")
+    os.chmod(shared, 0o1777)
+    for home in (tmp_path / "our-link" / "x", shared / "y"):
+        r = reaper("run", "--home", str(home), "--", "/bin/sh", "-c", 'echo "$HOME"')
+        assert r.returncode == 0 and r.stdout == b"%s\n" % str(home).encode(), r.stderr
+
+
 def test_home_that_is_safe_or_missing_is_used(tmp_path):
     home = tmp_path / "own"
     home.mkdir(mode=0o755)
