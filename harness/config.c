@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -14,7 +15,7 @@ int config_parse_seconds(const char *s, double *out)
 		const char *unit;
 		double factor;
 	} units[] = { { "", 1 }, { "s", 1 }, { "ms", 0.001 }, { "m", 60 }, { "h", 3600 }, { "d", 86400 } };
-	if (!s || !*s)
+	if (!s || !*s || isspace((unsigned char)*s)) /* strtod would skip leading blanks */
 		return -EINVAL;
 	char *end;
 	errno = 0;
@@ -36,7 +37,7 @@ int config_parse_seconds(const char *s, double *out)
 
 int config_parse_int(const char *s, long *out)
 {
-	if (!s || !*s)
+	if (!s || !*s || isspace((unsigned char)*s)) /* strtol would skip leading blanks */
 		return -EINVAL;
 	char *end;
 	errno = 0;

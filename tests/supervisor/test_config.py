@@ -129,6 +129,9 @@ def test_usage_errors_exit_64(argv):
     ("--timeout", "-1"), ("--timeout", "2d"), ("--timeout", "0x10"), ("--grace", "soon"), ("--grace", "99999"),
     ("--grace", "-0.5"), ("--leak-exit-code", "64"), ("--leak-exit-code", "1"), ("--leak-exit-code", "126"),
     ("--leak-exit-code", ""), ("--leak-exit-code", "x12"),
+    # strtod/strtol skip leading blanks; a value that is refused with a trailing blank is refused
+    # with a leading one too
+    ("--timeout", " 5"), ("--timeout", "\t5s"), ("--grace", " 1"), ("--leak-exit-code", " 23"),
 ])
 def test_bad_flag_values_are_usage_errors_naming_flag_and_value(flag, value):
     """A bad or out-of-range flag value is never replaced by a default: the command does not
