@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <linux/magic.h>
 #include <linux/sched.h>
 #include <poll.h>
@@ -455,6 +456,8 @@ static double mono(void)
 /* Wait on cgroup.events until want(populated, frozen) holds or timeout (< 0: no bound). */
 static int events_wait(const char *path, double timeout, int want_frozen)
 {
+	if (isnan(timeout))
+		return -EINVAL;
 	int fd = cgroup_events_open(path);
 	if (fd < 0)
 		return fd;
@@ -467,13 +470,14 @@ static int events_wait(const char *path, double timeout, int want_frozen)
 		if (want_frozen ? frz : !pop)
 			break;
 		int ms = -1;
-		if (timeout >= 0) {
+		if (timeout >= 0 && !isinf(timeout)) {
 			double left = end - mono();
 			if (left <= 0) {
 				r = -ETIMEDOUT;
 				break;
 			}
-			ms = (int)(left * 1000.0) + 1;
+			/* a bound of years does not fit poll's int: wake, look and wait again */
+			ms = left < INT_MAX / 1000 ? (int)(left * 1000.0) + 1 : INT_MAX;
 		}
 		struct pollfd p = { .fd = fd, .events = POLLPRI };
 		if (poll(&p, 1, ms) < 0 && errno != EINTR) {

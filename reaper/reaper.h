@@ -289,7 +289,8 @@ REAPER_EXPORT int reaper_cgroup_procs(const char *path, pid_t **pids, size_t *n)
 /* 1 while a process lives in path or below it (cgroup.events "populated"), 0 when empty. */
 REAPER_EXPORT int reaper_cgroup_populated(const char *path);
 /* Wait until nothing lives in path or below (cgroup.events "populated 0", polled for
- * POLLPRI, no sleep loop), at most timeout seconds (< 0: no bound). 0, or -ETIMEDOUT. */
+ * POLLPRI, no sleep loop), at most timeout seconds (< 0 or infinite: no bound). 0, or
+ * -ETIMEDOUT; -EINVAL for a NaN timeout. */
 REAPER_EXPORT int reaper_cgroup_wait(const char *path, double timeout);
 /* Freeze (frozen 1) or thaw (0) path and everything below it (cgroup.freeze). Freezing waits
  * up to a second for the kernel to report it done: -EAGAIN when it is not (a task in
