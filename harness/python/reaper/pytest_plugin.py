@@ -25,6 +25,7 @@ import json
 import math
 import os
 import secrets
+import sys
 import tempfile
 import time
 from typing import Dict, List, Optional
@@ -144,7 +145,14 @@ class _Session:
             self.adopted = False
         path = self.config.getoption("reaper_report")
         if path and not os.environ.get("PYTEST_XDIST_WORKER"):
-            self._write(path)
+            try:
+                self._write(path)
+            except OSError as e:
+                # as the reaper command does: a clear error, not a traceback; the session's
+                # own failures decide the status first, 74 (EX_IOERR) otherwise
+                print(f"reaper: error: cannot write the report {path}: {e.strerror or e}", file=sys.stderr)
+                if session.exitstatus == 0:
+                    session.exitstatus = 74
 
     def pytest_terminal_summary(self, terminalreporter):
         if self.shared_leaks:

@@ -30,6 +30,19 @@ def test_plugin_report_never_written_through_a_symlink(pytester):
     assert not [n for n in os.listdir(pytester.path) if n.endswith(".tmp")]  # no temporary file left
 
 
+def test_plugin_report_that_cannot_be_written_is_a_clear_error(pytester):
+    """A directory at the path (or a full disk): an error naming the file and status 74 when
+    the tests passed, as the reaper command does; no traceback, no temporary file left."""
+    pytester.makepyfile(test_clean="def test_clean():\n    pass\n")
+    (pytester.path / "leaks.json").mkdir()
+    result = pytester.runpytest_subprocess(*PLUGIN, "--reaper-report", str(pytester.path / "leaks.json"))
+    result.assert_outcomes(passed=1)
+    assert result.ret == 74, result.stderr.str()
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert "reaper: error: cannot write the report" in result.stderr.str()
+    assert not [n for n in os.listdir(pytester.path) if n.endswith(".tmp")]
+
+
 @pytest.mark.parametrize("kw", [{"timeout": math.nan}, {"timeout": math.inf}, {"grace": math.nan},
                                 {"settle": -math.inf}, {"timeout": -0.5}])
 def test_nan_infinite_or_negative_times_are_value_errors(spawner, kw):
