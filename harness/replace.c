@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,14 +30,20 @@ static int write_all(int fd, const char *p, size_t n)
 }
 
 /* A new file beside path, named path.XXXXXXXX.tmp: a name nobody could plant in advance, and
- * O_EXCL refuses whatever is there anyway (a symlink included). */
+ * O_EXCL refuses whatever is there anyway (a symlink included). The name's own part is cut
+ * so that the temporary name stays within NAME_MAX when path's last component is near it. */
 static int create_beside(const char *path, char *tmp, size_t tmplen, mode_t mode)
 {
+	const char *base = strrchr(path, '/');
+	int dirlen = base ? (int)(base + 1 - path) : 0;
+	int baselen = (int)strnlen(path + dirlen, NAME_MAX);
+	if (baselen > NAME_MAX - 13) /* 13: ".XXXXXXXX.tmp" */
+		baselen = NAME_MAX - 13;
 	for (int tries = 0; tries < 16; tries++) {
 		uint32_t rnd;
 		if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
 			rnd = (uint32_t)getpid() * 2654435761u + (uint32_t)tries;
-		int n = snprintf(tmp, tmplen, "%s.%08x.tmp", path, rnd);
+		int n = snprintf(tmp, tmplen, "%.*s%.*s.%08x.tmp", dirlen, path, baselen, path + dirlen, rnd);
 		if (n < 0 || (size_t)n >= tmplen)
 			return -ENAMETOOLONG;
 		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);

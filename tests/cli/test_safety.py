@@ -50,6 +50,17 @@ def test_report_over_a_symlink_replaces_the_link_not_its_target(spawn, home, tmp
     assert sorted(os.listdir(tmp_path)) == ["home", "report", "victim"]  # no temporary file left
 
 
+@pytest.mark.parametrize("flag", ["--report", "--junit"])
+def test_report_whose_name_is_near_the_name_limit_is_written(home, tmp_path, flag):
+    """The temporary name beside it must fit NAME_MAX too: any name the path may have works."""
+    (tmp_path / "out").mkdir()
+    path = tmp_path / "out" / ("r" * 255)
+    r = reaper("scan", "--home", home, flag, str(path))
+    assert r.returncode == 1, r.stderr  # nothing matched, the file written
+    assert path.stat().st_size > 0
+    assert os.listdir(tmp_path / "out") == [path.name]
+
+
 def test_report_is_replaced_whole_not_rewritten_in_place(home, tmp_path):
     """A reader holding the old report keeps reading all of it: the new one is a new file
     renamed over the path, never the old one truncated and written again."""

@@ -66,7 +66,8 @@ def _replace_file(path: str, text: str) -> None:
     """Write path whole, as the reaper command writes its files: a new file with a random name
     in the same directory (exclusive create, so no symlink is followed), then renamed over
     path; a reader sees the old file or the new one, and a symlink at path is replaced."""
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
+    # the name's own part cut so that the temporary name stays within NAME_MAX (255)
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path)[:200] + ".", suffix=".tmp",
                                dir=os.path.dirname(os.path.abspath(path)))
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

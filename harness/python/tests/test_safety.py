@@ -43,6 +43,14 @@ def test_plugin_report_that_cannot_be_written_is_a_clear_error(pytester):
     assert not [n for n in os.listdir(pytester.path) if n.endswith(".tmp")]
 
 
+def test_plugin_report_whose_name_is_near_the_name_limit_is_written(pytester):
+    pytester.makepyfile(test_clean="def test_clean():\n    pass\n")
+    path = pytester.path / ("r" * 255)
+    result = pytester.runpytest(*PLUGIN, "--reaper-report", str(path))
+    result.assert_outcomes(passed=1)
+    assert '"reaper-pytest/1"' in path.read_text()
+
+
 @pytest.mark.parametrize("kw", [{"timeout": math.nan}, {"timeout": math.inf}, {"grace": math.nan},
                                 {"settle": -math.inf}, {"timeout": -0.5}])
 def test_nan_infinite_or_negative_times_are_value_errors(spawner, kw):
