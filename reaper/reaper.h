@@ -51,7 +51,7 @@ enum reaper_finder_kind {
 	REAPER_FIND_ENV = 1,  /* an exact NAME=VALUE entry of /proc/PID/environ */
 	REAPER_FIND_TREE = 2, /* every descendant of root (0: the caller), orphans seen once included */
 	REAPER_FIND_CGROUP = 3, /* every process in a cgroup v2 directory and in the cgroups below it */
-	REAPER_FIND_CALL = 4, /* the identities a function of the caller's returns at each scan */
+	REAPER_FIND_CALL = 4  /* the identities a function of the caller's returns at each scan */
 };
 
 /* A process identity: its pid and its kernel start time (stat field 22, clock ticks since
@@ -100,7 +100,7 @@ enum reaper_fate {
 	REAPER_ZOMBIE_HELD,     /* a zombie whose live parent is outside the run */
 	REAPER_KEPT,            /* matched a keep pattern: left running, not a leak */
 	REAPER_GONE,            /* reserved: this version drops a match that vanishes before it is identified */
-	REAPER_FOREIGN,         /* another user's, found only by a marker (not a descendant, not by a
+	REAPER_FOREIGN          /* another user's, found only by a marker (not a descendant, not by a
 	                           cgroup) while the caller is root: not signalled, not a leak
 	                           (opts.any_user signals it like any other) */
 };
@@ -112,7 +112,7 @@ enum reaper_hold_kind {
 	REAPER_HOLD_FILE,          /* an open file under one of the hold directories */
 	REAPER_HOLD_DELETED,       /* a deleted file still open */
 	REAPER_HOLD_OUTPUT,        /* the run's stdout, stderr or terminal */
-	REAPER_HOLD_UNREADABLE,    /* what could not be looked at, and why */
+	REAPER_HOLD_UNREADABLE     /* what could not be looked at, and why */
 };
 
 struct reaper_holding {

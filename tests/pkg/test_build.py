@@ -151,3 +151,26 @@ def test_install_honours_the_directories_and_links_every_function_page(tmp_path)
     r = subprocess.run(args + ["uninstall"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert [p for p in tmp_path.rglob("*") if not p.is_dir()] == []
+
+
+@pytest.mark.parametrize("compiler,std", [("cc", "c89"), ("cc", "c99"), ("cc", "c11"),
+                                          ("g++", "c++98"), ("g++", "c++11"), ("g++", "c++17")])
+def test_public_headers_compile_pedantic_in_c_and_cpp(tmp_path, compiler, std):
+    """What a user's project includes: <reaper/reaper.h> (and <reaper/check.h> where Check is
+    installed), warning-free under -Wall -Wextra -pedantic in old and new C and C++."""
+    if not shutil.which(compiler):
+        pytest.skip(f"{compiler} is not installed")
+    lang = "c++" if compiler == "g++" else "c"
+    src = tmp_path / "use.src"
+    src.write_text("#include <reaper/reaper.h>\nint main(void) { struct reaper_opts o; reaper_opts_init(&o); "
+                   "return 0; }\n")
+    args = [compiler, f"-std={std}", "-Wall", "-Wextra", "-pedantic", "-Werror", f"-I{ROOT}", "-x", lang, "-c",
+            "-o", os.devnull]
+    r = subprocess.run(args + [str(src)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    have_check = subprocess.run([compiler, "-x", lang, "-E", "-o", os.devnull, "-"], input="#include <check.h>\n",
+                                capture_output=True, text=True).returncode == 0
+    if have_check:
+        src.write_text("#include <reaper/check.h>\n")
+        r = subprocess.run(args + [f"-I{ROOT}/harness/check", str(src)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
