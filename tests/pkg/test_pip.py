@@ -110,7 +110,12 @@ def test_wheel_builds_from_a_checkout_under_a_path_with_spaces(tmp_path):
                        env=clean_env())
     assert r.returncode == 0, r.stdout + r.stderr
     wheel, = out.glob("pytest_reaper-*.whl")
-    assert "reaper/libreaper.so" in zipfile.ZipFile(wheel).namelist()
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "reaper/libreaper.so" in names
+    # the MIT licence asks for its text in every copy: the wheel carries it
+    licence = [n for n in names if n.endswith(".dist-info/LICENSE")]
+    assert licence, names
+    assert "MIT" in zipfile.ZipFile(wheel).read(licence[0]).decode()
 
 
 def test_a_library_without_the_api_is_named_not_a_crash(tmp_path):
