@@ -216,8 +216,14 @@ class _Session:
             # still cleaned up, never reported
             reaper.reap_report(reaper.with_env(MARKER, marker), timeout=self.timeout)
             return
-        timeout = kw.get("timeout")
-        timeout = self.timeout if timeout is None else float(timeout)
+        # a bad timeout of the marker must not stop the cleanup: the test's processes are
+        # reaped with the session's timeout, then the test fails naming the value
+        bad = kw.get("timeout")
+        try:
+            timeout = self.timeout if bad is None else _seconds(bad, "")
+            bad = None
+        except pytest.UsageError:
+            timeout = self.timeout
         allow = kw.get("allow", ())
         allow = (allow,) if isinstance(allow, str) else tuple(allow)
         started = time.monotonic()
@@ -236,7 +242,13 @@ class _Session:
                              f"ancestry {p.ancestry or '?'}")
                 lines.extend(_holdings_lines(p))
             lines.append("(allow one with @pytest.mark.reaper(allow=['glob']), or wait for it in the test)")
+            if bad is not None:
+                lines.append(f"(@pytest.mark.reaper(timeout={bad!r}) is not a number of seconds >= 0: "
+                             f"{timeout:g} s was used)")
             pytest.fail("\n".join(lines), pytrace=False)
+        if bad is not None:
+            pytest.fail(f"reaper: @pytest.mark.reaper(timeout={bad!r}): the timeout must be >= 0 (a finite "
+                        f"number of seconds); the test's processes were reaped with {timeout:g} s", pytrace=False)
 
 
 def _holdings_lines(p: "reaper.Process") -> List[str]:

@@ -51,6 +51,28 @@ def test_plugin_report_whose_name_is_near_the_name_limit_is_written(pytester):
     assert '"reaper-pytest/1"' in path.read_text()
 
 
+@pytest.mark.parametrize("value", ["'abc'", "float('nan')", "-1"])
+def test_plugin_bad_marker_timeout_still_reaps_the_test(pytester, value):
+    """A bad @pytest.mark.reaper(timeout=...) raised before the reap: the test's leftover
+    (carrying only the test's marker) outlived the session."""
+    pidfile = pytester.path / "pid"
+    pytester.makepyfile(test_bad=f"""
+import pytest, subprocess
+@pytest.mark.reaper(timeout={value})
+def test_leaves_one():
+    subprocess.run(["sh", "-c", "setsid sleep 300 >/dev/null 2>&1 & echo $! > {pidfile}"], check=True)
+""")
+    result = pytester.runpytest(*PLUGIN, "--reaper-timeout", "0")
+    pid = int(pidfile.read_text())
+    try:
+        result.assert_outcomes(passed=1, errors=1)
+        result.stdout.fnmatch_lines(["*@pytest.mark.reaper(timeout=*) is not a number of seconds >= 0*"])
+        assert reaper.start_time(pid) is None, "the test's leftover outlived the session"
+    finally:
+        if reaper.start_time(pid) is not None:
+            os.kill(pid, 9)
+
+
 @pytest.mark.parametrize("kw", [{"timeout": math.nan}, {"timeout": math.inf}, {"grace": math.nan},
                                 {"settle": -math.inf}, {"timeout": -0.5}])
 def test_nan_infinite_or_negative_times_are_value_errors(spawner, kw):
