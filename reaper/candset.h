@@ -85,6 +85,12 @@ struct scanner {
 		pid_t pid, ppid;
 		char comm[64];
 	} anc_cache[64];
+	/* the caller's own children (reaper_opts.host_children): never collected */
+	const pid_t *host;
+	size_t nhost;
+	/* per tree finder with a marker: the value of its NAME that root was started with
+	 * (NULL when root's environment had none) */
+	char *tree_inherited[32];
 	/* called for each newly added live candidate (the reap registers its pidfd) */
 	void (*added)(void *ctx, size_t idx);
 	void *ctx;

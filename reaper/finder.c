@@ -95,6 +95,64 @@ static int kernel_thread(const struct scanner *sc, pid_t pid)
 	return sc->nkthreads && bsearch(&pid, sc->kthreads, sc->nkthreads, sizeof pid, pid_cmp);
 }
 
+static int in_list(const pid_t *v, size_t n, pid_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == pid)
+			return 1;
+	return 0;
+}
+
+/* NAME of a "NAME=VALUE" marker into name[256]; a pointer to VALUE, or NULL when too long. */
+static const char *marker_split(const char *m, char *name)
+{
+	size_t namelen = (size_t)(strchr(m, '=') - m);
+	if (namelen >= 256)
+		return NULL;
+	memcpy(name, m, namelen);
+	name[namelen] = 0;
+	return m + namelen + 1;
+}
+
+/* The value tree finder i's NAME had when its root was started: a child forked without exec
+ * carries it, so it names nobody else. */
+static int tree_inherit(struct scanner *sc, size_t i)
+{
+	char name[256];
+	size_t vlen = 0;
+	if (!marker_split(sc->f[i].marker, name))
+		return -EINVAL;
+	ssize_t n = procfs_read(sc->procfd, sc->f[i].root ? sc->f[i].root : sc->self, "environ", &sc->buf);
+	const char *v = n > 0 ? reaper_environ_get(sc->buf.p, (size_t)n, name, &vlen) : NULL;
+	if (v && !(sc->tree_inherited[i] = strndup(v, vlen)))
+		return -ENOMEM;
+	return 0;
+}
+
+/* Which of the tree finders in bits keep a process (identity pinned as st, environ env):
+ * started early enough, not skipped, not another test's marker. */
+static uint32_t tree_keep(const struct scanner *sc, uint32_t bits, const struct reaper_stat *st,
+			  const char *env, ssize_t envlen)
+{
+	for (size_t i = 0; i < sc->nf; i++) {
+		if (!(bits & (1u << i)))
+			continue;
+		const struct reaper_finder *f = &sc->f[i];
+		int drop = st->start_time < f->since || in_list(f->skip, f->nskip, st->pid);
+		if (!drop && f->marker && envlen > 0) {
+			char name[256];
+			size_t vlen = 0;
+			const char *own = marker_split(f->marker, name), *inh = sc->tree_inherited[i];
+			const char *v = reaper_environ_get(env, (size_t)envlen, name, &vlen);
+			drop = v && !(vlen == strlen(own) && memcmp(v, own, vlen) == 0) &&
+			       !(inh && vlen == strlen(inh) && memcmp(v, inh, vlen) == 0);
+		}
+		if (drop)
+			bits &= ~(1u << i);
+	}
+	return bits;
+}
+
 int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 		 const struct reaper_pattern *patterns, size_t npatterns)
 {
@@ -111,8 +169,10 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 			sc->elen[i] = strlen(f[i].marker);
 			sc->env_mask |= 1u << i;
 		} else if (f[i].kind == REAPER_FIND_TREE) {
-			if (f[i].root < 0)
+			if (f[i].root < 0 || (f[i].nskip && !f[i].skip) ||
+			    (f[i].marker && (!strchr(f[i].marker, '=') || f[i].marker[0] == '=')))
 				return -EINVAL;
+			sc->elen[i] = f[i].marker ? strlen(f[i].marker) : 0;
 			sc->tree_mask |= 1u << i;
 		} else if (f[i].kind == REAPER_FIND_CALL) {
 			if (!f[i].find)
@@ -157,6 +217,9 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 			close(dfd);
 		return r;
 	}
+	for (size_t i = 0; i < nf; i++)
+		if ((sc->tree_mask & (1u << i)) && f[i].marker && (r = tree_inherit(sc, i)) < 0)
+			return r;
 	/* The caller and its ancestors are never candidates. */
 	pid_t p = sc->self;
 	while (p > 0 && sc->nanc < 64) {
@@ -199,6 +262,10 @@ void scanner_done(struct scanner *sc)
 	sc->host_zombies = NULL;
 	free(sc->cgpids);
 	sc->cgpids = NULL;
+	for (size_t i = 0; i < sizeof sc->tree_inherited / sizeof *sc->tree_inherited; i++) {
+		free(sc->tree_inherited[i]);
+		sc->tree_inherited[i] = NULL;
+	}
 	free(sc->pattern_hits);
 	free(sc->ids);
 	sc->ids = NULL;
@@ -446,6 +513,15 @@ static ssize_t add(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t m
 		env = sc->buf.p;
 		pi->environ_unreadable = envlen < 0 && (envlen == -EACCES || envlen == -EPERM);
 	}
+	if (mask & sc->tree_mask) {
+		mask = (mask & ~sc->tree_mask) | tree_keep(sc, mask & sc->tree_mask, &st, env, envlen);
+		if (!mask) {
+			pidref_done(&c.ref);
+			return -1;
+		}
+		pi->matched_by = mask;
+	}
+	pi->host_child = st.ppid == sc->self && in_list(sc->host, sc->nhost, pid);
 	size_t vlen = 0;
 	const char *test = envlen > 0 ? reaper_environ_get(env, (size_t)envlen, "REAPER_TEST", &vlen) : NULL;
 	pi->test = test ? strndup(test, vlen) : strdup("");

@@ -161,7 +161,8 @@ static void on_exit_event(struct reap *rp, struct cand *c)
 		return;
 	unwatch(rp, c);
 	c->info.fate = c->kill_sent ? REAPER_KILLED : c->term_sent ? REAPER_TERMINATED : REAPER_EXITED;
-	int r = pidref_collect(&c->ref, rp->sc.procfd, &c->info.exit_status);
+	/* the host's own child: its status is the host's to wait for */
+	int r = c->info.host_child ? 0 : pidref_collect(&c->ref, rp->sc.procfd, &c->info.exit_status);
 	if (r == 1) {
 		c->collected = 1;
 		cand_unpin(&rp->cs, c);
@@ -359,7 +360,7 @@ static void finish(struct reap *rp)
 			cand_unpin(&rp->cs, c); /* left alone, zombie included */
 			continue;
 		}
-		if (pidref_collect(&c->ref, rp->sc.procfd, &c->info.exit_status) == 1) {
+		if (!c->info.host_child && pidref_collect(&c->ref, rp->sc.procfd, &c->info.exit_status) == 1) {
 			c->collected = 1;
 		} else if (c->info.state == 'Z' && !c->kill_sent && !c->term_sent &&
 			   pidref_held(&c->ref, rp->sc.procfd) == 0) {
@@ -451,6 +452,12 @@ int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reap
 	rp.sc.ctx = &rp;
 	if (opts->holdings)
 		rp.hold = holdings_new(opts); /* out of memory: a report without holdings */
+	if (opts->nhost_children && !opts->host_children) {
+		r = -EINVAL;
+		goto out;
+	}
+	rp.sc.host = opts->host_children;
+	rp.sc.nhost = opts->nhost_children;
 	if ((rp.ep = epoll_create1(EPOLL_CLOEXEC)) < 0) {
 		r = -errno;
 		goto out;

@@ -10,8 +10,8 @@
  * Zombies: reaper_reap() collects only the zombies of processes it found whose parent is
  * the caller (adopted orphans, what it killed, and children that died during the reap);
  * zombie children the caller already had when the reap began are never touched. A child
- * the caller still means to wait for must be waited for before reaper_reap(), or kept out
- * of the finders. */
+ * the caller still means to wait for must be waited for before reaper_reap(), kept out
+ * of the finders, or listed in opts->host_children. */
 #ifndef REAPER_REAPER_H
 #define REAPER_REAPER_H
 
@@ -62,10 +62,17 @@ struct reaper_ident {
 };
 
 /* A finder is a plain value; pass several to combine them (a process matches when any
- * finder matches; matched_by records which ones, bit i for finders[i]). */
+ * finder matches; matched_by records which ones, bit i for finders[i]).
+ *
+ * A tree finder can be narrowed to what one test started inside a longer-lived process (a
+ * test runner): `since` drops every descendant started before it, `marker` drops every
+ * descendant whose environment gives NAME a value other than VALUE (another test's), unless
+ * it is the value root itself was started with (what a fork without exec carries), and `skip`
+ * drops the listed pids. A dropped process is not walked either: its subtree is whoever
+ * started it's. */
 struct reaper_finder {
 	enum reaper_finder_kind kind;
-	const char *marker; /* REAPER_FIND_ENV: "NAME=VALUE" */
+	const char *marker; /* REAPER_FIND_ENV: "NAME=VALUE"; REAPER_FIND_TREE: optional, as above */
 	pid_t root;         /* REAPER_FIND_TREE */
 	/* REAPER_FIND_CALL: called at every scan of a reap; writes up to cap identities into out
 	 * and returns how many it has (more than cap: it is called again with room for all), or
@@ -75,6 +82,10 @@ struct reaper_finder {
 	int (*find)(void *ctx, struct reaper_ident *out, size_t cap);
 	void *find_ctx;
 	const char *cgroup; /* REAPER_FIND_CGROUP: the cgroup's directory, e.g. /sys/fs/cgroup/x */
+	uint64_t since;     /* REAPER_FIND_TREE: start time (clock ticks since boot, as stat field
+			       22) a descendant must have at least; 0: any */
+	const pid_t *skip;  /* REAPER_FIND_TREE: pids that are not this finder's (nskip of them) */
+	size_t nskip;
 };
 
 /* Build finders (no allocation: marker is referenced, not copied). */
@@ -151,6 +162,8 @@ struct reaper_proc {
 	struct reaper_holding *holdings;
 	size_t nholdings;
 	char *holds;                 /* the holdings' texts joined by ", " ("" when it held none) */
+	int host_child;              /* one of opts->host_children: signalled like any leftover,
+					but its zombie is left for the caller to wait for */
 };
 
 struct reaper_report {
@@ -215,6 +228,11 @@ struct reaper_opts {
 	 * they are REAPER_FOREIGN: any local user can put a guessable NAME=VALUE (a HOME) into
 	 * their own processes, and root must not kill those for it. */
 	int any_user;
+	/* Optional: the caller's own children that it will wait for itself (what its fork or
+	 * spawn returned). They are found, waited for and signalled like any match, but their
+	 * exit status is never collected: the report marks them host_child. */
+	const pid_t *host_children;
+	size_t nhost_children;
 };
 
 /* Fill opts with the defaults (event_fd -1). */

@@ -6,9 +6,9 @@
 EXAMPLE_CHECK := $(BUILD)/examples/check-example
 
 example-pytest: $(BUILD)/libreaper.so
-	@echo "== $(PYTHON) -m pytest -p reaper.pytest_plugin --reaper-timeout 1 harness/examples/pytest"
+	@echo "== $(PYTHON) -m pytest -p reaper.pytest_plugin --reaper --reaper-timeout 1 harness/examples/pytest"
 	@if REAPER_BUILD=$(abspath $(BUILD)) PYTHONPATH=$(abspath harness/python) PYTHONDONTWRITEBYTECODE=1 \
-		$(PYTHON) -m pytest -p no:cacheprovider -p reaper.pytest_plugin --reaper-timeout 1 \
+		$(PYTHON) -m pytest -p no:cacheprovider -p reaper.pytest_plugin --reaper --reaper-timeout 1 \
 		--reaper-report $(BUILD)/examples-pytest-leaks.json harness/examples/pytest; then \
 		echo "example-pytest: the leak was NOT caught" >&2; exit 1; \
 	else echo "example-pytest: caught the leak on purpose (JSON: $(BUILD)/examples-pytest-leaks.json)"; fi

@@ -14,7 +14,7 @@ PY_TEST_ENV = REAPER_BUILD=$(abspath $(BUILD)) PYTHONPATH=$(abspath $(PY_DIR)) P
 
 .PHONY: check-python install-python uninstall-python
 check-python: $(BUILD)/libreaper.so
-	$(PY_TEST_ENV) $(PYTHON) -m pytest -q -p no:cacheprovider -p reaper.pytest_plugin $(PY_DIR)/tests
+	$(PY_TEST_ENV) $(PYTHON) -m pytest -q -p no:cacheprovider -p reaper.pytest_plugin --reaper $(PY_DIR)/tests
 
 CHECK_TARGETS += check-python
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import time
 from dataclasses import asdict, dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
@@ -31,11 +32,23 @@ __all__ = [
     "REAP_TIMEOUT", "Finder", "Process", "ReapReport", "ReaperError", "ReaperIncomplete", "adopt_orphans",
     "release_orphans", "adopted", "with_home", "with_env", "descendants", "reap",
     "reap_report", "scan", "library_path", "stat", "start_time", "cmdline", "all_stats",
-    "kill_identified",
+    "kill_identified", "now_ticks",
 ]
 
 REAP_TIMEOUT = 30.0
-_clib, library_path = _lib.load()
+# Importing the package never fails for want of the library (its pytest plugin is imported by
+# every pytest run once installed, enabled or not): the first call that needs it says why.
+try:
+    _clib, library_path = _lib.load()
+    load_error: Optional[ImportError] = None
+except ImportError as _e:
+    _clib, library_path, load_error = None, None, _e
+
+
+def _c():
+    if _clib is None:
+        raise ImportError(str(load_error)) from load_error
+    return _clib
 
 Identity = Tuple[int, int]  # (pid, kernel start time in clock ticks)
 
@@ -65,19 +78,19 @@ def _check(rc: int, what: str) -> int:
 def adopt_orphans() -> None:
     """Start adopting orphaned descendants (PR_SET_CHILD_SUBREAPER; refcounted, pair each
     call with ``release_orphans``)."""
-    _check(_clib.reaper_adopt(), "reaper_adopt")
+    _check(_c().reaper_adopt(), "reaper_adopt")
 
 
 def release_orphans() -> None:
     """Undo one ``adopt_orphans``; the last one stops adopting. Processes already adopted stay
     our children. A release without an adopt is harmless."""
-    if _clib.reaper_adopted() > 0:
-        _check(_clib.reaper_release(), "reaper_release")
+    if _c().reaper_adopted() > 0:
+        _check(_c().reaper_release(), "reaper_release")
 
 
 def adopted() -> int:
     """How many ``adopt_orphans`` calls are in force."""
-    return _clib.reaper_adopted()
+    return _c().reaper_adopted()
 
 
 # ---- finders --------------------------------------------------------------------------
@@ -86,12 +99,15 @@ class Finder:
     """What to look for; pass several to ``reap`` to combine them. Calling one scans now and
     returns ``{(pid, start_time): cmdline}``, as a hand-written ``_reaper.py``'s finders do."""
 
-    __slots__ = ("kind", "marker", "root")
+    __slots__ = ("kind", "marker", "root", "since", "skip")
 
-    def __init__(self, kind: int, marker: Optional[str] = None, root: int = 0):
+    def __init__(self, kind: int, marker: Optional[str] = None, root: int = 0, since: int = 0,
+                 skip: Tuple[int, ...] = ()):
         self.kind = kind
         self.marker = marker
         self.root = root
+        self.since = since
+        self.skip = skip
 
     def describe(self) -> str:
         return f"env {self.marker}" if self.kind == _lib.FIND_ENV else f"tree {self.root}"
@@ -115,11 +131,30 @@ def with_home(home: "os.PathLike[str] | str") -> Finder:
     return with_env("HOME", os.fspath(home))
 
 
-def descendants(pid: Optional[int] = None) -> Finder:
-    """Every descendant of ``pid`` (default: this process), adopted orphans included."""
+def descendants(pid: Optional[int] = None, since: int = 0, unless_env: Optional[Tuple[str, str]] = None,
+                skip: Iterable[int] = ()) -> Finder:
+    """Every descendant of ``pid`` (default: this process), adopted orphans included.
+
+    Narrowed to what one test started inside a long-lived process: ``since`` (a start time in
+    clock ticks since boot, see ``now_ticks``) drops what started earlier; ``unless_env=(NAME,
+    VALUE)`` drops what gives NAME another value than VALUE (another test's), unless it is the
+    value ``pid`` itself was started with; ``skip`` drops those pids. Dropped processes are not
+    walked: their subtrees are whoever started them's."""
     if pid is not None and pid <= 0:
         raise ValueError(f"reaper.descendants: bad pid {pid!r}")
-    return Finder(_lib.FIND_TREE, root=pid or 0)
+    if since < 0:
+        raise ValueError(f"reaper.descendants: bad since {since!r}")
+    marker = None
+    if unless_env is not None:
+        marker = with_env(*unless_env).marker
+    return Finder(_lib.FIND_TREE, marker=marker, root=pid or 0, since=int(since),
+                  skip=tuple(int(p) for p in skip))
+
+
+def now_ticks() -> int:
+    """Now, in the unit of a process's start time (clock ticks since boot): a process started
+    from now on has a start time at least this."""
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * os.sysconf("SC_CLK_TCK"))
 
 
 # ---- results --------------------------------------------------------------------------
@@ -157,6 +192,7 @@ class Process:
     holds: Optional[str] = None
     rss: Optional[int] = None
     cpu_time: Optional[float] = None
+    host_child: bool = False
 
     @property
     def leaked(self) -> bool:
@@ -194,7 +230,7 @@ class ReapReport:
 def _holdings(c) -> dict:
     if not c.holdings_read:
         return {}
-    held = tuple((_clib.reaper_hold_kind_name(c.holdings[i].kind).decode("ascii"), c.holdings[i].fd,
+    held = tuple((_c().reaper_hold_kind_name(c.holdings[i].kind).decode("ascii"), c.holdings[i].fd,
                   _text(c.holdings[i].what)) for i in range(c.nholdings))
     return {"holdings": held, "holds": _text(c.holds), "rss": c.rss, "cpu_time": c.cpu_time}
 
@@ -208,11 +244,12 @@ def _convert(rep: "_lib.Report", finders: Tuple[Finder, ...]) -> ReapReport:
             pid=c.pid, start_time=c.start_time, cmdline=_text(c.cmdline), cwd=_text(c.cwd),
             state=c.state.decode("ascii", errors="replace"),
             found_by=tuple(f.describe() for b, f in enumerate(finders) if c.matched_by & (1 << b)),
-            test=test or None, fate=_clib.reaper_fate_name(c.fate).decode("ascii"),
+            test=test or None, fate=_c().reaper_fate_name(c.fate).decode("ascii"),
             allowed=bool(c.allowed), ppid=c.ppid, pgrp=c.pgrp, uid=c.uid, age=c.age,
             comm=_text(c.comm), exe=_text(c.exe), ancestry=_text(c.ancestry),
             exit_status=None if c.exit_status < 0 else c.exit_status,
-            environ_unreadable=bool(c.environ_unreadable), **_holdings(c)))
+            environ_unreadable=bool(c.environ_unreadable), host_child=bool(c.host_child),
+            **_holdings(c)))
     hits = tuple(rep.pattern_hits[i] for i in range(rep.npatterns)) if rep.pattern_hits else ()
     return ReapReport(tuple(procs), bool(rep.escalated), rep.waited, hits)
 
@@ -223,6 +260,7 @@ def _finder_array(finders: Tuple[Finder, ...]):
             raise TypeError(f"reaper: {f!r} is not a reaper finder (use with_home, with_env, "
                             "descendants, or a callable returning {(pid, start_time): cmdline})")
     arr = (_lib.Finder * max(1, len(finders)))()
+    keep = []  # the skip arrays live as long as the finder array
     for i, f in enumerate(finders):
         if isinstance(f, compat.CallableFinder):
             f.fill(arr[i])
@@ -230,7 +268,17 @@ def _finder_array(finders: Tuple[Finder, ...]):
         arr[i].kind = f.kind
         arr[i].marker = f.marker.encode("utf-8", errors="surrogateescape") if f.marker else None
         arr[i].root = f.root
-    return arr
+        arr[i].since = f.since
+        if f.skip:
+            skip = _pids(f.skip)
+            keep.append(skip)
+            arr[i].skip = skip
+            arr[i].nskip = len(f.skip)
+    return arr, keep
+
+
+def _pids(pids):
+    return (_lib.pid_t * max(1, len(pids)))(*pids)
 
 
 def _patterns(allow: Iterable[str], keep: Iterable[str]):
@@ -246,7 +294,7 @@ def reap_report(*finders: Finder, timeout: float = REAP_TIMEOUT, grace: float = 
                 settle: float = 0.0, allow: Iterable[str] = (), keep: Iterable[str] = (),
                 report_only: bool = False, holdings: bool = False,
                 hold_dirs: Optional[Iterable["os.PathLike[str] | str"]] = None,
-                any_user: bool = False) -> ReapReport:
+                any_user: bool = False, host_children: Iterable[int] = ()) -> ReapReport:
     """Wait up to ``timeout`` s for everything the finders match to exit by itself, then
     (after SIGTERM and ``grace`` s when grace > 0) SIGKILL the identity-verified survivors,
     rescanning until nothing new appears. ``allow`` globs (on cmdline or exe) are cleaned up
@@ -254,15 +302,19 @@ def reap_report(*finders: Finder, timeout: float = REAP_TIMEOUT, grace: float = 
     under ``hold_dirs`` (default: $HOME, the current directory and /tmp), deleted files, and
     whether it holds our stdout, stderr or terminal, read before it is signalled (see
     ``Process.holds``). As root, another user's process found only by a marker is fate
-    "foreign" and left alone unless ``any_user``. Returns every process found."""
+    "foreign" and left alone unless ``any_user``. ``host_children``: pids of this process's own
+    children that their owner (a ``subprocess.Popen``, a pty) will wait for: signalled like any
+    leftover, their exit status is left to the owner (``Process.host_child``). Returns every
+    process found."""
     for name, value in (("timeout", timeout), ("grace", grace), ("settle", settle)):
         if not math.isfinite(float(value)) or value < 0:
             raise ValueError(f"reaper: {name} must be >= 0 (a finite number of seconds), not {value!r}")
     finders = tuple(compat.as_finder(f) for f in finders)
-    farr = _finder_array(finders)
+    farr, _keep = _finder_array(finders)
+    host = tuple(int(p) for p in host_children)
     parr, npat = _patterns(tuple(allow), tuple(keep))
     opts = _lib.Opts()
-    _clib.reaper_opts_init(ctypes.byref(opts))
+    _c().reaper_opts_init(ctypes.byref(opts))
     opts.timeout = float(timeout)
     opts.grace = float(grace)
     if settle:
@@ -277,8 +329,12 @@ def reap_report(*finders: Finder, timeout: float = REAP_TIMEOUT, grace: float = 
         darr = (ctypes.c_char_p * max(1, len(dirs)))(*dirs)
         opts.hold_dirs = ctypes.cast(darr, ctypes.POINTER(ctypes.c_char_p))
         opts.nhold_dirs = len(dirs)
+    if host:
+        harr = _pids(host)
+        opts.host_children = harr
+        opts.nhost_children = len(host)
     out = ctypes.POINTER(_lib.Report)()
-    rc = _clib.reaper_reap(farr, len(finders), ctypes.byref(opts), ctypes.byref(out))
+    rc = _c().reaper_reap(farr, len(finders), ctypes.byref(opts), ctypes.byref(out))
     compat.raise_finder_errors(finders)
     _check(rc, "reaper_reap")
     try:
@@ -288,7 +344,7 @@ def reap_report(*finders: Finder, timeout: float = REAP_TIMEOUT, grace: float = 
                                    (out.contents.incomplete_reason or b"").decode("utf-8", "replace"), rep)
         return rep
     finally:
-        _clib.reaper_report_free(out)
+        _c().reaper_report_free(out)
 
 
 def scan(*finders: Finder) -> ReapReport:

@@ -48,6 +48,9 @@ class Finder(ctypes.Structure):
         ("find", FIND_FN),
         ("find_ctx", ctypes.c_void_p),
         ("cgroup", ctypes.c_char_p),
+        ("since", ctypes.c_uint64),
+        ("skip", ctypes.POINTER(pid_t)),
+        ("nskip", ctypes.c_size_t),
     ]
 
 
@@ -86,6 +89,7 @@ class Proc(ctypes.Structure):
         ("holdings", ctypes.POINTER(Holding)),
         ("nholdings", ctypes.c_size_t),
         ("holds", ctypes.POINTER(ctypes.c_char)),
+        ("host_child", ctypes.c_int),
     ]
 
 
@@ -145,6 +149,8 @@ class Opts(ctypes.Structure):
         ("hold_dirs", ctypes.POINTER(ctypes.c_char_p)),
         ("nhold_dirs", ctypes.c_size_t),
         ("any_user", ctypes.c_int),
+        ("host_children", ctypes.POINTER(pid_t)),
+        ("nhost_children", ctypes.c_size_t),
     ]
 
 

@@ -1,65 +1,127 @@
 # SPDX-License-Identifier: MIT
 """pytest plugin: every test is checked for the processes it leaves behind.
 
-Load it with ``-p reaper.pytest_plugin`` (an installed reaper registers it as the ``reaper``
-entry point, so it loads by itself; ``-p no:reaper`` turns it off).
+Installed, it is registered as the ``reaper`` plugin but checks nothing until asked for:
+``--reaper`` on the command line or ``reaper = true`` in the ini file. Not installed, load it
+with ``-p reaper.pytest_plugin`` (the same form works installed too) and enable it the same way.
 
-* The pytest process adopts orphans for the session, so what a test detaches reparents to it.
-* What starts outside a test (wider-scoped fixtures included) carries a session marker and
-  is reaped when the session ends, listed apart ("left by fixtures wider than a test").
-* For each test, ``REAPER_TEST=<nodeid>`` and ``REAPER_PYTEST=<session>-<worker>-<n>`` are put
-  in ``os.environ`` before its first function-scoped fixture and kept until its last one is
-  torn down, so every process the test (or its fixtures) starts carries them. Fixtures of a
-  wider scope set up meanwhile get a session marker instead: they are not the test's.
-* After the test's fixtures are torn down, whatever carries the test's marker gets
-  ``--reaper-timeout`` seconds to exit, is then killed (identity-checked), and the test gets
-  an error at teardown listing each leaked process. Markers are per test, so a later test is
-  never blamed for an earlier one.
-* ``@pytest.mark.reaper(timeout=..., allow=[globs])`` per test; ``--reaper-report FILE`` writes
-  the session's leaks as JSON.
+* The pytest process adopts orphans for the session, so what a test detaches reparents to it;
+  a background thread collects the zombies of adopted orphans as they exit (never a child
+  this process started itself, see below), so none piles up and code waiting for a pid to
+  vanish does not wait in vain.
+* What a test leaves is found three ways: its marker (``REAPER_PYTEST=<session>-<n>``, with
+  ``REAPER_TEST=<nodeid>``, in ``os.environ`` from its first function-scoped fixture to its
+  last teardown, so every program it starts carries them); descent (every process under
+  pytest started after the test began that carries no other test's marker: children forked
+  without exec, ``multiprocessing`` workers, and processes caught between fork and exec);
+  and what wider-scoped fixtures start meanwhile belongs to the session, not the test.
+* Children pytest itself started (what ``os.fork``, ``os.forkpty``, ``os.posix_spawn`` or
+  ``subprocess.Popen`` returned while the plugin is active) are signalled when they leak but
+  never waited for: their exit status stays for their owner (a ``Popen`` object reads
+  ``returncode -9``), and the report says "host child".
+* After the test's fixtures are torn down: a garbage collection (finalizers close what
+  reference cycles held; ``--reaper-no-gc`` turns it off), then ``--reaper-timeout`` seconds
+  for the leftovers to exit, then SIGTERM and ``--reaper-grace`` seconds, then SIGKILL
+  (identity-checked); the test gets an error at teardown listing each leaked process.
+* A pytest session inside a checked test (pytester, a subprocess) leaves the check to the
+  enclosing session: what its tests leave is the enclosing test's (``--reaper-nested``
+  checks it anyway, for testing plugins).
+* ``@pytest.mark.reaper(timeout=..., allow=[globs], check=False)`` per test;
+  ``--reaper-report FILE`` writes the session's leaks as JSON.
 """
 
 from __future__ import annotations
 
+import functools
+import gc
 import json
 import math
 import os
 import secrets
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Dict, List, Optional
 
 import pytest
 
-import reaper
-
 MARKER = "REAPER_PYTEST"
+SESSION_VAR = "REAPER_PYTEST_SESSION"  # set while a checking session runs: nested ones defer
 DEFAULT_TIMEOUT = 3.0
+DEFAULT_GRACE = 1.0
 SCHEMA = "reaper-pytest/1"
-_PROP = "reaper_leaks"
+COLLECT_PERIOD = 0.1  # seconds between two looks for zombies of adopted orphans
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("reaper", "process leak detection (reaper)")
+    group.addoption("--reaper", action="store_true", default=None,
+                    help="check every test for the processes it leaves behind (or reaper = true in the ini file)")
     group.addoption("--reaper-timeout", type=float, default=None, metavar="SECONDS",
-                    help=f"how long a test's leftovers get to exit before they are killed "
+                    help=f"how long a test's leftovers get to exit before they are signalled "
                          f"(default {DEFAULT_TIMEOUT}, or the reaper_timeout ini value)")
+    group.addoption("--reaper-grace", type=float, default=None, metavar="SECONDS",
+                    help=f"after SIGTERM, how long leftovers get before SIGKILL; 0: SIGKILL at once "
+                         f"(default {DEFAULT_GRACE}, or the reaper_grace ini value)")
+    group.addoption("--reaper-no-gc", action="store_true", default=None,
+                    help="no garbage collection before each check (or reaper_gc = false in the ini file)")
     group.addoption("--reaper-report", default=None, metavar="FILE",
                     help="write the session's leaked processes to FILE as JSON")
+    group.addoption("--reaper-nested", action="store_true", default=False,
+                    help="check even inside a test of another checking session (testing plugins)")
     group.addoption("--reaper-disable", action="store_true", default=False,
-                    help="load the plugin but check nothing")
+                    help="check nothing, even when the ini file enables the plugin")
+    parser.addini("reaper", "check every test for the processes it leaves behind", type="bool", default=False)
     parser.addini("reaper_timeout", "default for --reaper-timeout", default=None)
+    parser.addini("reaper_grace", "default for --reaper-grace", default=None)
+    parser.addini("reaper_gc", "collect garbage before each check (default true)", type="bool", default=True)
+
+
+@pytest.hookimpl
+def pytest_plugin_registered(plugin, manager):
+    # Installed, this module is the "reaper" entry point; loaded with -p it is registered under
+    # its module name first. Whichever name comes first, the other is blocked, so the same
+    # module is never registered twice ("Plugin already registered").
+    if plugin is not sys.modules.get(__name__):
+        return
+    name = manager.get_name(plugin)
+    other = "reaper" if name != "reaper" else __name__
+    if manager.get_plugin(other) is None and not manager.is_blocked(other):
+        manager.set_blocked(other)
+
+
+def _enabled(config) -> bool:
+    if config.getoption("reaper_disable"):
+        return False
+    opt = config.getoption("reaper")
+    return bool(opt) if opt is not None else bool(config.getini("reaper"))
 
 
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "reaper(timeout=None, allow=(), check=True): per-test process leak settings: "
-        "seconds leftovers get before being killed, cmdline/exe globs that may be left (they are "
+        "seconds leftovers get before being signalled, cmdline/exe globs that may be left (they are "
         "still cleaned up), check=False to skip the check")
-    if config.getoption("reaper_disable"):
+    if not _enabled(config):
         return
+    outer = os.environ.get(SESSION_VAR)
+    if outer and not config.getoption("reaper_nested"):
+        config.pluginmanager.register(_Deferred(outer), "reaper-deferred")
+        return
+    import reaper
+    if reaper.load_error is not None:
+        raise pytest.UsageError(f"reaper plugin enabled, but {reaper.load_error}")
     config.pluginmanager.register(_Session(config), "reaper-session")
+
+
+class _Deferred:
+    def __init__(self, outer: str):
+        self.outer = outer
+
+    def pytest_report_header(self):
+        return f"reaper: inside the checking session {self.outer}: its check covers this run"
 
 
 def _replace_file(path: str, text: str) -> None:
@@ -92,12 +154,12 @@ def _seconds(value, what: str) -> float:
     return seconds
 
 
-def _timeout_of(config) -> float:
-    value = config.getoption("reaper_timeout")
+def _number(config, opt: str, ini: str, default: float) -> float:
+    value = config.getoption(opt)
     if value is not None:
-        return _seconds(value, "--reaper-timeout")
-    ini = config.getini("reaper_timeout")
-    return _seconds(ini, "the reaper_timeout ini value") if ini not in (None, "") else DEFAULT_TIMEOUT
+        return _seconds(value, "--" + opt.replace("_", "-"))
+    raw = config.getini(ini)
+    return _seconds(raw, f"the {ini} ini value") if raw not in (None, "") else default
 
 
 def _swap_env(values: Dict[str, Optional[str]]) -> Dict[str, Optional[str]]:
@@ -112,37 +174,219 @@ def _swap_env(values: Dict[str, Optional[str]]) -> Dict[str, Optional[str]]:
     return before
 
 
+def _stat(pid: int):
+    """(state, ppid, start time) of pid, or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0].decode(), int(fields[1]), int(fields[19])
+
+
+# ---- children this process starts itself ----------------------------------------------------
+
+class _HostChildren:
+    """Every child this process starts while a session is active, as (pid -> start time,
+    the test marker in force then): their exit statuses belong to whoever started them."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.children: Dict[int, tuple] = {}
+        self.users = 0
+        self.saved: List[tuple] = []
+        self.system_calls = 0  # os.system() running: its child is not tracked by pid
+
+    def add(self, pid: int) -> None:
+        if pid <= 0:
+            if pid == 0:  # the child of a fork: none of these are its children
+                self.children = {}
+            return
+        st = _stat(pid)
+        if st:
+            with self.lock:
+                self.children[pid] = (st[2], os.environ.get(MARKER))
+
+    def current(self) -> Dict[int, tuple]:
+        """The tracked children that are still ours and not waited for; forget the others."""
+        me = os.getpid()
+        with self.lock:
+            for pid, (start, _) in list(self.children.items()):
+                st = _stat(pid)
+                if not st or st[2] != start or st[1] != me:
+                    del self.children[pid]
+            return dict(self.children)
+
+    def owns(self, pid: int, start: int) -> bool:
+        got = self.children.get(pid)
+        return got is not None and got[0] == start
+
+    def install(self) -> None:
+        self.users += 1
+        if self.users > 1:
+            return
+        import _posixsubprocess
+
+        def returns_pid(fn, pid_of):
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                result = fn(*args, **kwargs)
+                self.add(pid_of(result))
+                return result
+            return wrapper
+
+        def system(fn):
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                with self.lock:
+                    self.system_calls += 1
+                try:
+                    return fn(*args, **kwargs)
+                finally:
+                    with self.lock:
+                        self.system_calls -= 1
+            return wrapper
+
+        targets = [(os, "fork", lambda r: r), (os, "forkpty", lambda r: r[0]),
+                   (os, "posix_spawn", lambda r: r), (os, "posix_spawnp", lambda r: r),
+                   (subprocess, "_fork_exec", lambda r: r), (_posixsubprocess, "fork_exec", lambda r: r)]
+        for mod, name, pid_of in targets:
+            fn = getattr(mod, name, None)
+            if fn is not None:
+                self.saved.append((mod, name, fn))
+                setattr(mod, name, returns_pid(fn, pid_of))
+        self.saved.append((os, "system", os.system))
+        os.system = system(os.system)
+
+    def uninstall(self) -> None:
+        self.users -= 1
+        if self.users > 0:
+            return
+        for mod, name, fn in reversed(self.saved):
+            setattr(mod, name, fn)
+        self.saved = []
+        self.children = {}
+
+
+HOST = _HostChildren()
+
+
+class _Collector(threading.Thread):
+    """Collects the zombies of adopted orphans while tests run. Only zombie children of ours
+    that this process did not start (HOST), seen dead on two looks in a row (a child started
+    some way HOST does not see gets one period for its owner's wait), never while an
+    os.system() runs; each one pinned by pidfd and start time before waitid(P_PIDFD).
+    No SIGCHLD handler and no wait for "any child": the host's statuses stay the host's."""
+
+    def __init__(self):
+        super().__init__(name="reaper-zombie-collector", daemon=True)
+        self.stop = threading.Event()
+        self.collected = 0
+
+    def run(self):
+        seen = set()
+        while not self.stop.wait(COLLECT_PERIOD):
+            dead = set()
+            for pid in _children():
+                st = _stat(pid)
+                if st and st[0] == "Z" and not HOST.owns(pid, st[2]):
+                    dead.add((pid, st[2]))
+            for pid, start in dead & seen:
+                if HOST.system_calls == 0:
+                    self.collected += _collect(pid, start)
+            seen = dead
+
+    def finish(self):
+        self.stop.set()
+        self.join(timeout=10)
+
+
+def _children() -> List[int]:
+    out = []
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/children", "rb") as f:
+                out.extend(int(p) for p in f.read().split())
+        except OSError:
+            pass
+    return out
+
+
+def _collect(pid: int, start: int) -> int:
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return 0
+    try:
+        st = _stat(pid)
+        if not st or st[2] != start or st[0] != "Z":
+            return 0
+        return 1 if os.waitid(os.P_PIDFD, fd, os.WEXITED | os.WNOHANG) else 0
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
+
+
+# ---- the session -------------------------------------------------------------------------
+
 class _Session:
     def __init__(self, config):
+        import reaper
+        self.reaper = reaper
         self.config = config
-        self.timeout = _timeout_of(config)
+        self.timeout = _number(config, "reaper_timeout", "reaper_timeout", DEFAULT_TIMEOUT)
+        self.grace = _number(config, "reaper_grace", "reaper_grace", DEFAULT_GRACE)
+        no_gc = config.getoption("reaper_no_gc")
+        self.gc = not no_gc if no_gc is not None else bool(config.getini("reaper_gc"))
         self.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         self.prefix = f"{secrets.token_hex(6)}-{self.worker}"
         self.shared_marker = f"{self.prefix}-shared"
         self.count = 0
         self.current: Optional[str] = None  # the running test's marker
+        self.since = 0                      # when it began (clock ticks since boot)
+        self.session_since = 0
         self.records: List[dict] = []       # from teardown reports (controller side under xdist)
         self.checked = 0
         self.shared_leaks: List[dict] = []
         self.adopted = False
         self.outer: Dict[str, Optional[str]] = {}
+        self.collector: Optional[_Collector] = None
 
     # -- session ------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session):
-        reaper.adopt_orphans()
+        self.reaper.adopt_orphans()
         self.adopted = True
+        HOST.install()
+        self.collector = _Collector()
+        self.collector.start()
+        self.session_since = self.reaper.now_ticks()
         # What starts outside any test (session fixtures, plugins) carries the shared marker.
-        self.outer = _swap_env({MARKER: self.shared_marker})
+        self.outer = _swap_env({MARKER: self.shared_marker, SESSION_VAR: self.prefix})
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session):
         # Processes of wider-scoped fixtures: nobody's test; cleaned up, reported apart.
-        rep = reaper.reap_report(reaper.with_env(MARKER, self.shared_marker), timeout=self.timeout)
+        finders = [self.reaper.with_env(MARKER, self.shared_marker)]
+        # an xdist controller's children are its workers, which xdist itself ends
+        if not self.config.pluginmanager.has_plugin("dsession"):
+            finders.append(self.reaper.descendants(since=self.session_since,
+                                                   unless_env=(MARKER, self.shared_marker)))
+        rep = self.reaper.reap_report(*finders, timeout=self.timeout, grace=self.grace,
+                                      host_children=HOST.current())
         self.shared_leaks = [_record(p, p.test) for p in rep.leaks]
         _swap_env(self.outer)
+        if self.collector:
+            self.collector.finish()
+            self.collector = None
+        HOST.uninstall()
         if self.adopted:
-            reaper.release_orphans()
+            self.reaper.release_orphans()
             self.adopted = False
         path = self.config.getoption("reaper_report")
         if path and not os.environ.get("PYTEST_XDIST_WORKER"):
@@ -168,7 +412,7 @@ class _Session:
             per_test[r["test"]] = per_test.get(r["test"], 0) + 1
         doc = {
             "schema": SCHEMA,
-            "reaper_version": reaper.__version__,
+            "reaper_version": self.reaper.__version__,
             "marker": MARKER,
             "session": self.prefix,
             "tests_checked": self.checked,
@@ -179,13 +423,22 @@ class _Session:
         }
         _replace_file(path, json.dumps(doc, indent=2, ensure_ascii=True) + "\n")
 
+    # The records travel on the teardown report as an attribute of their own (xdist carries
+    # it to the controller); user_properties would put them in --junitxml's testcases, where
+    # xunit2 allows no <properties>.
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        if call.when == "teardown":
+            found = item.__dict__.pop("_reaper_found", None)
+            if found:
+                outcome.get_result().reaper_leaks = found
+
     def pytest_runtest_logreport(self, report):
         if report.when != "teardown":
             return
         self.checked += 1
-        for name, value in report.user_properties:
-            if name == _PROP:
-                self.records.extend(json.loads(value))
+        self.records.extend(getattr(report, "reaper_leaks", None) or ())
 
     # -- per test -----------------------------------------------------------------------
     @pytest.hookimpl(hookwrapper=True)
@@ -205,16 +458,24 @@ class _Session:
     def begin(self, item) -> Dict[str, Optional[str]]:
         self.count += 1
         self.current = f"{self.prefix}-{self.count}"
+        self.since = self.reaper.now_ticks()
         return _swap_env({MARKER: self.current, "REAPER_TEST": item.nodeid})
 
     def end(self, item, before: Dict[str, Optional[str]]) -> None:
         marker, self.current = self.current, None
         _swap_env(before)
+        if self.gc:
+            gc.collect()
         mark = item.get_closest_marker("reaper")
         kw = dict(mark.kwargs) if mark else {}
+        host = HOST.current()
+        # children forked while a wider fixture was set up are that fixture's
+        others = [pid for pid, (_, owner) in host.items() if owner != marker]
+        finders = (self.reaper.with_env(MARKER, marker),
+                   self.reaper.descendants(since=self.since, unless_env=(MARKER, marker), skip=others))
         if kw.get("check", True) is False:
             # still cleaned up, never reported
-            reaper.reap_report(reaper.with_env(MARKER, marker), timeout=self.timeout)
+            self.reaper.reap_report(*finders, timeout=self.timeout, grace=self.grace, host_children=host)
             return
         # a bad timeout of the marker must not stop the cleanup: the test's processes are
         # reaped with the session's timeout, then the test fails naming the value
@@ -227,19 +488,21 @@ class _Session:
         allow = kw.get("allow", ())
         allow = (allow,) if isinstance(allow, str) else tuple(allow)
         started = time.monotonic()
-        rep = reaper.reap_report(reaper.with_env(MARKER, marker), timeout=timeout, allow=allow, holdings=True)
+        rep = self.reaper.reap_report(*finders, timeout=timeout, grace=self.grace, allow=allow,
+                                      host_children=host, holdings=True)
         found = [p for p in rep.processes if p.leaked or (p.allowed and p.fate != "exited")]
         if found:
-            item.user_properties.append((_PROP, json.dumps([_record(p, item.nodeid) for p in found])))
+            item.__dict__["_reaper_found"] = [_record(p, item.nodeid) for p in found]
         leaks = rep.leaks
         if leaks:
             waited = time.monotonic() - started
             lines = [f"reaper: {item.nodeid} left {len(leaks)} process{'es' if len(leaks) > 1 else ''} "
-                     f"running; killed after {waited:.1f} s (timeout {timeout:g} s):"]
+                     f"running; stopped after {waited:.1f} s (timeout {timeout:g} s, grace {self.grace:g} s):"]
             for p in leaks:
                 lines.append(f"  {p.pid}: {p.cmdline[:200]}")
+                owner = "; a child of pytest: its exit status is left for its owner" if p.host_child else ""
                 lines.append(f"      {p.fate}, state {p.state}, age {p.age:.1f} s, cwd {p.cwd or '?'}, "
-                             f"ancestry {p.ancestry or '?'}")
+                             f"ancestry {p.ancestry or '?'}{owner}")
                 lines.extend(_holdings_lines(p))
             lines.append("(allow one with @pytest.mark.reaper(allow=['glob']), or wait for it in the test)")
             if bad is not None:
@@ -250,8 +513,17 @@ class _Session:
             pytest.fail(f"reaper: @pytest.mark.reaper(timeout={bad!r}): the timeout must be >= 0 (a finite "
                         f"number of seconds); the test's processes were reaped with {timeout:g} s", pytrace=False)
 
+    @pytest.fixture(autouse=True)
+    def _reaper_check(self, request):
+        """Runs first among a test's function fixtures, so it is torn down last: the test's
+        own fixtures have stopped what they started before the leak check."""
+        before = self.begin(request.node)
+        try:
+            yield
+        finally:
+            self.end(request.node, before)
 
-def _holdings_lines(p: "reaper.Process") -> List[str]:
+def _holdings_lines(p) -> List[str]:
     """What a leak held when it was found still running (the port the next test cannot bind,
     the pipe that keeps a CI step waiting), for the teardown error."""
     if p.holds is None:
@@ -262,25 +534,11 @@ def _holdings_lines(p: "reaper.Process") -> List[str]:
     return lines
 
 
-def _record(p: "reaper.Process", test: Optional[str]) -> dict:
+def _record(p, test: Optional[str]) -> dict:
     return {
         "test": test, "pid": p.pid, "start_time": p.start_time, "cmdline": p.cmdline,
         "cwd": p.cwd, "exe": p.exe, "comm": p.comm, "state": p.state, "fate": p.fate,
         "age": round(p.age, 3), "ppid": p.ppid, "pgrp": p.pgrp, "uid": p.uid,
         "found_by": list(p.found_by), "ancestry": p.ancestry, "allowed": p.allowed,
+        "host_child": p.host_child,
     }
-
-
-@pytest.fixture(autouse=True)
-def _reaper_check(request):
-    """Runs first among a test's function fixtures, so it is torn down last: the test's
-    own fixtures have stopped what they started before the leak check."""
-    state = request.config.pluginmanager.get_plugin("reaper-session")
-    if state is None:
-        yield
-        return
-    before = state.begin(request.node)
-    try:
-        yield
-    finally:
-        state.end(request.node, before)

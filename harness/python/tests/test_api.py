@@ -50,7 +50,13 @@ def test_library_found_in_build_tree_or_as_told():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == reaper.library_path
     env["REAPER_LIBRARY"] = "/nonexistent/libreaper.so"
-    bad = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    # importing works (the pytest plugin is imported by every pytest run once installed);
+    # the first call that needs the library says what was tried
+    imp = subprocess.run([sys.executable, "-c", "import reaper, reaper.pytest_plugin"], env=env,
+                         capture_output=True, text=True)
+    assert imp.returncode == 0, imp.stderr
+    bad = subprocess.run([sys.executable, "-c", "import reaper; reaper.adopted()"], env=env,
+                         capture_output=True, text=True)
     assert bad.returncode != 0
     assert "cannot load libreaper" in bad.stderr and "/nonexistent/libreaper.so" in bad.stderr
 

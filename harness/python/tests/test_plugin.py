@@ -10,7 +10,7 @@ import pytest
 
 from conftest import LEAKER, TAG_VAR, with_tag, zombie_children
 
-PLUGIN = ("-p", "reaper.pytest_plugin")
+PLUGIN = ("-p", "reaper.pytest_plugin", "--reaper", "--reaper-nested")
 
 
 @pytest.fixture
@@ -51,7 +51,7 @@ def test_failing_and_leaking():
     result.assert_outcomes(passed=3, failed=1, errors=2)
     result.stdout.fnmatch_lines([
         "*ERROR at teardown of test_leaks*",
-        "*reaper: test_inner.py::test_leaks left 1 process running; killed after*",
+        "*reaper: test_inner.py::test_leaks left 1 process running; stopped after*",
         f"*: {sys.executable} {LEAKER} --daemon --pidfile leak.pid leaky-daemon-tag",
     ])
     out = result.stdout.str()
@@ -129,8 +129,8 @@ def test_b(server, request):
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*reaper: left by fixtures wider than a test*"])
     out = result.stdout.str()
-    assert "module-helper  [killed, lazy (module-scoped fixture)]" in out
-    assert "session-server  [killed, server (session-scoped fixture)]" in out
+    assert "module-helper  [terminated, lazy (module-scoped fixture)]" in out
+    assert "session-server  [terminated, server (session-scoped fixture)]" in out
 
 
 def test_json_report(suite):
@@ -145,7 +145,7 @@ def test_clean():
 def test_leak_allowed():
     spawn("json-allowed")
 """)
-    result = suite.runpytest(*PLUGIN, "--reaper-timeout", "0.2", "--reaper-report", "leaks.json")
+    result = suite.runpytest(*PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0", "--reaper-report", "leaks.json")
     result.assert_outcomes(passed=3, errors=1)
     doc = json.loads((suite.path / "leaks.json").read_text())
     assert doc["schema"] == "reaper-pytest/1" and doc["tests_checked"] == 3

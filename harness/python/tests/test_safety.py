@@ -11,7 +11,7 @@ import pytest
 
 import reaper
 
-PLUGIN = ("-p", "reaper.pytest_plugin")
+PLUGIN = ("-p", "reaper.pytest_plugin", "--reaper", "--reaper-nested")
 
 
 def test_plugin_report_never_written_through_a_symlink(pytester):

@@ -1,0 +1,271 @@
+"""The plugin inside someone else's process: it finds exactly what each test leaves (forks
+without exec, children caught before exec), never takes what the host owns (exit statuses of
+its own children), collects adopted orphans as they die, leaves nested sessions to the
+enclosing check, lets finalizers and SIGTERM handlers run, and keeps pytest's conventions
+(opt-in, -p beside the entry point, junitxml under both families)."""
+from __future__ import annotations
+
+import os
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conftest import LEAKER, TAG_VAR, alive, stat, with_tag
+
+PLUGIN = ("-p", "reaper.pytest_plugin", "--reaper", "--reaper-nested")
+PYPATH = str(Path(__file__).resolve().parents[1])
+
+
+@pytest.fixture
+def inner(pytester, spawner, monkeypatch):
+    """A pytester whose every process carries this test's tag; nothing of it may survive."""
+    monkeypatch.setenv(TAG_VAR, spawner.tag)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [PYPATH, os.environ.get("PYTHONPATH")])))
+    pytester.makeconftest(f"LEAKER = {LEAKER!r}\n")
+    yield pytester
+    assert with_tag(spawner.tag) == [], "a process of the inner suite outlived it"
+
+
+def run_sub(pytester, *args, timeout=120):
+    """The inner suite in a pytest process of its own (its children are not ours)."""
+    return pytester.runpytest_subprocess(*args, timeout=timeout)
+
+
+def test_fork_without_exec_and_multiprocessing_leaks_are_the_tests(inner, tmp_path):
+    inner.makepyfile(test_fork=f"""
+import multiprocessing, os, time
+def test_os_fork():
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(600)
+        os._exit(0)
+    open({str(tmp_path / "fork.pid")!r}, "w").write(str(pid))
+def sleeper():
+    time.sleep(600)
+def test_multiprocessing_fork():
+    p = multiprocessing.get_context("fork").Process(target=sleeper)  # not a daemon: joined at exit
+    p.start()
+    open({str(tmp_path / "mp.pid")!r}, "w").write(str(p.pid))
+def test_after():
+    pass
+""")
+    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=3, errors=2)
+    for name in ("fork", "mp"):
+        pid = int((tmp_path / f"{name}.pid").read_text())
+        result.stdout.fnmatch_lines([f"*  {pid}: *"])
+    out = result.stdout.str()
+    assert "ERROR at teardown of test_os_fork" in out and "ERROR at teardown of test_multiprocessing_fork" in out
+    assert "ERROR at teardown of test_after" not in out
+
+
+def test_a_child_caught_between_fork_and_exec_is_the_tests(inner, tmp_path):
+    # the child execs only after the check has begun: its environment is still the one pytest
+    # was started with, so no marker can find it, only descent
+    inner.makepyfile(test_window=f"""
+import os, sys, time
+def test_window():
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(3)
+        os.execv(sys.executable, [sys.executable, {LEAKER!r}, "late-exec"])
+    open({str(tmp_path / "w.pid")!r}, "w").write(str(pid))
+""")
+    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0", "--reaper-grace", "0")
+    result.assert_outcomes(passed=1, errors=1)
+    pid = int((tmp_path / "w.pid").read_text())
+    result.stdout.fnmatch_lines(["*reaper: test_window.py::test_window left 1 process running*", f"*  {pid}: *"])
+
+
+def test_popen_and_pty_children_keep_their_exit_status_for_their_owner(inner):
+    inner.makepyfile(test_status=f"""
+import os, signal, subprocess, sys
+kept = []
+def test_leaves_a_popen():
+    kept.append(subprocess.Popen([sys.executable, {LEAKER!r}, "--ignore-term", "popen-child"]))
+def test_owner_reads_the_status():
+    assert kept[0].wait(timeout=60) == -9
+def test_leaves_a_pty_child():
+    pid, fd = os.forkpty()
+    if pid == 0:
+        os.execv(sys.executable, [sys.executable, {LEAKER!r}, "--ignore-term", "pty-child"])
+    kept.append((pid, fd))
+def test_pty_owner_waits():
+    pid, fd = kept[1]
+    got, status = os.waitpid(pid, 0)
+    assert got == pid and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    os.close(fd)
+""")
+    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0.2")
+    result.assert_outcomes(passed=4, errors=2)
+    result.stdout.fnmatch_lines(["*popen-child*", "*killed*a child of pytest: its exit status is left for its owner*"])
+
+
+def test_adopted_orphans_are_collected_while_the_test_runs(inner, tmp_path):
+    inner.makepyfile(test_orphans=f"""
+import os, subprocess, sys, time
+def daemon(n):
+    pidfile = {str(tmp_path)!r} + "/d%d.pid" % n
+    subprocess.run([sys.executable, {LEAKER!r}, "--daemon", "--sleep", "0", "--pidfile", pidfile, "o%d" % n], check=True)
+    while not os.path.exists(pidfile):
+        time.sleep(0.01)
+    return int(open(pidfile).read())
+def gone(pid, timeout=30):
+    deadline = time.monotonic() + timeout
+    while os.path.exists("/proc/%d" % pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+def test_waits_for_a_pid_to_vanish():
+    assert gone(daemon(1)), "the orphan stayed a zombie of pytest"
+def test_many():
+    for pid in [daemon(n) for n in range(2, 12)]:
+        assert gone(pid)
+""")
+    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "1")
+    result.assert_outcomes(passed=2)
+
+
+def test_a_nested_session_leaves_the_check_to_the_enclosing_one(inner, tmp_path):
+    pidfile = tmp_path / "left.pid"
+    inner.makepyfile(test_outer=f"""
+import os, time
+pytest_plugins = ["pytester"]
+def test_outer(pytester):
+    pytester.makepyfile(test_nested='''
+import subprocess, sys
+def test_leaves_it_for_the_outer_test():
+    subprocess.run([sys.executable, {LEAKER!r}, "--daemon", "--pidfile", {str(pidfile)!r}, "for-outer"], check=True)
+''')
+    # enabled through the ini, as an installed plugin would be
+    pytester.makeini("[pytest]\\nreaper = true\\n")
+    pytester.runpytest("-p", "reaper.pytest_plugin", "--reaper-timeout", "0").assert_outcomes(passed=1)
+    deadline = time.monotonic() + 30
+    while not os.path.exists({str(pidfile)!r}) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    pid = int(open({str(pidfile)!r}).read())
+    state = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0]
+    assert state not in "ZX", "the nested session killed what it left for this test"
+""")
+    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=1, errors=1)  # the enclosing session's check got it
+    result.stdout.fnmatch_lines(["*reaper: test_outer.py::test_outer left 1 process running*", "*for-outer*"])
+
+
+CYCLE = f"""
+import gc, subprocess, sys
+gc.disable()  # only the plugin's collection may close the cycle
+class Server:
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, {LEAKER!r}, "held-by-a-cycle"])
+        self.me = self
+    def __del__(self):
+        self.proc.kill()
+        self.proc.wait()
+def test_cycle():
+    Server()
+"""
+
+
+def test_garbage_collection_before_the_check_closes_what_cycles_hold(inner):
+    inner.makepyfile(test_gc=CYCLE)
+    run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2").assert_outcomes(passed=1)
+    off = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-no-gc")
+    off.assert_outcomes(passed=1, errors=1)
+    off.stdout.fnmatch_lines(["*held-by-a-cycle*"])
+
+
+SERVER = """
+import os, signal, sys, time
+def stop(*_):
+    open(sys.argv[1], "w").write("clean shutdown")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+open(sys.argv[1] + ".ready", "w").close()
+while True:
+    time.sleep(1)
+"""
+
+
+@pytest.mark.parametrize("grace, clean", [("5", True), ("0", False)])
+def test_sigterm_grace_lets_a_leaked_server_shut_down_cleanly(inner, tmp_path, grace, clean):
+    (tmp_path / "server.py").write_text(SERVER)
+    done = tmp_path / "done"
+    inner.makepyfile(test_srv=f"""
+import os, subprocess, sys, time
+def test_leaves_a_server():
+    subprocess.Popen([sys.executable, {str(tmp_path / "server.py")!r}, {str(done)!r}], start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not os.path.exists({str(done) + ".ready"!r}) and time.monotonic() < deadline:
+        time.sleep(0.01)
+""")
+    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0", "--reaper-grace", grace)
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*" + ("terminated" if clean else "killed") + ", state*"])
+    assert done.exists() == clean
+
+
+# ---- conventions -------------------------------------------------------------------------
+
+LEAKY = f"""
+import subprocess, sys
+def test_leaks():
+    subprocess.run([sys.executable, {LEAKER!r}, "--daemon", "conventions-leak"], check=True)
+"""
+
+
+def installed_entry_point(where: Path) -> str:
+    """A dist-info declaring the plugin's pytest11 entry point, as an installed package does."""
+    dist = where / "reaper_fake-0.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: reaper-fake\nVersion: 0.0\n")
+    (dist / "entry_points.txt").write_text("[pytest11]\nreaper = reaper.pytest_plugin\n")
+    return str(where)
+
+
+@pytest.mark.parametrize("installed", [False, True])
+def test_inactive_until_asked_for_and_the_p_form_works_installed_or_not(inner, spawner, monkeypatch, tmp_path,
+                                                                       installed):
+    if installed:
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join([installed_entry_point(tmp_path / "site"), PYPATH]))
+    inner.makepyfile(test_c=LEAKY)
+    load = () if installed else ("-p", "reaper.pytest_plugin")
+    # loaded, not asked for: nothing changes (the leak is the inner suite's to clean up here)
+    quiet = run_sub(inner, *load, "-p", "no:cacheprovider")
+    quiet.assert_outcomes(passed=1)
+    assert "reaper:" not in quiet.stdout.str() and "ERROR" not in quiet.stdout.str()
+    spawner.cleanup()
+    for ask in (("--reaper",), ("-p", "reaper.pytest_plugin", "--reaper")):
+        got = run_sub(inner, *load, *ask, "--reaper-nested", "--reaper-timeout", "0")
+        got.assert_outcomes(passed=1, errors=1)
+        got.stdout.fnmatch_lines(["*reaper: test_c.py::test_leaks left 1 process running*", "*conventions-leak*"])
+    inner.makeini("[pytest]\nreaper = true\n")
+    by_ini = run_sub(inner, *load, "--reaper-nested", "--reaper-timeout", "0")
+    by_ini.assert_outcomes(passed=1, errors=1)
+
+
+def test_a_library_that_cannot_load_is_an_error_only_when_enabled(inner, monkeypatch):
+    monkeypatch.setenv("REAPER_LIBRARY", "/nonexistent/libreaper.so")
+    inner.makepyfile(test_ok="def test_ok():\n    pass\n")
+    run_sub(inner, "-p", "reaper.pytest_plugin").assert_outcomes(passed=1)
+    bad = run_sub(inner, "-p", "reaper.pytest_plugin", "--reaper", "--reaper-nested")
+    assert bad.ret != 0
+    assert "reaper plugin enabled, but reaper: cannot load libreaper" in bad.stderr.str()
+    assert "/nonexistent/libreaper.so" in bad.stderr.str()
+
+
+@pytest.mark.parametrize("family", ["xunit1", "xunit2"])
+def test_junitxml_stays_valid_under_both_families(inner, family):
+    inner.makepyfile(test_j=LEAKY + "\ndef test_clean():\n    pass\n")
+    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0", "--junitxml", "out.xml",
+                     "-o", f"junit_family={family}")
+    result.assert_outcomes(passed=2, errors=1)
+    root = ET.parse(inner.path / "out.xml").getroot()
+    cases = root.findall(".//testcase")
+    assert len(cases) == 2
+    assert all(c.find("properties") is None for c in cases), "properties inside a testcase"
+    (leaky,) = [c for c in cases if c.get("name") == "test_leaks"]
+    assert "conventions-leak" in leaky.find("error").get("message", "") + (leaky.find("error").text or "")
