@@ -558,6 +558,95 @@ START_TEST(host_child_keeps_exit_status)
 }
 END_TEST
 
+/* A child the host lists as its own is killed when it leaked, but its zombie and its status
+ * stay for the host: the host's wait sees SIGKILL. */
+START_TEST(listed_host_child_killed_but_not_collected)
+{
+	char *argv[] = { "/bin/sleep", "600", NULL };
+	struct tu_proc mine;
+	ck_assert_int_eq(tu_spawn(&mine, argv, NULL, -1, -1), 0);
+	struct reaper_finder f = reaper_find_tree(0);
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.host_children = &mine.pid;
+	o.nhost_children = 1;
+	struct reaper_report *r = NULL;
+	ck_assert_int_eq(reaper_reap(&f, 1, &o, &r), 0);
+	const struct reaper_proc *p = proc_of(r, mine.pid);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(p->fate, REAPER_KILLED);
+	ck_assert_int_eq(p->host_child, 1);
+	ck_assert_int_eq(p->exit_status, -1);
+	ck_assert_int_eq(tu_state(mine.pid), 'Z');
+	int status = 0;
+	ck_assert_int_eq(waitpid(mine.pid, &status, 0), mine.pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	tu_proc_close(&mine);
+	reaper_report_free(r);
+	o.nhost_children = 1;
+	o.host_children = NULL;
+	ck_assert_int_eq(reaper_reap(&f, 1, &o, &r), -EINVAL);
+}
+END_TEST
+
+/* Until pid runs /bin/sleep: before its exec, its environment is still ours. */
+static void wait_exec_sleep(pid_t pid)
+{
+	char path[64], exe[256];
+	snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+	for (double end = tu_now() + 30; tu_now() < end; usleep(1000)) {
+		ssize_t n = readlink(path, exe, sizeof exe - 1);
+		if (n > 0 && (exe[n] = 0, strstr(exe, "sleep")))
+			return;
+	}
+	ck_abort_msg("pid %d never ran sleep", (int)pid);
+}
+
+/* A tree finder narrowed to one test: what started before `since`, what carries another
+ * value of the marker, and what is skipped are not matched; what carries this value, no value,
+ * or the value the root was started with is. */
+START_TEST(tree_narrowed_to_one_test)
+{
+	char *argv[] = { "/bin/sleep", "600", NULL };
+	char *other[] = { "T=other", NULL }, *same[] = { "T=this", NULL }, *none[] = { NULL };
+	char inherited[64];
+	snprintf(inherited, sizeof inherited, "T=%s", getenv("T") ? getenv("T") : "");
+	char *inh[] = { inherited, NULL };
+	struct tu_proc early, p_other, p_same, p_none, p_skip, p_inh;
+	ck_assert_int_eq(tu_spawn(&early, argv, none, -1, -1), 0);
+	uint64_t since = early.start_time + 1;
+	while (ticks_now() < since + 1)
+		usleep(2000);
+	ck_assert_int_eq(tu_spawn(&p_other, argv, other, -1, -1), 0);
+	ck_assert_int_eq(tu_spawn(&p_same, argv, same, -1, -1), 0);
+	ck_assert_int_eq(tu_spawn(&p_none, argv, none, -1, -1), 0);
+	ck_assert_int_eq(tu_spawn(&p_skip, argv, same, -1, -1), 0);
+	ck_assert_int_eq(tu_spawn(&p_inh, argv, getenv("T") ? inh : none, -1, -1), 0);
+	struct tu_proc *all[] = { &early, &p_other, &p_same, &p_none, &p_skip, &p_inh };
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		wait_exec_sleep(all[i]->pid);
+	struct reaper_finder f = reaper_find_tree(0);
+	f.since = since;
+	f.marker = "T=this";
+	f.skip = &p_skip.pid;
+	f.nskip = 1;
+	struct reaper_report *r = NULL;
+	ck_assert_int_eq(reaper_scan(&f, 1, &r), 0);
+	ck_assert_ptr_null(proc_of(r, early.pid));
+	ck_assert_ptr_null(proc_of(r, p_other.pid));
+	ck_assert_ptr_null(proc_of(r, p_skip.pid));
+	ck_assert_ptr_nonnull(proc_of(r, p_same.pid));
+	ck_assert_ptr_nonnull(proc_of(r, p_none.pid));
+	ck_assert_ptr_nonnull(proc_of(r, p_inh.pid));
+	ck_assert_uint_eq(r->n, 3);
+	reaper_report_free(r);
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		ck_assert_int_eq(tu_kill_wait(all[i]), 0);
+	f.marker = "=x";
+	ck_assert_int_eq(reaper_scan(&f, 1, &r), -EINVAL);
+}
+END_TEST
+
 /* A scan reports and signals nothing. */
 START_TEST(scan_signals_nothing)
 {
@@ -669,6 +758,8 @@ int main(void)
 	tcase_add_test(tc, identity_mismatch_not_signalled);
 	tcase_add_test(tc, identity_pid_reused_not_signalled);
 	tcase_add_test(tc, host_child_keeps_exit_status);
+	tcase_add_test(tc, listed_host_child_killed_but_not_collected);
+	tcase_add_test(tc, tree_narrowed_to_one_test);
 	tcase_add_test(tc, scan_signals_nothing);
 	tcase_add_test(tc, caller_and_ancestors_never_candidates);
 	tcase_add_test(tc, bad_input_refused);
