@@ -35,6 +35,7 @@ static struct {
 	char *saved[3];
 	int had[3];
 	int adopted;
+	uint64_t since; /* when it began, in clock ticks since boot (as a start time) */
 } cur;
 static const char *const vars[3] = { "REAPER_TEST", MARKER, RUN_MARKER };
 
@@ -104,15 +105,29 @@ static void env_restore(void)
 	}
 }
 
-static int reap(const char *entry, double secs, struct reaper_report **rep)
+/* Now, in the unit of a process's start time. */
+static uint64_t ticks_now(void)
 {
-	struct reaper_finder f = reaper_find_env(entry);
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	long hz = sysconf(_SC_CLK_TCK);
+	return (uint64_t)ts.tv_sec * (uint64_t)hz + (uint64_t)ts.tv_nsec / (1000000000u / (uint64_t)hz);
+}
+
+/* What carries entry; with since, also what this process started from then on that carries
+ * no other test's marker (children forked without exec carry our exec-time environment, not
+ * what setenv changed since). */
+static int reap(const char *entry, uint64_t since, double secs, struct reaper_report **rep)
+{
+	struct reaper_finder f[2] = { reaper_find_env(entry), reaper_find_tree(0) };
+	f[1].since = since;
+	f[1].marker = entry;
 	struct reaper_opts o;
 	reaper_opts_init(&o);
 	o.timeout = secs;
 	o.patterns = allow;
 	o.npatterns = nallow;
-	return reaper_reap(&f, 1, &o, rep);
+	return reaper_reap(f, since ? 2 : 1, &o, rep);
 }
 
 /* "PID: cmdline" lines of the leaks, at most MAX_LISTED, into buf. */
@@ -146,6 +161,7 @@ static void checked_setup(int slot)
 	env_set(1, value);
 	env_set(2, run_value);
 	cur.adopted = reaper_adopt() > 0;
+	cur.since = ticks_now();
 }
 
 static void checked_teardown(int slot)
@@ -155,7 +171,7 @@ static void checked_teardown(int slot)
 	const char *test = tcase_name();
 	env_restore();
 	double secs = timeout_now();
-	int r = reap(cur.entry, secs, &rep);
+	int r = reap(cur.entry, cur.since, secs, &rep);
 	if (cur.adopted)
 		reaper_release();
 	cur.adopted = 0;
@@ -178,7 +194,7 @@ static void unchecked_teardown(int slot)
 	char entry[96], msg[4096];
 	struct reaper_report *rep = NULL;
 	snprintf(entry, sizeof entry, RUN_MARKER "=%s", run_value);
-	int r = reap(entry, 0, &rep);
+	int r = reap(entry, 0, 0, &rep);
 	if (r < 0) {
 		fprintf(stderr, "reaper: tcase %s: cannot look for leftovers: %s\n", names[slot], strerror(-r));
 		return;

@@ -11,7 +11,10 @@
  *     so every process the test starts carries them (Check names a test only once its body
  *     runs, so REAPER_TEST holds the name given here, normally the tcase's);
  *   - makes the test's process a child subreaper, so what it detaches is adopted;
- *   - after the test, gives whatever carries the marker the timeout to exit, kills the
+ *   - after the test, gives whatever carries the marker, and every process under the test's
+ *     process started since the test began that carries no other test's marker (children
+ *     forked without exec carry the environment of the last exec, not setenv's changes),
+ *     the timeout to exit, kills the
  *     survivors (identity-checked, through libreaper) and fails the test with the list:
  *     "reaper: test NAME left N process(es) running; killed after T s: PID: cmdline ...".
  * A test that fails or crashes in CK_FORK mode never reaches its teardown; what it left is

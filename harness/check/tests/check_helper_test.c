@@ -83,6 +83,26 @@ START_TEST(fails_and_leaks)
 }
 END_TEST
 
+/* A child forked without exec after a setenv: its environ is the runner's exec-time one, so
+ * only descent finds it. Its pid goes to workdir/fork.pid. */
+START_TEST(leaks_a_fork)
+{
+	setenv("REAPER_CHECK_HELPER_TEST", "changed after exec", 1);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		sleep(3600);
+		_exit(0);
+	}
+	char path[128];
+	snprintf(path, sizeof path, "%s/fork.pid", workdir);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "%d\n", (int)pid);
+	fclose(f);
+}
+END_TEST
+
 START_TEST(waits_for_child)
 {
 	char *argv[] = { "true", NULL };
@@ -116,6 +136,7 @@ static Suite *inner(void)
 	tcase_add_test(leaky, leaks_daemon);
 	tcase_add_test(leaky, clean_after);
 	tcase_add_test(leaky, fails_and_leaks);
+	tcase_add_test(leaky, leaks_a_fork);
 	tcase_add_test(clean, waits_for_child);
 	tcase_add_test(clean, env_is_set);
 	suite_add_tcase(s, leaky);
@@ -217,7 +238,7 @@ static void run_mode(enum fork_status mode, const char *name)
 	srunner_free(sr);
 
 	char *text = slurp(log), *err = slurp(errpath);
-	EXPECT(nrun == 5 && nfailed == 2, "%s: %d run, %d failed (want 5, 2)\n%s", name, nrun, nfailed, text);
+	EXPECT(nrun == 6 && nfailed == 3, "%s: %d run, %d failed (want 6, 3)\n%s", name, nrun, nfailed, text);
 	const char *l = line_of(text, ":leaky:leaks_daemon:");
 	snprintf(arg, sizeof arg, "sleep 3600.%d", tag);
 	EXPECT(line_has(l, ":S:leaky:leaks_daemon:") &&
@@ -228,6 +249,14 @@ static void run_mode(enum fork_status mode, const char *name)
 	l = line_of(text, ":leaky:fails_and_leaks:");
 	EXPECT(line_has(l, ":F:") && line_has(l, "body failed on purpose"), "%s: fails_and_leaks:\n%s", name, text);
 	EXPECT(line_has(line_of(text, ":clean:waits_for_child:"), ":P:"), "%s: waits_for_child:\n%s", name, text);
+	char forkpid[160], *pidtext = (snprintf(forkpid, sizeof forkpid, "%s/fork.pid", workdir), slurp(forkpid));
+	int fp = atoi(pidtext);
+	snprintf(forkpid, sizeof forkpid, "\n  %d: ", fp);
+	l = line_of(text, ":leaky:leaks_a_fork:");
+	EXPECT(fp > 0 && line_has(l, "reaper: test leaks_a_fork left 1 process running") && strstr(text, forkpid),
+	       "%s: the fork without exec (pid %d) was not found:\n%s", name, fp, text);
+	EXPECT(fp > 0 && read_proc(fp, "stat", forkpid, sizeof forkpid) < 0, "%s: the forked child %d still exists", name, fp);
+	free(pidtext);
 	EXPECT(line_has(line_of(text, ":clean:env_is_set:"), ":P:"), "%s: env_is_set:\n%s", name, text);
 	snprintf(arg, sizeof arg, "sleep 3601.%d", tag);
 	if (mode == CK_FORK) /* its teardown never ran: the TCase's sweep killed it and said so */
