@@ -7,7 +7,7 @@ import socket
 
 from conftest import TAG_VAR, with_tag
 
-PLUGIN = ("-p", "reaper.pytest_plugin")
+PLUGIN = ("-p", "reaper.pytest_plugin", "--reaper", "--reaper-nested")
 
 
 def free_port() -> int:
