@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -74,6 +76,11 @@ def test_many_identities_from_one_call(spawner):
 def test_proc_helpers_have_the_hand_written_meanings():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "helpers-probe"])
     try:
+        # Popen returns once the exec closed its error pipe, a moment before the kernel has
+        # set up the new command line: wait for it (a loaded machine shows the gap)
+        deadline = time.monotonic() + 30
+        while not Path(f"/proc/{child.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
         fields = reaper.stat(child.pid)
         assert fields[1] == str(os.getpid())  # ppid
         assert reaper.start_time(child.pid) == int(fields[19]) == proc_stat(child.pid)["start"]
