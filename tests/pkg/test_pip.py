@@ -68,7 +68,12 @@ def test_bad_library_is_named_with_what_was_tried(venv, tmp_path):
     (tmp_path / "reaper" / "libreaper.so").write_text("not a library")
     env["PYTHONPATH"] = str(tmp_path)
     env["REAPER_LIBRARY"] = "/nonexistent/libreaper.so"
-    r = subprocess.run([str(venv), "-c", "import reaper"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    # importing works (installed, the pytest plugin is imported by every pytest run): the first
+    # call that needs the library says what was tried
+    imp = subprocess.run([str(venv), "-c", "import reaper"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert imp.returncode == 0, imp.stderr
+    r = subprocess.run([str(venv), "-c", "import reaper; reaper.adopted()"], capture_output=True, text=True,
+                       env=env, cwd=tmp_path)
     assert r.returncode != 0
     assert "cannot load libreaper; tried, in order:" in r.stderr
     assert str(tmp_path / "reaper" / "libreaper.so") in r.stderr and "/nonexistent/libreaper.so: not found" in r.stderr

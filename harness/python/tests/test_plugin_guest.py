@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The plugin inside someone else's process: it finds exactly what each test leaves (forks
 without exec, children caught before exec), never takes what the host owns (exit statuses of
 its own children), collects adopted orphans as they die, leaves nested sessions to the
