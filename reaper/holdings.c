@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -424,6 +425,22 @@ static int is_output(const struct holdings *h, const struct stat *st)
 	return m;
 }
 
+/* What the kernel has cached of the open file: asking its file system could block the
+ * reap for as long as a FUSE or NFS server does not answer. */
+static int cached_stat(int dfd, const char *name, struct stat *st)
+{
+	struct statx sx;
+	memset(st, 0, sizeof *st);
+	if (statx(dfd, name, AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO | STATX_NLINK, &sx) < 0)
+		return -errno;
+	st->st_mode = sx.stx_mode;
+	st->st_ino = (ino_t)sx.stx_ino;
+	st->st_nlink = sx.stx_nlink;
+	st->st_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+	st->st_rdev = makedev(sx.stx_rdev_major, sx.stx_rdev_minor);
+	return 0;
+}
+
 static void look_at_fd(struct holdings *h, int procfd, pid_t pid, int dfd, const char *name, struct list *l,
 		       int *out, int *out_fd, struct netns **ns, int *ns_err)
 {
@@ -431,7 +448,7 @@ static void look_at_fd(struct holdings *h, int procfd, pid_t pid, int dfd, const
 	struct stat st;
 	int fd = atoi(name);
 	ssize_t n = readlinkat(dfd, name, target, sizeof target - 1);
-	if (n < 0 || fstatat(dfd, name, &st, 0) < 0)
+	if (n < 0 || cached_stat(dfd, name, &st) < 0)
 		return; /* closed meanwhile */
 	target[n] = 0;
 	int o = is_output(h, &st);

@@ -5,6 +5,7 @@ exits once the leftover holds what the test is about, so the report can only be 
 looked before the kill."""
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -186,3 +187,28 @@ def test_reap_names_open_files_under_each_home(spawn, tmp_path):
                 "what": os.path.join(home, "state.log")} in got["holdings"]["held"], got["holdings"]
     finally:
         shutil.rmtree(home)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a FUSE file system needs root")
+def test_a_file_on_a_hung_fuse_server_does_not_block_the_reap(home, tmp_path, sweep):
+    """The leftover holds a file whose FUSE server stopped answering: the holdings are read
+    from what the kernel knows, never by asking the server (a stat would wait forever)."""
+    if not os.path.exists("/dev/fuse") or not shutil.which("unshare"):
+        pytest.skip("no /dev/fuse or no unshare(1) here")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    opened, report = str(tmp_path / "opened"), str(tmp_path / "r.json")
+    server = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hung_fuse.py")
+    cmd = ["unshare", "--mount", "--propagation", "private", PY, server, str(mnt), opened, "--",
+           REAPER, "run", "--home", home, "--timeout", "0", "--grace", "5", "--report", report, "--",
+           PY, "-c", STARTER, opened, "sh", "-c", "exec 3<%s/f; exec sleep 600" % mnt]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)  # the server with it: the blocked stat returns
+        p.communicate()
+        pytest.fail("reaper is blocked on the hung FUSE server")
+    assert p.returncode == 23, err.decode()
+    held = [h["what"] for h in the_leak(load_json(report))["holdings"]["held"]]
+    assert held == [str(mnt / "f")], held
