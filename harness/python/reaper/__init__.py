@@ -110,7 +110,10 @@ class Finder:
         self.skip = skip
 
     def describe(self) -> str:
-        return f"env {self.marker}" if self.kind == _lib.FIND_ENV else f"tree {self.root}"
+        # the names reaper_matched_by gives
+        if self.kind == _lib.FIND_ENV:
+            return f"env {self.marker}"
+        return f"descendant of PID {self.root}" if self.root else "descendant of the run"
 
     def __repr__(self) -> str:
         return f"<reaper.Finder {self.describe()}>"
