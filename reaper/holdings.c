@@ -286,11 +286,29 @@ static int inet_table(struct netns *ns, size_t *cap, const char *text, int udp, 
 
 /* Only sockets with a path: the nameless ends of socketpairs and of connections to a
  * daemon are everywhere and name nothing a test could trip over. */
+static int unix_row(const char *line, unsigned long *flags, unsigned *type, unsigned *st, unsigned long long *ino,
+		    int *off)
+{
+	const char *end = strchr(line, '\n');
+	char *l = strndup(line, end ? (size_t)(end - line) : strlen(line));
+	int r = l && sscanf(l, "%*s %*x %*x %lx %x %x %llu %n", flags, type, st, ino, off) == 4;
+	free(l);
+	return r;
+}
+
 static int unix_table(struct netns *ns, size_t *cap, const char *text)
 {
 	const char *line = strchr(text, '\n');
 	while (line && *++line) {
 		const char *end = strchr(line, '\n');
+		unsigned long f;
+		unsigned t, s;
+		unsigned long long i;
+		int o;
+		/* the kernel prints a path as it is, newlines too: a line that is no row goes on
+		 * with the path of the row before */
+		while (end && end[1] && !unix_row(end + 1, &f, &t, &s, &i, &o))
+			end = strchr(end + 1, '\n');
 		size_t len = end ? (size_t)(end - line) : strlen(line);
 		unsigned long flags;
 		unsigned type, st;

@@ -212,3 +212,18 @@ def test_a_file_on_a_hung_fuse_server_does_not_block_the_reap(home, tmp_path, sw
     assert p.returncode == 23, err.decode()
     held = [h["what"] for h in the_leak(load_json(report))["holdings"]["held"]]
     assert held == [str(mnt / "f")], held
+
+
+def test_a_unix_socket_path_with_a_newline_is_named_whole(home, tmp_path, sweep):
+    """/proc/net/unix prints a socket's path as it is: a newline in it must not cut it."""
+    ready = str(tmp_path / "ready")
+    path = os.path.join(home, "a\nb.sock")
+    server = ("import socket, sys, time\n"
+              "s = socket.socket(socket.AF_UNIX)\n"
+              "s.bind(sys.argv[2])\n"
+              "s.listen()\n"
+              "open(sys.argv[1], 'w').close()\n"
+              "time.sleep(600)\n")
+    r, rep = run_leaking(home, tmp_path, [PY, "-c", server, ready, path], ready)
+    held = [h["what"] for h in the_leak(rep)["holdings"]["held"]]
+    assert held == ["unix %s (listening)" % path], held
