@@ -70,8 +70,11 @@ static int try_path(const char *path, char *const argv[], char *const envp[], st
 				f->err = e;
 			return searching;
 		}
-		if (searching && S_ISDIR(sb.st_mode))
-			return 1; /* a directory of that name is not a command */
+		if (S_ISDIR(sb.st_mode)) {
+			if (searching)
+				return 1; /* a directory of that name is not a command */
+			e = EISDIR; /* what the kernel's EACCES means here, as a shell says it */
+		}
 		/* a file that is there but may not be executed: remember the first, keep looking */
 		if (!f->found) {
 			f->found = 1;

@@ -216,4 +216,4 @@ def test_not_executable_is_126(run, tmp_path):
     f.write_text("#!/bin/sh\nexit 0\n")
     os.chmod(f, 0o644)
     exec_failure(run, [str(f)], 126, "Permission denied")
-    exec_failure(run, [str(tmp_path)], 126, "Permission denied")
+    exec_failure(run, [str(tmp_path)], 126, "Is a directory")
