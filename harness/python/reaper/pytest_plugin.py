@@ -107,7 +107,10 @@ def pytest_configure(config):
     if not _enabled(config):
         return
     outer = os.environ.get(SESSION_VAR)
-    if outer and not config.getoption("reaper_nested"):
+    # an xdist worker inherits its controller's variable, but it is the controller's own
+    # worker, not a session nested in one of its tests: its tests are checked here
+    own_worker = outer and getattr(config, "workerinput", {}).get("reaper_controller") == outer
+    if outer and not own_worker and not config.getoption("reaper_nested"):
         config.pluginmanager.register(_Deferred(outer), "reaper-deferred")
         return
     import reaper
@@ -398,6 +401,11 @@ class _Session:
                 print(f"reaper: error: cannot write the report {path}: {e.strerror or e}", file=sys.stderr)
                 if session.exitstatus == 0:
                     session.exitstatus = 74
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node):
+        # the workers this xdist controller starts check their own tests (see pytest_configure)
+        node.workerinput["reaper_controller"] = self.prefix
 
     def pytest_terminal_summary(self, terminalreporter):
         if self.shared_leaks:

@@ -270,3 +270,26 @@ def test_junitxml_stays_valid_under_both_families(inner, family):
     assert all(c.find("properties") is None for c in cases), "properties inside a testcase"
     (leaky,) = [c for c in cases if c.get("name") == "test_leaks"]
     assert "conventions-leak" in leaky.find("error").get("message", "") + (leaky.find("error").text or "")
+
+
+def test_xdist_workers_check_their_own_tests_without_the_nested_option(inner, monkeypatch, tmp_path):
+    # the workers inherit the controller's session variable; they are not nested sessions
+    pytest.importorskip("xdist")
+    monkeypatch.delenv("REAPER_PYTEST_SESSION", raising=False)
+    inner.makepyfile(test_x=f"""
+import os, time
+def test_fork():
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(600)
+        os._exit(0)
+    open({str(tmp_path / "fork.pid")!r}, "w").write(str(pid))
+def test_clean():
+    pass
+""")
+    result = run_sub(inner, "-p", "reaper.pytest_plugin", "--reaper", "-n", "2",
+                     "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=2, errors=1)
+    pid = int((tmp_path / "fork.pid").read_text())
+    result.stdout.fnmatch_lines(["*reaper: test_x.py::test_fork left 1 process running*", f"*  {pid}: *"])
+    assert "left by fixtures wider than a test" not in result.stdout.str()
