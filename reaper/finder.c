@@ -559,9 +559,8 @@ void scanner_refresh(struct scanner *sc, struct cand *c)
 {
 	struct reaper_stat st;
 	struct reaper_proc *pi = &c->info;
-	/* identified in the scan that just ran: what it read is what it is now */
-	if (c->gen == sc->gen && !(sc->env_mask & ~pi->matched_by))
-		return;
+	/* Even a process identified in the scan that just ran may have been read between its
+	 * fork and its exec: what it is now is read again, once, when it is described. */
 	if (procfs_stat(sc->procfd, pi->pid, &st) < 0 || st.start_time != pi->start_time || st.state == 'Z')
 		return; /* gone: what we saw first is all there is */
 	char *cmd = cmdline_of(sc, pi->pid, st.comm), *comm = strdup(st.comm);
@@ -574,16 +573,16 @@ void scanner_refresh(struct scanner *sc, struct cand *c)
 	pi->cmdline = cmd, pi->comm = comm, pi->exe = exe, pi->cwd = cwd;
 	pi->state = st.state;
 	pi->age = procfs_uptime(sc->procfd) - (double)st.start_time / (double)sc->ticks;
-	/* found early by descent or in its cgroup, it may carry the markers and its test only
-	 * since its exec (nothing to learn when every marker matched and the test is known) */
-	uint32_t missing = sc->env_mask & ~pi->matched_by;
-	ssize_t n = missing || !pi->test[0] ? procfs_read(sc->procfd, pi->pid, "environ", &sc->buf) : 0;
+	/* Found early (by descent, in its cgroup, or by a marker it inherited), it may carry the
+	 * markers and its test only since its exec; a test read before the exec may be its
+	 * parent's. The environment of its last exec names the test, when it names one. */
+	ssize_t n = procfs_read(sc->procfd, pi->pid, "environ", &sc->buf);
 	for (size_t i = 0; n > 0 && i < sc->nf; i++)
 		if ((sc->env_mask & (1u << i)) && reaper_environ_has(sc->buf.p, (size_t)n, sc->f[i].marker, sc->elen[i]))
 			pi->matched_by |= 1u << i;
 	size_t vlen = 0;
-	const char *test = n > 0 && !pi->test[0] ? reaper_environ_get(sc->buf.p, (size_t)n, "REAPER_TEST", &vlen) : NULL;
-	char *t = test ? strndup(test, vlen) : NULL;
+	const char *test = n > 0 ? reaper_environ_get(sc->buf.p, (size_t)n, "REAPER_TEST", &vlen) : NULL;
+	char *t = test && vlen ? strndup(test, vlen) : NULL;
 	if (t) {
 		free(pi->test);
 		pi->test = t;

@@ -150,6 +150,7 @@ static void on_added(void *ctx, size_t idx)
 	}
 	static const int sig_of[] = { [WAIT] = 0, [TERM] = SIGTERM, [FREEZE] = SIGSTOP, [KILL] = SIGKILL };
 	if (sig_of[rp->phase]) {
+		scanner_refresh(&rp->sc, c); /* its last look before the signal */
 		leak_found(rp, c);
 		signal_cand(rp, c, sig_of[rp->phase]);
 	}
