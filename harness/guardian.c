@@ -3,10 +3,12 @@
 #define _GNU_SOURCE
 #include "guardian.h"
 
+#include "reaper/procfs.h"
 #include "reaper/reaper.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,12 +109,13 @@ static int middle(void *arg)
  * as large as a reap may need, with a guard page below it. */
 #define STACK_SIZE (1024 * 1024)
 
-int guardian_start(const char *marker, const char *cgroup, pid_t *guardian)
+int guardian_start(const char *marker, const char *cgroup, struct pidref *guardian)
 {
 	struct middle_args m = { .marker = marker, .cgroup = cgroup };
 	int *p = m.p, *q = m.q, e;
+	pid_t g = 0;
 	q[0] = q[1] = -1;
-	*guardian = 0;
+	*guardian = PIDREF_NULL;
 	/* p: reaper -> guardian, held open for the run; q: the middle process tells us the pid */
 	if (pipe2(p, O_CLOEXEC) < 0)
 		goto fail;
@@ -146,14 +149,19 @@ int guardian_start(const char *marker, const char *cgroup, pid_t *guardian)
 		e = errno;
 	else if (!WIFEXITED(st))
 		e = ECHILD;
-	else if ((e = WEXITSTATUS(st)) == 0 && (n = read(q[0], guardian, sizeof *guardian)) != (ssize_t)sizeof *guardian)
+	else if ((e = WEXITSTATUS(st)) == 0 && (n = read(q[0], &g, sizeof g)) != (ssize_t)sizeof g)
 		e = n < 0 ? errno : EIO;
+	/* It waits on the pipe we hold until we stop it: whatever holds its pid now is it.
+	 * Unpinned (no descriptor to spare), it is named but not waited for when stopped. */
+	struct reaper_stat gst;
+	if (!e && pidref_open_stat(guardian, -1, g, &gst) < 0)
+		*guardian = (struct pidref){ .pid = g, .fd = -1 };
 	if (chld_saved)
 		sigaction(SIGCHLD, &oldchld, NULL);
 	close(q[0]);
 	if (e) {
 		close(p[1]);
-		*guardian = 0;
+		pidref_done(guardian);
 		errno = e;
 		goto fail;
 	}
@@ -176,7 +184,11 @@ fail:
 	return -1;
 }
 
-void guardian_stop(int fd)
+/* How long a stopped guardian may take to exit: it only reads one byte and exits, but a
+ * loaded machine may not run it for a while. */
+#define STOP_WAIT_MS 30000
+
+void guardian_stop(int fd, struct pidref *guardian)
 {
 	if (fd < 0)
 		return;
@@ -184,4 +196,13 @@ void guardian_stop(int fd)
 		/* EPIPE: the guardian is gone already */
 	}
 	close(fd);
+	/* A caller that looks for leftovers the moment we return must not find our guardian. */
+	for (int waited = 0; guardian->pid > 0 && !pidref_exited(guardian, -1) && waited < STOP_WAIT_MS;) {
+		struct pollfd pfd = { .fd = guardian->fd, .events = POLLIN };
+		int step = guardian->fd >= 0 ? STOP_WAIT_MS - waited : 10; /* no pidfd: look again */
+		if (guardian->fd >= 0 ? poll(&pfd, 1, step) < 0 && errno != EINTR : poll(NULL, 0, step) < 0)
+			break;
+		waited += step;
+	}
+	pidref_done(guardian);
 }

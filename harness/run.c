@@ -58,6 +58,7 @@ struct run {
 	int cancels;                /* cancellation signals received */
 	int supervising;            /* COMMAND runs under our job control (not yet being reaped) */
 	int guardian_fd;
+	struct pidref guardian; /* pinned while guardian_fd is open */
 	struct run_state st;
 	struct reaper_opts opts;    /* the reap's: read by it while it runs (term_signal, below) */
 	const char *hold_dirs[3];   /* the run's HOME, working directory and /tmp */
@@ -786,7 +787,7 @@ static void drop_command(struct run *r, struct reaper_report *rep)
 
 int cmd_run(int argc, char **argv)
 {
-	struct run r = { .sfd = -1, .tty = -1, .guardian_fd = -1, .cmd = PIDREF_NULL };
+	struct run r = { .sfd = -1, .tty = -1, .guardian_fd = -1, .guardian = PIDREF_NULL, .cmd = PIDREF_NULL };
 	r.st.runner_exit_code = -1;
 	r.st.phase = "starting";
 	output_init(&r.out, "run");
@@ -835,7 +836,8 @@ int cmd_run(int argc, char **argv)
 	}
 	/* Before we become a subreaper, so the guardian's orphaned self is not ours. */
 	if (getpid() != 1)
-		r.guardian_fd = guardian_start(r.run_marker, r.cgroup, &r.st.guardian_pid);
+		r.guardian_fd = guardian_start(r.run_marker, r.cgroup, &r.guardian);
+	r.st.guardian_pid = r.guardian.pid;
 	int e = reaper_adopt();
 	if (e < 0 && getpid() != 1)
 		fprintf(stderr, "reaper: warning: cannot become a child subreaper: %s; orphans go to init\n",
@@ -859,7 +861,7 @@ int cmd_run(int argc, char **argv)
 			tcsetpgrp(r.tty, getpgrp());
 		state_update(&r, "exited");
 		drop_cgroup(&r);
-		guardian_stop(r.guardian_fd);
+		guardian_stop(r.guardian_fd, &r.guardian);
 		return r.st.runner_exit_code;
 	}
 	supervise(&r);
@@ -933,7 +935,7 @@ int cmd_run(int argc, char **argv)
 	r.st.runner_exit_code = status_to_code(r.cmd_status);
 	drop_cgroup(&r);
 	state_update(&r, "exited");
-	guardian_stop(r.guardian_fd);
+	guardian_stop(r.guardian_fd, &r.guardian);
 	reaper_report_free(rep);
 	pidref_done(&r.cmd);
 	free(r.home_marker);
