@@ -113,7 +113,10 @@ JOB_SHELL = """
         os.tcsetpgrp(0, os.getpid())
         signal.signal(signal.SIGTTOU, signal.SIG_DFL)
         os.execv(sys.argv[1], sys.argv[1:])
-    os.setpgid(pid, pid)
+    try:
+        os.setpgid(pid, pid)  # as a shell does: whichever of the two runs first makes the group
+    except PermissionError:
+        pass  # EACCES: the job already exec'd, after its own setpgid
     os.tcsetpgrp(0, pid)
     _, st = os.waitpid(pid, os.WUNTRACED)
     os.tcsetpgrp(0, os.getpgrp())
