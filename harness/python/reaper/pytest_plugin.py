@@ -335,6 +335,32 @@ def _collect(pid: int, start: int) -> int:
         os.close(fd)
 
 
+def _mark_helpers(env: Dict[str, Optional[str]]) -> List[tuple]:
+    """multiprocessing starts its resource tracker and fork server once, in whichever test
+    first needs them, and they serve the interpreter until it exits (which ends them): they
+    are started with a marker no check looks for, so no test is blamed for them and none
+    kills them under the tests that follow. Returns (class, original) pairs to restore."""
+    try:
+        from multiprocessing import forkserver, resource_tracker
+    except ImportError:
+        return []
+    saved = []
+    for cls in (resource_tracker.ResourceTracker, forkserver.ForkServer):
+        fn = cls.__dict__.get("ensure_running")
+        if fn is None:
+            continue
+
+        def ensure_running(self, *args, _fn=fn, **kwargs):
+            before = _swap_env(env)
+            try:
+                return _fn(self, *args, **kwargs)
+            finally:
+                _swap_env(before)
+        cls.ensure_running = functools.wraps(fn)(ensure_running)
+        saved.append((cls, fn))
+    return saved
+
+
 # ---- the session -------------------------------------------------------------------------
 
 class _Session:
@@ -359,6 +385,7 @@ class _Session:
         self.adopted = False
         self.outer: Dict[str, Optional[str]] = {}
         self.collector: Optional[_Collector] = None
+        self.helpers: List[tuple] = []
 
     # -- session ------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -371,6 +398,8 @@ class _Session:
         self.session_since = self.reaper.now_ticks()
         # What starts outside any test (session fixtures, plugins) carries the shared marker.
         self.outer = _swap_env({MARKER: self.shared_marker, SESSION_VAR: self.prefix})
+        self.helpers = _mark_helpers({MARKER: f"{self.prefix}-multiprocessing",
+                                      "REAPER_TEST": "multiprocessing's helper process"})
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session):
@@ -384,6 +413,9 @@ class _Session:
                                       host_children=HOST.current())
         self.shared_leaks = [_record(p, p.test) for p in rep.leaks]
         _swap_env(self.outer)
+        for cls, fn in self.helpers:
+            cls.ensure_running = fn
+        self.helpers = []
         if self.collector:
             self.collector.finish()
             self.collector = None

@@ -293,3 +293,21 @@ def test_clean():
     pid = int((tmp_path / "fork.pid").read_text())
     result.stdout.fnmatch_lines(["*reaper: test_x.py::test_fork left 1 process running*", f"*  {pid}: *"])
     assert "left by fixtures wider than a test" not in result.stdout.str()
+
+
+def test_multiprocessing_helper_processes_are_no_tests_leak(inner):
+    # the resource tracker (spawn, forkserver) and the fork server serve the whole
+    # interpreter: a pool closed properly leaves nothing of the test's
+    inner.makepyfile(test_mp="""
+import multiprocessing, pytest
+def square(x):
+    return x * x
+@pytest.mark.parametrize("method", ["spawn", "forkserver", "spawn", "forkserver"])
+def test_pool(method):
+    with multiprocessing.get_context(method).Pool(1) as pool:
+        assert pool.map(square, range(3)) == [0, 1, 4]
+    pool.join()
+""")
+    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0", "-W", "error")
+    result.assert_outcomes(passed=4)
+    assert "left by fixtures wider than a test" not in result.stdout.str()
