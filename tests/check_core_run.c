@@ -153,6 +153,23 @@ START_TEST(setsid_sleep_leak)
 }
 END_TEST
 
+/* A leftover first seen before its exec carries its parent's test then: the report names the
+ * test of the program it runs at the deadline. (Seen after the exec already, it passes too.) */
+START_TEST(test_named_after_exec)
+{
+	char home[PATH_MAX];
+	sandbox(home, sizeof home);
+	struct run r;
+	char *args[] = { "run", "--home", home, "--timeout", "5", "--", "sh", "-c",
+			 "REAPER_TEST=first sh -c 'sleep 0.2; REAPER_TEST=second exec sleep 300' & exit 0", NULL };
+	run_reaper(&r, args);
+	ck_assert_msg(r.code == 23, "exit %d; stderr:\n%s", r.code, r.err);
+	ck_assert_int_eq(leaked_pids_gone(&r), 1);
+	ck_assert_msg(strstr(r.err, ") sleep 300\n") && strstr(r.err, ", test second, cwd"), "stderr:\n%s", r.err);
+	remove_sandbox(home);
+}
+END_TEST
+
 /* must show: the wait ends when the leftover exits, not at the deadline */
 START_TEST(short_leftover_exits_zero_fast)
 {
@@ -277,6 +294,7 @@ int main(void)
 	Suite *s = suite_create("core-run");
 	TCase *tc = tcase_create("run");
 	tcase_add_test(tc, setsid_sleep_leak);
+	tcase_add_test(tc, test_named_after_exec);
 	tcase_add_test(tc, short_leftover_exits_zero_fast);
 	tcase_add_test(tc, exit_statuses);
 	tcase_add_test(tc, not_found_and_not_executable);
