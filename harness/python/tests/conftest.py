@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import select
 import signal
 import subprocess
 import sys
@@ -52,6 +53,27 @@ def with_tag(tag: str):
         if needle in env and s and s["state"] not in ("Z", "X"):
             out.append((int(e), s["start"]))
     return out
+
+
+def running_after(tag: str, timeout: float = 30.0):
+    """with_tag(tag) once each process it lists has exited, or what still runs after timeout:
+    a process killed a moment ago may still be on its way out; one left running is not."""
+    deadline = time.monotonic() + timeout
+    while left := with_tag(tag):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return left
+        pid, start = left[0]
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            continue  # gone already
+        try:
+            if alive(pid, start):
+                select.select([fd], [], [], remaining)  # readable once it has exited
+        finally:
+            os.close(fd)
+    return []
 
 
 def zombie_children():

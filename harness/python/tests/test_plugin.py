@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import LEAKER, TAG_VAR, with_tag, zombie_children
+from conftest import LEAKER, TAG_VAR, running_after, with_tag, zombie_children
 
 PLUGIN = ("-p", "reaper.pytest_plugin", "--reaper", "--reaper-nested")
 
@@ -28,7 +28,7 @@ def spawn(*args, daemon=True):
 """)
     yield pytester
     del os.environ[TAG_VAR]
-    assert with_tag(spawner.tag) == [], "the plugin left a process of the inner suite running"
+    assert running_after(spawner.tag) == [], "the plugin left a process of the inner suite running"
 
 
 def test_leaking_test_fails_naming_the_command_and_the_next_is_not_blamed(suite, spawner):
@@ -59,7 +59,7 @@ def test_failing_and_leaking():
     assert "ERROR at teardown of test_failing_and_leaking" in out and "second-leak" in out
     pid = int((suite.path / "leak.pid").read_text())
     assert not os.path.exists(f"/proc/{pid}") or pid not in zombie_children()
-    assert with_tag(spawner.tag) == []
+    assert running_after(spawner.tag) == []
 
 
 def test_marker_and_test_name_are_in_the_environment_of_what_a_test_starts(suite):
