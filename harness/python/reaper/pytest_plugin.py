@@ -393,6 +393,10 @@ class _Session:
         self.reaper.adopt_orphans()
         self.adopted = True
         HOST.install()
+        # children started before the session (a conftest, a plugin's configure hook) are the
+        # host's own as well: their owners wait for them later
+        for pid in _children():
+            HOST.add(pid)
         self.collector = _Collector()
         self.collector.start()
         self.session_since = self.reaper.now_ticks()

@@ -311,3 +311,27 @@ def test_pool(method):
     result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0", "-W", "error")
     result.assert_outcomes(passed=4)
     assert "left by fixtures wider than a test" not in result.stdout.str()
+
+
+def test_children_started_before_the_session_keep_their_exit_status(inner):
+    # a conftest starts them at import, before the session: they are the host's, and the
+    # zombie collector must leave their statuses to the code that waits for them later
+    inner.makeconftest("""
+import os, subprocess, time
+P = subprocess.Popen(["sh", "-c", "exit 7"])
+PID = os.fork()
+if PID == 0:
+    os._exit(5)
+""")
+    inner.makepyfile(test_late="""
+import os, time, conftest
+def test_wait_later():
+    deadline = time.monotonic() + 60
+    while conftest.P.poll() is None and time.monotonic() < deadline:  # never reaped before
+        time.sleep(0.05)
+    time.sleep(1)  # several of the collector's looks while both are zombies
+    assert conftest.P.returncode == 7
+def test_waitpid_later():
+    assert os.waitstatus_to_exitcode(os.waitpid(conftest.PID, 0)[1]) == 5
+""")
+    run_sub(inner, *PLUGIN).assert_outcomes(passed=2)
