@@ -47,6 +47,8 @@ struct scanner {
 	int env_deferred;
 	pid_t *cgpids; /* cgroup members, reused by every scan */
 	size_t cgcap;
+	pid_t *cgagain; /* members listed again to check one pinned late */
+	size_t cgagain_cap;
 	const struct reaper_pattern *patterns;
 	size_t npatterns;
 	size_t *pattern_hits;

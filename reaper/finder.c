@@ -266,6 +266,8 @@ void scanner_done(struct scanner *sc)
 		free(sc->tree_inherited[i]);
 		sc->tree_inherited[i] = NULL;
 	}
+	free(sc->cgagain);
+	sc->cgagain = NULL;
 	free(sc->pattern_hits);
 	free(sc->ids);
 	sc->ids = NULL;
@@ -446,6 +448,24 @@ static int pin(struct scanner *sc, struct candset *cs, struct pidref *ref, pid_t
 	return r;
 }
 
+/* Whether pid is listed in a cgroup of the cgroup finders in mask now: 1, 0 or -ENOMEM.
+ * Asked after pid is pinned, with the pin checked afterwards, it is about the pinned process;
+ * a listing read before the pin may name the earlier holder of a recycled pid. */
+static int in_cgroups(struct scanner *sc, pid_t pid, uint32_t mask)
+{
+	int in = 0;
+	for (size_t i = 0; !in && i < sc->nf; i++) {
+		if (!(mask & (1u << i)))
+			continue;
+		size_t n = 0;
+		if (cgroup_members(sc->f[i].cgroup, &sc->cgagain, &n, &sc->cgagain_cap) == -ENOMEM)
+			return -ENOMEM;
+		for (size_t k = 0; k < n && !in; k++)
+			in = sc->cgagain[k] == pid;
+	}
+	return in;
+}
+
 /* Identify pid (pidfd + start time) and record what it is. want: the start time it must
  * have (0: any). What found it is checked again for a process younger than the scan (it may
  * hold a pid whose earlier holder was read): env, its environ as read (marker finders), is
@@ -479,6 +499,12 @@ static ssize_t add(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t m
 			read_failed(sc, envlen);
 		} else if (parent && (st.ppid != parent || (pref && pidref_held(pref, sc->procfd) < 0))) {
 			mask = 0;
+		} else if (mask & sc->cgroup_mask) {
+			int in = in_cgroups(sc, pid, mask & sc->cgroup_mask);
+			if (in < 0 || (in && pidref_held(&c.ref, sc->procfd) < 0))
+				in = 0; /* (out of memory: judged at the next scan) */
+			if (!in)
+				mask &= ~sc->cgroup_mask;
 		}
 		if (!mask) {
 			pidref_done(&c.ref);

@@ -700,6 +700,45 @@ static int path_marker_rechecked(void)
 	return unrelated_untouched(&u);
 }
 
+/* A cgroup member was listed; before the reaper pins it, the member is gone and a process
+ * outside the cgroup holds its pid: the pinned process is listed again and is no member. */
+static int path_cgroup_member_rechecked(void)
+{
+	char cg[PATH_MAX];
+	int r = reaper_cgroup_create(NULL, NULL, cg, sizeof cg);
+	NS_CHECK(r == 0, "create a cgroup: %s", strerror(-r));
+	char *venv[] = { "PATH=/usr/bin:/bin", "HARD_ROLE=member", NULL };
+	struct sigproc v, u = { 0, -1 };
+	NS_CHECK(ns_sig_spawn(&v, venv) == 0, "spawn the member");
+	char procs[PATH_MAX + 16];
+	snprintf(procs, sizeof procs, "%s/cgroup.procs", cg);
+	int fd = open(procs, O_WRONLY | O_CLOEXEC);
+	NS_CHECK(fd >= 0 && dprintf(fd, "%d", (int)v.pid) > 0, "move %d into %s: %s", (int)v.pid, cg, strerror(errno));
+	close(fd);
+	struct reaper_finder f = reaper_find_cgroup(cg);
+	int go, res;
+	pid_t reaper = reaper_child(&f, 1, NULL, 0, 0, &go, &res);
+	NS_CHECK(reaper > 0, "fork the reaper");
+	NS_CHECK(trace_begin(reaper) == 0, "trace the reaper: %s", strerror(errno));
+	NS_CHECK(write(go, "g", 1) == 1, "go");
+	NS_CHECK((r = trace_until_pidfd_open(reaper, v.pid)) == 0, "never caught the reaper pinning %d: %s", (int)v.pid,
+		 strerror(-r));
+	NS_CHECK((r = take_over_pid(&v, &u)) == 0, "could not put a new process on pid %d: %s (got %d)", (int)v.pid,
+		 strerror(-r), (int)u.pid);
+	fprintf(stderr, "hard: reaper held before pinning %d; the pid now holds a process outside the cgroup\n",
+		(int)u.pid);
+	NS_CHECK(ptrace(PTRACE_DETACH, reaper, 0, 0) == 0, "detach: %s", strerror(errno));
+	char out[4096];
+	if (reaper_result(reaper, res, out, sizeof out))
+		return 1;
+	r = reaper_cgroup_remove(cg);
+	NS_CHECK(r == 0, "remove %s: %s", cg, strerror(-r));
+	char want[32];
+	snprintf(want, sizeof want, "\n%d ", (int)u.pid);
+	NS_CHECK(!strstr(out, want), "the process outside the cgroup %d was taken for a member:\n%s", (int)u.pid, out);
+	return unrelated_untouched(&u);
+}
+
 /* ---- namespace plumbing ---------------------------------------------------------------- */
 
 /* Run fn as pid 1 of a new PID namespace with its own /proc; fails the test with fn's
@@ -797,6 +836,13 @@ START_TEST(marker_rechecked_after_pinning)
 }
 END_TEST
 
+START_TEST(cgroup_member_rechecked_after_pinning)
+{
+	if (need_root("cgroup_member_rechecked_after_pinning"))
+		in_pid_namespace(path_cgroup_member_rechecked);
+}
+END_TEST
+
 START_TEST(setsid_sleep_found_mid_exec)
 {
 	if (need_root("setsid_sleep_found_mid_exec"))
@@ -819,6 +865,7 @@ int main(void)
 	tcase_add_test(tc, reused_pid_of_kept_found);
 	tcase_add_test(tc, setsid_sleep_found_mid_exec);
 	tcase_add_test(tc, marker_rechecked_after_pinning);
+	tcase_add_test(tc, cgroup_member_rechecked_after_pinning);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("zz_nothing_left");
 	tcase_set_timeout(tc, 90);
