@@ -389,6 +389,18 @@ int cgroup_members(const char *path, pid_t **v, size_t *n, size_t *cap)
 	return r;
 }
 
+int cgroup_holds(const char *path, const struct pidref *ref, int procfd, pid_t **v, size_t *cap)
+{
+	size_t n = 0;
+	int r = cgroup_members(path, v, &n, cap);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		if ((*v)[i] == ref->pid)
+			return pidref_held(ref, procfd) == 0;
+	return 0;
+}
+
 int reaper_cgroup_procs(const char *path, pid_t **pids, size_t *n)
 {
 	size_t cap = 0;
@@ -526,8 +538,8 @@ static int kill_each(const char *path, int only_zombie_leaders)
 		pid_t pid;
 		uint64_t start_time;
 	} *k = NULL;
-	size_t nk = 0, ck = 0, cap = 0;
-	pid_t *v = NULL, self = getpid();
+	size_t nk = 0, ck = 0, cap = 0, again_cap = 0;
+	pid_t *v = NULL, *again = NULL, self = getpid();
 	int procfd = procfs_open(), r = 0;
 	if (procfd < 0)
 		return procfd;
@@ -540,7 +552,9 @@ static int kill_each(const char *path, int only_zombie_leaders)
 			struct reaper_stat st;
 			if (v[i] == self || pidref_open_stat(&ref, procfd, v[i], &st) < 0)
 				continue;
-			if (only_zombie_leaders && st.state != 'Z') {
+			/* a pid listed before it was pinned may have passed to a process outside */
+			if ((only_zombie_leaders && st.state != 'Z') ||
+			    cgroup_holds(path, &ref, procfd, &again, &again_cap) != 1) {
 				pidref_done(&ref);
 				continue;
 			}
@@ -566,6 +580,7 @@ static int kill_each(const char *path, int only_zombie_leaders)
 			break;
 	}
 	free(v);
+	free(again);
 	free(k);
 	close(procfd);
 	return r;
@@ -645,8 +660,8 @@ int reaper_cgroup_release(const char *path)
 	int procfd = procfs_open();
 	if (procfd < 0)
 		return procfd;
-	pid_t *v = NULL;
-	size_t cap = 0;
+	pid_t *v = NULL, *again = NULL;
+	size_t cap = 0, again_cap = 0;
 	int moved = 0, r = 0;
 	/* a member may fork while we move it: round after round until the removal works */
 	for (int round = 0; round < 100; round++) {
@@ -661,7 +676,8 @@ int reaper_cgroup_release(const char *path)
 				continue;
 			char pid[24];
 			snprintf(pid, sizeof pid, "%d", (int)v[i]);
-			if (pidref_verify(&ref, procfd) == 0 && cgroup_write(parent, "cgroup.procs", pid) == 0)
+			if (cgroup_holds(path, &ref, procfd, &again, &again_cap) == 1 &&
+			    cgroup_write(parent, "cgroup.procs", pid) == 0)
 				moved++;
 			pidref_done(&ref);
 		}
@@ -669,6 +685,7 @@ int reaper_cgroup_release(const char *path)
 			break;
 	}
 	free(v);
+	free(again);
 	close(procfd);
 	return r < 0 ? r : moved;
 }

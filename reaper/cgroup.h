@@ -10,6 +10,11 @@
 /* Append the pids of cgroup.procs of path and of every cgroup below it to *v (grown with
  * realloc; *n used, *cap allocated). 0 or -errno (-ENOENT: path is gone). */
 int cgroup_members(const char *path, pid_t **v, size_t *n, size_t *cap);
+struct pidref;
+/* 1 when the pinned process ref is listed in path or below now (a listing read before it was
+ * pinned may name an earlier holder of its pid), 0 when not, -errno. *v, *cap: a buffer kept
+ * by the caller for the listing. */
+int cgroup_holds(const char *path, const struct pidref *ref, int procfd, pid_t **v, size_t *cap);
 /* open path/cgroup.events for reading (poll it for POLLPRI). fd or -errno. */
 int cgroup_events_open(const char *path);
 /* Read "populated" and "frozen" (either pointer may be NULL) from an open cgroup.events. */

@@ -448,21 +448,14 @@ static int pin(struct scanner *sc, struct candset *cs, struct pidref *ref, pid_t
 	return r;
 }
 
-/* Whether pid is listed in a cgroup of the cgroup finders in mask now: 1, 0 or -ENOMEM.
- * Asked after pid is pinned, with the pin checked afterwards, it is about the pinned process;
- * a listing read before the pin may name the earlier holder of a recycled pid. */
-static int in_cgroups(struct scanner *sc, pid_t pid, uint32_t mask)
+/* Whether the pinned process ref is listed in a cgroup of the cgroup finders in mask now:
+ * 1, 0 or -errno. */
+static int in_cgroups(struct scanner *sc, const struct pidref *ref, uint32_t mask)
 {
 	int in = 0;
-	for (size_t i = 0; !in && i < sc->nf; i++) {
-		if (!(mask & (1u << i)))
-			continue;
-		size_t n = 0;
-		if (cgroup_members(sc->f[i].cgroup, &sc->cgagain, &n, &sc->cgagain_cap) == -ENOMEM)
-			return -ENOMEM;
-		for (size_t k = 0; k < n && !in; k++)
-			in = sc->cgagain[k] == pid;
-	}
+	for (size_t i = 0; in != 1 && i < sc->nf; i++)
+		if (mask & (1u << i))
+			in = cgroup_holds(sc->f[i].cgroup, ref, sc->procfd, &sc->cgagain, &sc->cgagain_cap);
 	return in;
 }
 
@@ -500,10 +493,8 @@ static ssize_t add(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t m
 		} else if (parent && (st.ppid != parent || (pref && pidref_held(pref, sc->procfd) < 0))) {
 			mask = 0;
 		} else if (mask & sc->cgroup_mask) {
-			int in = in_cgroups(sc, pid, mask & sc->cgroup_mask);
-			if (in < 0 || (in && pidref_held(&c.ref, sc->procfd) < 0))
-				in = 0; /* (out of memory: judged at the next scan) */
-			if (!in)
+			/* listed before it was pinned: the pid may have passed to a process outside */
+			if (in_cgroups(sc, &c.ref, mask & sc->cgroup_mask) != 1)
 				mask &= ~sc->cgroup_mask;
 		}
 		if (!mask) {

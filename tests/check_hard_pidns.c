@@ -739,6 +739,70 @@ static int path_cgroup_member_rechecked(void)
 	return unrelated_untouched(&u);
 }
 
+static int move_to(const char *cg, pid_t pid)
+{
+	char procs[PATH_MAX + 16];
+	snprintf(procs, sizeof procs, "%s/cgroup.procs", cg);
+	int fd = open(procs, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = dprintf(fd, "%d", (int)pid) > 0 ? 0 : -errno;
+	close(fd);
+	return r;
+}
+
+/* The pid of a member of the cgroup being released passes to a process in another cgroup
+ * before the release pins it: that process stays where it is. */
+static int path_release_rechecked(void)
+{
+	char cg[PATH_MAX], other[PATH_MAX], line[PATH_MAX + 64];
+	int r = reaper_cgroup_create(NULL, NULL, cg, sizeof cg);
+	NS_CHECK(r == 0, "create a cgroup: %s", strerror(-r));
+	NS_CHECK((r = reaper_cgroup_create(NULL, NULL, other, sizeof other)) == 0, "create a cgroup: %s", strerror(-r));
+	char *venv[] = { "PATH=/usr/bin:/bin", "HARD_ROLE=member", NULL };
+	struct sigproc v, u = { 0, -1 };
+	NS_CHECK(ns_sig_spawn(&v, venv) == 0, "spawn the member");
+	NS_CHECK((r = move_to(cg, v.pid)) == 0, "move %d into %s: %s", (int)v.pid, cg, strerror(-r));
+	int g[2];
+	NS_CHECK(pipe2(g, O_CLOEXEC) == 0, "pipe");
+	pid_t rel = fork();
+	if (rel == 0) {
+		char c;
+		_exit(read(g[0], &c, 1) == 1 && reaper_cgroup_release(cg) >= 0 ? 0 : 1);
+	}
+	close(g[0]);
+	NS_CHECK(rel > 0, "fork the releaser");
+	NS_CHECK(trace_begin(rel) == 0, "trace the releaser: %s", strerror(errno));
+	NS_CHECK(write(g[1], "g", 1) == 1, "go");
+	close(g[1]);
+	NS_CHECK((r = trace_until_pidfd_open(rel, v.pid)) == 0, "never caught the release pinning %d: %s", (int)v.pid,
+		 strerror(-r));
+	NS_CHECK((r = take_over_pid(&v, &u)) == 0, "could not put a new process on pid %d: %s (got %d)", (int)v.pid,
+		 strerror(-r), (int)u.pid);
+	NS_CHECK((r = move_to(other, u.pid)) == 0, "move %d into %s: %s", (int)u.pid, other, strerror(-r));
+	fprintf(stderr, "hard: release held before pinning %d; the pid now holds a process of another cgroup\n",
+		(int)u.pid);
+	NS_CHECK(ptrace(PTRACE_DETACH, rel, 0, 0) == 0, "detach: %s", strerror(errno));
+	int st;
+	NS_CHECK(waitpid(rel, &st, 0) == rel && WIFEXITED(st) && WEXITSTATUS(st) == 0, "release status %#x", st);
+	snprintf(line, sizeof line, "/proc/%d/cgroup", (int)u.pid);
+	FILE *f = fopen(line, "re");
+	int stayed = 0;
+	const char *name = strrchr(other, '/');
+	while (f && fgets(line, sizeof line, f))
+		if (!strncmp(line, "0::", 3) && strstr(line, name))
+			stayed = 1;
+	if (f)
+		fclose(f);
+	kill(u.pid, SIGKILL);
+	waitpid(u.pid, &st, 0);
+	close(u.rd);
+	NS_CHECK((r = reaper_cgroup_remove(other)) == 0, "remove %s: %s", other, strerror(-r));
+	NS_CHECK(stayed, "the process %d of another cgroup was moved by the release of %s", (int)u.pid, cg);
+	NS_CHECK(access(cg, F_OK) < 0, "%s still there after its release", cg);
+	return 0;
+}
+
 /* ---- namespace plumbing ---------------------------------------------------------------- */
 
 /* Run fn as pid 1 of a new PID namespace with its own /proc; fails the test with fn's
@@ -843,6 +907,13 @@ START_TEST(cgroup_member_rechecked_after_pinning)
 }
 END_TEST
 
+START_TEST(release_member_rechecked_after_pinning)
+{
+	if (need_root("release_member_rechecked_after_pinning"))
+		in_pid_namespace(path_release_rechecked);
+}
+END_TEST
+
 START_TEST(setsid_sleep_found_mid_exec)
 {
 	if (need_root("setsid_sleep_found_mid_exec"))
@@ -866,6 +937,7 @@ int main(void)
 	tcase_add_test(tc, setsid_sleep_found_mid_exec);
 	tcase_add_test(tc, marker_rechecked_after_pinning);
 	tcase_add_test(tc, cgroup_member_rechecked_after_pinning);
+	tcase_add_test(tc, release_member_rechecked_after_pinning);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("zz_nothing_left");
 	tcase_set_timeout(tc, 90);
