@@ -639,6 +639,11 @@ int reaper_cgroup_remove(const char *path)
 	int r = check_dir(path);
 	if (r < 0 && r != -EROFS)
 		return r;
+	/* a cgroup with none below it goes without a descriptor (one may be all that is short) */
+	if (rmdir(path) == 0)
+		return 0;
+	if (errno != EBUSY && errno != ENOTEMPTY)
+		return -errno;
 	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -425,6 +426,32 @@ START_TEST(read_only_cgroup2_is_named)
 }
 END_TEST
 
+/* Out of descriptors (a reaper that ran out of them cleans up last): an empty cgroup with
+ * none below it is still removed. */
+START_TEST(remove_needs_no_descriptor)
+{
+	if (!need_cgroup())
+		return;
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open("/", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			_exit(100);
+		close(fd); /* the lowest free descriptor: none at or above the limit can be had */
+		struct rlimit rl = { (rlim_t)fd, (rlim_t)fd };
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || open("/", O_RDONLY) >= 0)
+			_exit(101);
+		_exit(-reaper_cgroup_remove(cg));
+	}
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "remove out of descriptors: status %#x (%s)", st,
+		      WIFEXITED(st) ? strerror(WEXITSTATUS(st)) : "signal");
+	ck_assert_int_eq(access(cg, F_OK), -1);
+}
+END_TEST
+
 int main(void)
 {
 	tu_unique_marker(marker, sizeof marker, "CGROUP_TEST", "cg");
@@ -434,6 +461,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, NULL, teardown);
 	tcase_add_test(tc, current_create_enter_remove);
 	tcase_add_test(tc, read_only_cgroup2_is_named);
+	tcase_add_test(tc, remove_needs_no_descriptor);
 	suite_add_tcase(s, tc);
 	/* they pin and kill processes that are not the caller's children */
 	tc = tcase_create("cgroup-processes");
