@@ -409,8 +409,10 @@ static int start_command(struct run *r)
 	if (!env)
 		return -ENOMEM;
 	if (pipe2(ep, O_CLOEXEC) < 0) {
+		int e = errno;
 		free(env);
-		return -errno;
+		fprintf(stderr, "reaper: cannot start COMMAND: %s\n", strerror(e));
+		return -e;
 	}
 	pid_t pid = spawn_command(r, env, ep[1]);
 	int e = errno;
@@ -418,6 +420,7 @@ static int start_command(struct run *r)
 	if (pid < 0) {
 		close(ep[0]);
 		close(ep[1]);
+		fprintf(stderr, "reaper: cannot start COMMAND: %s\n", strerror(e));
 		return -e;
 	}
 	close(ep[1]);
@@ -919,8 +922,10 @@ int cmd_run(int argc, char **argv)
 	int code = status_to_code(r.cmd_status);
 	if (rr < 0) {
 		fprintf(stderr, "reaper: the reap failed: %s\n", strerror(-rr));
-		if (code == 0)
-			code = r.leak_code;
+		/* out of descriptors or memory: what was left may still run, nothing says it leaked */
+		int incomplete = rr == -EMFILE || rr == -ENFILE || rr == -ENOMEM;
+		if (code == 0 || (incomplete && code == r.leak_code))
+			code = incomplete ? EXIT_INCOMPLETE : r.leak_code;
 	} else {
 		/* a report file that cannot be written decides only what nothing else does */
 		if (output_emit(&r.out, rep, r.finders, r.nfinders, OUT_ALL) < 0 && code == 0 && !rep->leaks)

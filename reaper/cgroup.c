@@ -662,12 +662,16 @@ int reaper_cgroup_release(const char *path)
 	if (!slash || slash == parent)
 		return -EINVAL;
 	*slash = 0;
+	/* nothing left in it (the common end of a run): removed without a descriptor */
+	int r = reaper_cgroup_remove(path);
+	if (r != -EBUSY)
+		return r;
 	int procfd = procfs_open();
 	if (procfd < 0)
 		return procfd;
 	pid_t *v = NULL, *again = NULL;
 	size_t cap = 0, again_cap = 0;
-	int moved = 0, r = 0;
+	int moved = 0;
 	/* a member may fork while we move it: round after round until the removal works */
 	for (int round = 0; round < 100; round++) {
 		size_t n = 0;
