@@ -700,21 +700,47 @@ static int path_marker_rechecked(void)
 	return unrelated_untouched(&u);
 }
 
+/* The cgroups a test below made (in the namespace's pid 1): whatever is in them is killed and
+ * they go, passed or failed. */
+static char ns_cg[2][PATH_MAX];
+
+static int cgroups_dropped(int (*fn)(void))
+{
+	int r = fn();
+	for (size_t i = 0; i < 2; i++) {
+		if (!ns_cg[i][0] || access(ns_cg[i], F_OK) < 0)
+			continue;
+		reaper_cgroup_kill(ns_cg[i]);
+		reaper_cgroup_wait(ns_cg[i], 10);
+		int e = reaper_cgroup_remove(ns_cg[i]);
+		NS_CHECK(e == 0, "remove %s: %s", ns_cg[i], strerror(-e));
+	}
+	return r;
+}
+
+static int move_to(const char *cg, pid_t pid)
+{
+	char procs[PATH_MAX + 16];
+	snprintf(procs, sizeof procs, "%s/cgroup.procs", cg);
+	int fd = open(procs, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = dprintf(fd, "%d", (int)pid) > 0 ? 0 : -errno;
+	close(fd);
+	return r;
+}
+
 /* A cgroup member was listed; before the reaper pins it, the member is gone and a process
  * outside the cgroup holds its pid: the pinned process is listed again and is no member. */
-static int path_cgroup_member_rechecked(void)
+static int member_rechecked(void)
 {
-	char cg[PATH_MAX];
-	int r = reaper_cgroup_create(NULL, NULL, cg, sizeof cg);
+	char *cg = ns_cg[0];
+	int r = reaper_cgroup_create(NULL, NULL, cg, PATH_MAX);
 	NS_CHECK(r == 0, "create a cgroup: %s", strerror(-r));
 	char *venv[] = { "PATH=/usr/bin:/bin", "HARD_ROLE=member", NULL };
 	struct sigproc v, u = { 0, -1 };
 	NS_CHECK(ns_sig_spawn(&v, venv) == 0, "spawn the member");
-	char procs[PATH_MAX + 16];
-	snprintf(procs, sizeof procs, "%s/cgroup.procs", cg);
-	int fd = open(procs, O_WRONLY | O_CLOEXEC);
-	NS_CHECK(fd >= 0 && dprintf(fd, "%d", (int)v.pid) > 0, "move %d into %s: %s", (int)v.pid, cg, strerror(errno));
-	close(fd);
+	NS_CHECK((r = move_to(cg, v.pid)) == 0, "move %d into %s: %s", (int)v.pid, cg, strerror(-r));
 	struct reaper_finder f = reaper_find_cgroup(cg);
 	int go, res;
 	pid_t reaper = reaper_child(&f, 1, NULL, 0, 0, &go, &res);
@@ -731,34 +757,20 @@ static int path_cgroup_member_rechecked(void)
 	char out[4096];
 	if (reaper_result(reaper, res, out, sizeof out))
 		return 1;
-	r = reaper_cgroup_remove(cg);
-	NS_CHECK(r == 0, "remove %s: %s", cg, strerror(-r));
 	char want[32];
 	snprintf(want, sizeof want, "\n%d ", (int)u.pid);
 	NS_CHECK(!strstr(out, want), "the process outside the cgroup %d was taken for a member:\n%s", (int)u.pid, out);
 	return unrelated_untouched(&u);
 }
 
-static int move_to(const char *cg, pid_t pid)
-{
-	char procs[PATH_MAX + 16];
-	snprintf(procs, sizeof procs, "%s/cgroup.procs", cg);
-	int fd = open(procs, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int r = dprintf(fd, "%d", (int)pid) > 0 ? 0 : -errno;
-	close(fd);
-	return r;
-}
-
 /* The pid of a member of the cgroup being released passes to a process in another cgroup
  * before the release pins it: that process stays where it is. */
-static int path_release_rechecked(void)
+static int release_rechecked(void)
 {
-	char cg[PATH_MAX], other[PATH_MAX], line[PATH_MAX + 64];
-	int r = reaper_cgroup_create(NULL, NULL, cg, sizeof cg);
+	char *cg = ns_cg[0], *other = ns_cg[1], line[PATH_MAX + 64];
+	int r = reaper_cgroup_create(NULL, NULL, cg, PATH_MAX);
 	NS_CHECK(r == 0, "create a cgroup: %s", strerror(-r));
-	NS_CHECK((r = reaper_cgroup_create(NULL, NULL, other, sizeof other)) == 0, "create a cgroup: %s", strerror(-r));
+	NS_CHECK((r = reaper_cgroup_create(NULL, NULL, other, PATH_MAX)) == 0, "create a cgroup: %s", strerror(-r));
 	char *venv[] = { "PATH=/usr/bin:/bin", "HARD_ROLE=member", NULL };
 	struct sigproc v, u = { 0, -1 };
 	NS_CHECK(ns_sig_spawn(&v, venv) == 0, "spawn the member");
@@ -797,10 +809,19 @@ static int path_release_rechecked(void)
 	kill(u.pid, SIGKILL);
 	waitpid(u.pid, &st, 0);
 	close(u.rd);
-	NS_CHECK((r = reaper_cgroup_remove(other)) == 0, "remove %s: %s", other, strerror(-r));
 	NS_CHECK(stayed, "the process %d of another cgroup was moved by the release of %s", (int)u.pid, cg);
 	NS_CHECK(access(cg, F_OK) < 0, "%s still there after its release", cg);
 	return 0;
+}
+
+static int path_cgroup_member_rechecked(void)
+{
+	return cgroups_dropped(member_rechecked);
+}
+
+static int path_release_rechecked(void)
+{
+	return cgroups_dropped(release_rechecked);
 }
 
 /* ---- namespace plumbing ---------------------------------------------------------------- */
