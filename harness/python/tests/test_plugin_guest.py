@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -295,7 +296,7 @@ def test_clean():
     assert "left by fixtures wider than a test" not in result.stdout.str()
 
 
-def test_multiprocessing_helper_processes_are_no_tests_leak(inner):
+def test_multiprocessing_helper_processes_are_no_tests_leak(inner, spawner):
     # the resource tracker (spawn, forkserver) and the fork server serve the whole
     # interpreter: a pool closed properly leaves nothing of the test's
     inner.makepyfile(test_mp="""
@@ -311,6 +312,10 @@ def test_pool(method):
     result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0", "-W", "error")
     result.assert_outcomes(passed=4)
     assert "left by fixtures wider than a test" not in result.stdout.str()
+    # the helpers end on their own once the interpreter they serve has exited
+    deadline = time.monotonic() + 60
+    while with_tag(spawner.tag) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def test_children_started_before_the_session_keep_their_exit_status(inner):
