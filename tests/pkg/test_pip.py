@@ -131,7 +131,7 @@ def test_a_library_without_the_api_is_named_not_a_crash(tmp_path):
     env = clean_env()
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "harness/python")
     env["REAPER_LIBRARY"] = libc
-    r = subprocess.run(["/usr/bin/python3", "-c", "import reaper"], capture_output=True, text=True, env=env,
+    r = subprocess.run(["/usr/bin/python3", "-c", "import reaper; reaper.adopted()"], capture_output=True, text=True, env=env,
                        cwd=tmp_path)
     assert r.returncode != 0
     assert "ImportError: reaper: cannot load libreaper; tried, in order:" in r.stderr, r.stderr
