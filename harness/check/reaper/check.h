@@ -16,7 +16,9 @@
  *     forked without exec carry the environment of the last exec, not setenv's changes),
  *     the timeout to exit, kills the
  *     survivors (identity-checked, through libreaper) and fails the test with the list:
- *     "reaper: test NAME left N process(es) running; killed after T s: PID: cmdline ...".
+ *     "reaper: test NAME left N process(es) running; killed after T s: PID: cmdline ...";
+ *   - collects the zombie children of the test's process that started since the test began
+ *     (an adopted orphan that exited before the check, a child the test never waited for).
  * A test that fails or crashes in CK_FORK mode never reaches its teardown; what it left is
  * killed when the TCase ends (an unchecked fixture) and listed on stderr.
  *

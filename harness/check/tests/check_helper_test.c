@@ -103,6 +103,18 @@ START_TEST(leaks_a_fork)
 }
 END_TEST
 
+/* An orphan we adopt that has exited before the teardown's reap begins: a zombie child of
+ * ours that the test left, collected at the teardown, not kept for the host. */
+START_TEST(orphan_gone_before_teardown)
+{
+	char *argv[] = { "setsid", "-f", "true", NULL };
+	ck_assert_int_eq(run(argv), 0);
+	for (int i = 0; i < 30000 && count_procs(NULL) == 0; i++)
+		usleep(1000);
+	ck_assert_int_gt(count_procs(NULL), 0);
+}
+END_TEST
+
 START_TEST(waits_for_child)
 {
 	char *argv[] = { "true", NULL };
@@ -138,6 +150,7 @@ static Suite *inner(void)
 	tcase_add_test(leaky, fails_and_leaks);
 	tcase_add_test(leaky, leaks_a_fork);
 	tcase_add_test(clean, waits_for_child);
+	tcase_add_test(clean, orphan_gone_before_teardown);
 	tcase_add_test(clean, env_is_set);
 	suite_add_tcase(s, leaky);
 	suite_add_tcase(s, clean);
@@ -238,7 +251,7 @@ static void run_mode(enum fork_status mode, const char *name)
 	srunner_free(sr);
 
 	char *text = slurp(log), *err = slurp(errpath);
-	EXPECT(nrun == 6 && nfailed == 3, "%s: %d run, %d failed (want 6, 3)\n%s", name, nrun, nfailed, text);
+	EXPECT(nrun == 7 && nfailed == 3, "%s: %d run, %d failed (want 7, 3)\n%s", name, nrun, nfailed, text);
 	const char *l = line_of(text, ":leaky:leaks_daemon:");
 	snprintf(arg, sizeof arg, "sleep 3600.%d", tag);
 	EXPECT(line_has(l, ":S:leaky:leaks_daemon:") &&
@@ -249,6 +262,8 @@ static void run_mode(enum fork_status mode, const char *name)
 	l = line_of(text, ":leaky:fails_and_leaks:");
 	EXPECT(line_has(l, ":F:") && line_has(l, "body failed on purpose"), "%s: fails_and_leaks:\n%s", name, text);
 	EXPECT(line_has(line_of(text, ":clean:waits_for_child:"), ":P:"), "%s: waits_for_child:\n%s", name, text);
+	EXPECT(line_has(line_of(text, ":clean:orphan_gone_before_teardown:"), ":P:"), "%s: orphan_gone_before_teardown:\n%s",
+	       name, text);
 	char forkpid[160], *pidtext = (snprintf(forkpid, sizeof forkpid, "%s/fork.pid", workdir), slurp(forkpid));
 	int fp = atoi(pidtext);
 	snprintf(forkpid, sizeof forkpid, "\n  %d: ", fp);
