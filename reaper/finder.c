@@ -373,7 +373,8 @@ static ssize_t environ_via_thread(struct scanner *sc, pid_t pid)
 }
 
 /* pid's environment into sc->buf: its length; 0 when there is none to judge (a kernel
- * thread, a zombie without live threads, an environment that is truly empty, a process gone);
+ * thread, a zombie without live threads, an environment that is truly empty or whose memory
+ * is gone, a process gone);
  * -EAGAIN while it cannot be judged yet: an exec is replacing the memory it lives in (the
  * read comes back empty, and stat shows no settled bounds for it); other -errno when it
  * cannot be read. */
@@ -382,6 +383,7 @@ static ssize_t environ_of(struct scanner *sc, pid_t pid)
 	ssize_t n = procfs_read(sc->procfd, pid, "environ", &sc->buf);
 	if ((n == 0 || n == -ESRCH) && kernel_thread(sc, pid))
 		return 0;
+	int settled = 0;
 	for (int tries = 0; (n == 0 || n == -ESRCH) && tries < 4; tries++) {
 		struct reaper_stat st, again;
 		int r = procfs_stat(sc->procfd, pid, &st);
@@ -396,11 +398,17 @@ static ssize_t environ_of(struct scanner *sc, pid_t pid)
 		n = procfs_read(sc->procfd, pid, "environ", &sc->buf);
 		if (n != 0)
 			break;
-		/* empty bounds on both sides of an empty read, the same exec: truly empty */
-		if (st.env_end && st.env_start == st.env_end && procfs_stat(sc->procfd, pid, &again) == 0 &&
-		    again.start_time == st.start_time && again.env_start == st.env_start &&
-		    again.env_end == st.env_end)
-			return 0;
+		/* the same bounds on both sides of an empty read, the same exec: either truly empty,
+		 * or memory the process has unmapped, which no wait will make readable (an exec
+		 * under way shows no bounds or new ones; twice in a row rules out one that ended
+		 * on the very same bounds) */
+		if (st.env_end && procfs_stat(sc->procfd, pid, &again) == 0 && again.start_time == st.start_time &&
+		    again.env_start == st.env_start && again.env_end == st.env_end) {
+			if (st.env_start == st.env_end || ++settled == 2)
+				return 0;
+		} else {
+			settled = 0;
+		}
 		sched_yield();
 	}
 	return n == 0 ? -EAGAIN : n;

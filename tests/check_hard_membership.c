@@ -114,6 +114,34 @@ START_TEST(exec_loop_never_missed)
 }
 END_TEST
 
+/* A process whose environment memory is gone for good (unmapped; its environ reads empty with
+ * settled bounds) is judged at once: it carries no marker, and the scan is complete. */
+START_TEST(unreadable_environment_judged)
+{
+	char m[128];
+	tu_unique_marker(m, sizeof m, "HARD_EXEC", "noenvmem");
+	char *argv[] = { (char *)hard_path("noenvmem"), NULL };
+	int fds[2];
+	ck_assert_int_eq(pipe(fds), 0);
+	struct tu_proc p;
+	ck_assert_int_eq(tu_spawn(&p, argv, hard_env(m, suite_marker, NULL), fds[1], -1), 0);
+	close(fds[1]);
+	char ready[8] = { 0 };
+	ssize_t n = read(fds[0], ready, sizeof ready - 1); /* its environment is gone */
+	close(fds[0]);
+	/* no marker finds it any more: killed here, before any check can end the test */
+	struct reaper_finder f = reaper_find_env(m);
+	struct reaper_report *r = NULL;
+	int scanned = n == 6 ? reaper_scan(&f, 1, &r) : -EIO;
+	int incomplete = r ? r->incomplete : 0, found = r && hard_find(r, p.pid, p.start_time);
+	reaper_report_free(r);
+	ck_assert_int_eq(tu_kill_wait(&p), 0);
+	ck_assert_int_eq(scanned, 0);
+	ck_assert_msg(incomplete == 0, "the scan said it is incomplete (%s)", strerror(incomplete));
+	ck_assert(!found);
+}
+END_TEST
+
 /* ---- more leftovers than descriptors ---------------------------------------------------- */
 
 #define NLEFT 40
@@ -244,6 +272,7 @@ int main(void)
 	tcase_add_test(tc, zombie_leader_found_alive_and_killed);
 	tcase_add_test(tc, run_zombie_leader_is_a_leak);
 	tcase_add_test(tc, exec_loop_never_missed);
+	tcase_add_test(tc, unreadable_environment_judged);
 	tcase_add_test(tc, nothing_left_behind);
 	suite_add_tcase(s, tc);
 	/* "pidfd": the leftovers are not the reaper's children, which only a pidfd may signal
