@@ -383,6 +383,14 @@ static ssize_t environ_of(struct scanner *sc, pid_t pid)
 	ssize_t n = procfs_read(sc->procfd, pid, "environ", &sc->buf);
 	if ((n == 0 || n == -ESRCH) && kernel_thread(sc, pid))
 		return 0;
+	if (n == -EACCES) {
+		/* without privilege, an exited leader's own environ is refused (it has no memory
+		 * left to check the access against); its live threads share the environment */
+		struct reaper_stat st;
+		if (procfs_stat(sc->procfd, pid, &st) == 0 && st.state == 'Z' && st.num_threads > 1)
+			return environ_via_thread(sc, pid);
+		return n;
+	}
 	int settled = 0;
 	for (int tries = 0; (n == 0 || n == -ESRCH) && tries < 4; tries++) {
 		struct reaper_stat st, again;
