@@ -159,7 +159,11 @@ def test_junit_failure_text_names_the_holdings(home, tmp_path, sweep):
 
 
 def test_scan_gathers_for_what_is_alive(spawn, home, tmp_path):
-    p = spawn.sleeper(cwd=home)
+    # ready once the interpreter runs: a process scanned in the middle of its exec can show
+    # rss 0 (the kernel's per-cpu RSS counters of a new mm are not folded in yet)
+    ready = str(tmp_path / "ready")
+    p = spawn.orphan([PY, "-c", "import sys, time\nopen(sys.argv[1], 'w').close()\n"
+                      "while True: time.sleep(60)\n", ready], cwd=home, ready=ready)
     report = str(tmp_path / "r.json")
     r = reaper("scan", "--home", home, "--report", report)
     assert r.returncode == 0, r.stderr
