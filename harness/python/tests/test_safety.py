@@ -64,13 +64,14 @@ def test_leaves_one():
 """)
     result = pytester.runpytest(*PLUGIN, "--reaper-timeout", "0")
     pid = int(pidfile.read_text())
+    started = reaper.start_time(pid)
     try:
         result.assert_outcomes(passed=1, errors=1)
         result.stdout.fnmatch_lines(["*@pytest.mark.reaper(timeout=*) is not a number of seconds >= 0*"])
-        assert reaper.start_time(pid) is None, "the test's leftover outlived the session"
+        assert started is None, "the test's leftover outlived the session"
     finally:
-        if reaper.start_time(pid) is not None:
-            os.kill(pid, 9)
+        if started is not None:  # by identity: the pid may name another process by now
+            reaper.kill_identified({(pid, started): "sleep 300"})
 
 
 @pytest.mark.parametrize("kw", [{"timeout": math.nan}, {"timeout": math.inf}, {"grace": math.nan},
