@@ -9,7 +9,7 @@
  * CPU time is what the other users of a shared machine do not inflate. */
 #define _GNU_SOURCE
 #include "bench/benchlib.h"
-#include "reaper/candset.h"
+#include "reaper/scanner.h"
 #include "reaper/procfs.h"
 #include "reaper/reaper.h"
 

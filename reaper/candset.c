@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* candset: an array of candidates plus a pid hash; see candset.h. */
 #include "candset.h"
+#include "report.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,25 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* candset: the processes a reap has found, keyed by identity; and the scanner that finds them. */
+/* candset: the processes a reap has found, keyed by identity. */
 #ifndef REAPER_CANDSET_H
 #define REAPER_CANDSET_H
 
-#include "pidref.h"
-#include "procfs.h"
-#include "reaper.h"
+#include "cand.h"
 
-#include <dirent.h>
-
-struct cand {
-	struct pidref ref;
-	struct reaper_proc info;
-	unsigned live : 1;      /* not exited yet (and not kept) */
-	unsigned term_sent : 1;
-	unsigned kill_sent : 1;
-	unsigned stopped : 1;   /* we sent SIGSTOP */
-	unsigned collected : 1; /* its zombie was collected by us */
-	unsigned polled : 1;    /* its exit is looked for by polling (no pidfd or no epoll watch) */
-	unsigned gen;           /* the scan (scanner.gen) that read its details */
-};
+#include <sys/types.h>
 
 struct candset {
 	struct cand *v;
@@ -29,96 +15,12 @@ struct candset {
 	size_t hcap;
 };
 
-/* What one scan needs; lives for a whole reap. */
-struct scanner {
-	int procfd;
-	DIR *dir;
-	pid_t self;
-	pid_t ancestors[64];
-	size_t nanc;
-	const struct reaper_finder *f;
-	size_t nf;
-	size_t elen[32];
-	uint32_t env_mask, tree_mask, call_mask, cgroup_mask;
-	struct reaper_ident *ids; /* what the REAPER_FIND_CALL finders returned */
-	size_t ids_cap;
-	/* with a cgroup finder the reap waits on the cgroup: the /proc-wide marker scan is
-	 * left out of scanner_scan while this is not 0 (1: still to run once, -1: ran) */
-	int env_deferred;
-	pid_t *cgpids; /* cgroup members, reused by every scan */
-	size_t cgcap;
-	pid_t *cgagain; /* members listed again to check one pinned late */
-	size_t cgagain_cap;
-	const struct reaper_pattern *patterns;
-	size_t npatterns;
-	size_t *pattern_hits;
-	struct pbuf buf, aux;
-	long ticks;
-	int starved; /* a pidfd could not be opened (EMFILE): rescan sooner */
-	unsigned gen; /* scans so far */
-	/* start-time tick when this scan began: a process that started before it held its pid
-	 * through every read of the scan, so what was read about that pid was about it; a
-	 * younger one has the fact read again once it is pinned */
-	uint64_t tick0;
-	/* positive errno when this scan could not read all it had to (descriptors, memory) or
-	 * could not judge a process in time: what it found may not be all there is */
-	int scan_err;
-	size_t unjudged;         /* processes the last scan could not judge (EAGAIN) */
-	pid_t *pending;          /* environments that could not be judged yet (an exec under way) */
-	size_t npending, cpending;
-	/* pidfds candidates may hold: the rest are held by pid + start time (polled, and a
-	 * signal to a non-child opens a pidfd just for it), so a scan always has descriptors
-	 * left to read /proc with */
-	size_t pidfd_budget;
-	/* the tree finders' roots, pinned when the scan began (pid 0: the caller, or gone) */
-	struct pidref roots[32];
-	/* zombie children of the caller when the reap began: exited-and-left by the host, their
-	 * statuses are never ours. A zombie child that appears later (an orphan adopted and dead
-	 * between two scans) is found and collected like any other. */
-	pid_t *host_zombies;
-	size_t nhost_zombies;
-	/* kthreadd's children when the reap began, sorted: an empty environment there is a
-	 * kernel thread's, with no stat read to tell it from a zombie leader's */
-	pid_t *kthreads;
-	size_t nkthreads;
-	/* ancestors read during the current scan (candidates share their ancestry): pid -> its
-	 * parent and comm, direct-mapped by pid, emptied at the start of every scan */
-	struct {
-		pid_t pid, ppid;
-		char comm[64];
-	} anc_cache[64];
-	/* the caller's own children (reaper_opts.host_children): never collected */
-	const pid_t *host;
-	size_t nhost;
-	/* per tree finder with a marker: the value of its NAME that root was started with
-	 * (NULL when root's environment had none) */
-	char *tree_inherited[32];
-	/* called for each newly added live candidate (the reap registers its pidfd) */
-	void (*added)(void *ctx, size_t idx);
-	void *ctx;
-};
-
-int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
-		 const struct reaper_pattern *patterns, size_t npatterns);
-void scanner_done(struct scanner *sc);
-/* One pass of every finder; adds what is new. Returns how many were added, or -errno. */
-int scanner_scan(struct scanner *sc, struct candset *cs);
-
 /* Append c (taking its strings); returns its index or -errno. */
 ssize_t candset_add(struct candset *cs, const struct cand *c);
-/* Re-read what a live candidate is now (it may have exec'd since it was found). */
-void scanner_refresh(struct scanner *sc, struct cand *c);
 /* Index of the newest candidate with this pid, or -1. */
 ssize_t candset_find(const struct candset *cs, pid_t pid);
 void candset_free(struct candset *cs);
-/* Close a candidate's pidfd and free its strings. */
-void cand_clear(struct cand *c);
 /* Close a candidate's pidfd (its identity is no longer needed). */
 void cand_unpin(struct candset *cs, struct cand *c);
-
-/* Free a proc's strings. */
-void proc_free(struct reaper_proc *p);
-/* Build the report from the set (moves the strings out of cs). */
-int report_build(struct candset *cs, struct scanner *sc, struct reaper_report **out);
 
 #endif

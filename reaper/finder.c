@@ -4,7 +4,7 @@
  * follows /proc/PID/task/TID/children down from its root and from every descendant already
  * known, so it costs what the tree holds, not what the system holds. */
 #define _GNU_SOURCE
-#include "candset.h"
+#include "scanner.h"
 #include "cgroup.h"
 
 #include <errno.h>

@@ -3,7 +3,8 @@
  * finds nothing new. Exits are events (pidfds in epoll); rescans only look for what forked
  * meanwhile, on a backoff, and once more the moment everything known is gone. */
 #define _GNU_SOURCE
-#include "candset.h"
+#include "report.h"
+#include "scanner.h"
 #include "holdings.h"
 #include "cgroup.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* report: the result of a reap, and the small value helpers of the public API. */
 #define _GNU_SOURCE
-#include "candset.h"
+#include "report.h"
 #include "holdings.h"
 
 #include <errno.h>

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* cand: one process a reap has found, held by its identity, and what the reap did to it. */
+#ifndef REAPER_CAND_H
+#define REAPER_CAND_H
+
+#include "pidref.h"
+#include "reaper.h"
+
+struct cand {
+	struct pidref ref;
+	struct reaper_proc info;
+	unsigned live : 1;      /* not exited yet (and not kept) */
+	unsigned term_sent : 1;
+	unsigned kill_sent : 1;
+	unsigned stopped : 1;   /* we sent SIGSTOP */
+	unsigned collected : 1; /* its zombie was collected by us */
+	unsigned polled : 1;    /* its exit is looked for by polling (no pidfd or no epoll watch) */
+	unsigned gen;           /* the scan (scanner.gen) that read its details */
+};
+
+/* Close a candidate's pidfd and free its strings. */
+void cand_clear(struct cand *c);
+
+#endif

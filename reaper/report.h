@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/* report: the processes a reap found, as the caller receives them. */
+#ifndef REAPER_REPORT_H
+#define REAPER_REPORT_H
+
+#include "candset.h"
+#include "scanner.h"
+#include "reaper.h"
+
+/* Build the report from the set (moves the strings out of cs). */
+int report_build(struct candset *cs, struct scanner *sc, struct reaper_report **out);
+/* Free a proc's strings. */
+void proc_free(struct reaper_proc *p);
+
+#endif
