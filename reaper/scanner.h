@@ -87,4 +87,30 @@ int scanner_scan(struct scanner *sc, struct candset *cs);
 /* Re-read what a live candidate is now (it may have exec'd since it was found). */
 void scanner_refresh(struct scanner *sc, struct cand *c);
 
+/* ---- shared by the scanner's files (scanner.c, identify.c, finder.c) ------------------ */
+
+/* scanner.c: the reads every finder uses */
+void scanner_read_failed(struct scanner *sc, ssize_t r);
+int scanner_excluded(const struct scanner *sc, pid_t pid);
+int scanner_known(const struct scanner *sc, const struct candset *cs, pid_t pid);
+ssize_t scanner_environ(struct scanner *sc, pid_t pid);
+int scanner_children(struct scanner *sc, pid_t pid, pid_t **kids, size_t *nk, size_t *ck);
+int pid_in_list(const pid_t *v, size_t n, pid_t pid);
+
+/* identify.c: a matched pid becomes a candidate (its index), or not (-1), or -errno */
+ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mask, const char *env,
+		 ssize_t envlen, uint64_t want, pid_t parent, const struct pidref *pref);
+
+/* finder.c: each kind of finder */
+int finder_tree_inherit(struct scanner *sc, size_t i);
+uint32_t finder_tree_keep(const struct scanner *sc, uint32_t bits, const struct reaper_stat *st,
+			  const char *env, ssize_t envlen);
+uint32_t finder_env_bits(const struct scanner *sc, const char *env, size_t len);
+int finder_pend(struct scanner *sc, pid_t pid);
+int finder_in_cgroups(struct scanner *sc, const struct pidref *ref, uint32_t mask);
+int finder_scan_env(struct scanner *sc, struct candset *cs);
+int finder_scan_tree(struct scanner *sc, struct candset *cs);
+int finder_scan_call(struct scanner *sc, struct candset *cs);
+int finder_scan_cgroup(struct scanner *sc, struct candset *cs);
+
 #endif

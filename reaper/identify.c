@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/* identify: one process a finder matched becomes a candidate. It is pinned (pidfd + start
+ * time), what found it is checked again when it is younger than the scan, and what it is
+ * (parent, state, uid, cmdline, exe, cwd, ancestry, test) is read at once: a process that
+ * exits before the report takes those with it. */
+#define _GNU_SOURCE
+#include "scanner.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int host_zombie(const struct scanner *sc, pid_t pid)
+{
+	for (size_t i = 0; i < sc->nhost_zombies; i++)
+		if (sc->host_zombies[i] == pid)
+			return 1;
+	return 0;
+}
+
+static char *cmdline_of(struct scanner *sc, pid_t pid, const char *comm)
+{
+	ssize_t n = procfs_read(sc->procfd, pid, "cmdline", &sc->aux);
+	while (n > 0 && sc->aux.p[n - 1] == 0)
+		n--;
+	if (n <= 0) {
+		char *s = NULL;
+		return asprintf(&s, "[%s]", comm) < 0 ? NULL : s;
+	}
+	for (ssize_t i = 0; i < n; i++)
+		if (sc->aux.p[i] == 0)
+			sc->aux.p[i] = ' ';
+	return strndup(sc->aux.p, (size_t)n);
+}
+
+static char *ancestry_of(struct scanner *sc, const struct reaper_stat *st)
+{
+	char buf[512];
+	size_t len = 0;
+	pid_t p = st->ppid;
+	for (int depth = 0; p > 0 && depth < 8 && len < sizeof buf - 64; depth++) {
+		__typeof__(sc->anc_cache[0]) *a = &sc->anc_cache[(unsigned)p % 64];
+		if (a->pid != p) {
+			struct reaper_stat ast;
+			if (procfs_stat(sc->procfd, p, &ast) < 0)
+				break;
+			a->pid = p;
+			a->ppid = ast.ppid;
+			memcpy(a->comm, ast.comm, sizeof a->comm);
+		}
+		int w = snprintf(buf + len, sizeof buf - len, "%s%d %s", depth ? " < " : "", (int)p, a->comm);
+		if (w < 0 || (size_t)w >= sizeof buf - len) {
+			len = sizeof buf - 1; /* cut: the nearest ancestors are the ones that matter */
+			break;
+		}
+		len += (size_t)w;
+		p = a->ppid;
+	}
+	buf[len] = 0;
+	return strdup(buf);
+}
+
+static int pattern_match(struct scanner *sc, const struct reaper_proc *info)
+{
+	for (size_t i = 0; i < sc->npatterns; i++) {
+		const char *g = sc->patterns[i].glob;
+		if (fnmatch(g, info->cmdline, 0) == 0 || (info->exe[0] && fnmatch(g, info->exe, 0) == 0)) {
+			sc->pattern_hits[i]++;
+			return (int)sc->patterns[i].kind;
+		}
+	}
+	return 0;
+}
+
+/* Pin pid: a pidfd while the budget allows, else pid + start time. */
+static int pin(struct scanner *sc, struct candset *cs, struct pidref *ref, pid_t pid, struct reaper_stat *st)
+{
+	int r = -EMFILE;
+	if (cs->pidfds < sc->pidfd_budget)
+		r = pidref_open_stat(ref, sc->procfd, pid, st);
+	if (r == -EMFILE || r == -ENFILE) {
+		if (cs->pidfds < sc->pidfd_budget)
+			sc->starved = 1;
+		r = pidref_pin_stat(ref, sc->procfd, pid, st);
+	}
+	return r;
+}
+
+/* Identify pid (pidfd + start time) and record what it is. want: the start time it must
+ * have (0: any). What found it is checked again for a process younger than the scan (it may
+ * hold a pid whose earlier holder was read): env, its environ as read (marker finders), is
+ * read again; parent, the process whose children listed it (tree finders; 0 otherwise),
+ * must still be its parent, and pref (NULL for the caller) still the process the list was
+ * read from. Returns the new index, -1 when it is not a candidate, or -errno. */
+ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mask, const char *env,
+		 ssize_t envlen, uint64_t want, pid_t parent, const struct pidref *pref)
+{
+	struct reaper_stat st;
+	struct cand c = { 0 };
+	int r = pin(sc, cs, &c.ref, pid, &st);
+	if (r < 0) {
+		scanner_read_failed(sc, r);
+		return r == -ENOMEM ? r : -1;
+	}
+	if (want && st.start_time != want) {
+		pidref_done(&c.ref); /* the pid has changed hands: not the process meant */
+		return -1;
+	}
+	/* (an exited one is never signalled: collecting it when it is the caller's child is
+	 * all that is done with it, so its match stands) */
+	int exited = (st.state == 'Z' || st.state == 'X') && st.num_threads <= 1;
+	if (st.start_time >= sc->tick0 && !exited) {
+		if (env) {
+			envlen = scanner_environ(sc, pid);
+			env = sc->buf.p;
+			mask = envlen > 0 ? finder_env_bits(sc, env, (size_t)envlen) : 0;
+			if (envlen == -EAGAIN && finder_pend(sc, pid) < 0)
+				envlen = -ENOMEM;
+			scanner_read_failed(sc, envlen);
+		} else if (parent && (st.ppid != parent || (pref && pidref_held(pref, sc->procfd) < 0))) {
+			mask = 0;
+		} else if (mask & sc->cgroup_mask) {
+			/* listed before it was pinned: the pid may have passed to a process outside */
+			if (finder_in_cgroups(sc, &c.ref, mask & sc->cgroup_mask) != 1)
+				mask &= ~sc->cgroup_mask;
+		}
+		if (!mask) {
+			pidref_done(&c.ref);
+			return envlen == -ENOMEM ? -ENOMEM : -1;
+		}
+	}
+	/* A zombie child of ours that the host exited and left before the reap: its exit
+	 * status is the host's, never ours to take. */
+	if (st.state == 'Z' && st.num_threads <= 1 && st.ppid == sc->self && host_zombie(sc, pid)) {
+		pidref_done(&c.ref);
+		return -1;
+	}
+	c.gen = sc->gen;
+	struct reaper_proc *pi = &c.info;
+	pi->pid = pid;
+	pi->ppid = st.ppid;
+	pi->pgrp = st.pgrp;
+	pi->exit_status = -1;
+	pi->start_time = st.start_time;
+	pi->state = st.state;
+	pi->matched_by = mask;
+	double up = procfs_uptime(sc->procfd);
+	pi->age = up - (double)st.start_time / (double)sc->ticks;
+	if (pi->age < 0)
+		pi->age = 0;
+	char dir[16];
+	struct stat sb;
+	snprintf(dir, sizeof dir, "%d", (int)pid);
+	pi->uid = fstatat(sc->procfd, dir, &sb, 0) == 0 ? sb.st_uid : (uid_t)-1;
+	if (!env) {
+		envlen = scanner_environ(sc, pid);
+		env = sc->buf.p;
+		pi->environ_unreadable = envlen < 0 && (envlen == -EACCES || envlen == -EPERM);
+	}
+	if (mask & sc->tree_mask) {
+		mask = (mask & ~sc->tree_mask) | finder_tree_keep(sc, mask & sc->tree_mask, &st, env, envlen);
+		if (!mask) {
+			pidref_done(&c.ref);
+			return -1;
+		}
+		pi->matched_by = mask;
+	}
+	pi->host_child = st.ppid == sc->self && pid_in_list(sc->host, sc->nhost, pid);
+	size_t vlen = 0;
+	const char *test = envlen > 0 ? reaper_environ_get(env, (size_t)envlen, "REAPER_TEST", &vlen) : NULL;
+	pi->test = test ? strndup(test, vlen) : strdup("");
+	pi->comm = strdup(st.comm);
+	pi->cmdline = cmdline_of(sc, pid, st.comm);
+	pi->exe = procfs_link(sc->procfd, pid, "exe");
+	pi->cwd = procfs_link(sc->procfd, pid, "cwd");
+	pi->ancestry = ancestry_of(sc, &st);
+	if (!pi->test || !pi->comm || !pi->cmdline || !pi->exe || !pi->cwd || !pi->ancestry) {
+		cand_clear(&c);
+		return -ENOMEM;
+	}
+	int pol = pattern_match(sc, pi);
+	if (pol == REAPER_KEEP) {
+		pi->fate = REAPER_KEPT; /* never signalled; its pidref only says whether it is still it */
+	} else {
+		pi->allowed = pol == REAPER_ALLOW;
+		pi->fate = REAPER_ALIVE;
+		/* a leader that has exited while its other threads run on is alive */
+		c.live = (st.state != 'Z' && st.state != 'X') || st.num_threads > 1;
+		if (!c.live)
+			pi->fate = REAPER_EXITED;
+	}
+	ssize_t idx = candset_add(cs, &c);
+	if (idx < 0) {
+		cand_clear(&c);
+		return idx;
+	}
+	if (cs->v[idx].live && sc->added)
+		sc->added(sc->ctx, (size_t)idx);
+	return idx;
+}
+
+void scanner_refresh(struct scanner *sc, struct cand *c)
+{
+	struct reaper_stat st;
+	struct reaper_proc *pi = &c->info;
+	/* Even a process identified in the scan that just ran may have been read between its
+	 * fork and its exec: what it is now is read again, once, when it is described. */
+	if (procfs_stat(sc->procfd, pi->pid, &st) < 0 || st.start_time != pi->start_time || st.state == 'Z')
+		return; /* gone: what we saw first is all there is */
+	char *cmd = cmdline_of(sc, pi->pid, st.comm), *comm = strdup(st.comm);
+	char *exe = procfs_link(sc->procfd, pi->pid, "exe"), *cwd = procfs_link(sc->procfd, pi->pid, "cwd");
+	if (!cmd || !comm || !exe || !cwd) {
+		free(cmd), free(comm), free(exe), free(cwd);
+		return;
+	}
+	free(pi->cmdline), free(pi->comm), free(pi->exe), free(pi->cwd);
+	pi->cmdline = cmd, pi->comm = comm, pi->exe = exe, pi->cwd = cwd;
+	pi->state = st.state;
+	pi->age = procfs_uptime(sc->procfd) - (double)st.start_time / (double)sc->ticks;
+	/* Found early (by descent, in its cgroup, or by a marker it inherited), it may carry the
+	 * markers and its test only since its exec; a test read before the exec may be its
+	 * parent's. The environment of its last exec names the test, when it names one. */
+	ssize_t n = procfs_read(sc->procfd, pi->pid, "environ", &sc->buf);
+	for (size_t i = 0; n > 0 && i < sc->nf; i++)
+		if ((sc->env_mask & (1u << i)) && reaper_environ_has(sc->buf.p, (size_t)n, sc->f[i].marker, sc->elen[i]))
+			pi->matched_by |= 1u << i;
+	size_t vlen = 0;
+	const char *test = n > 0 ? reaper_environ_get(sc->buf.p, (size_t)n, "REAPER_TEST", &vlen) : NULL;
+	char *t = test && vlen ? strndup(test, vlen) : NULL;
+	if (t) {
+		free(pi->test);
+		pi->test = t;
+	}
+}

@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: MIT */
+/* scanner: one pass of every finder over /proc, and the reads the finders share. The
+ * scanner is set up once per reap (the descriptor budget, the caller's ancestry, the host's
+ * zombies, the kernel threads, the tree roots pinned), then scanner_scan runs the finders of
+ * finder.c; what they match becomes a candidate through identify(). */
+#define _GNU_SOURCE
+#include "scanner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PF_KTHREAD 0x00200000
+#define FD_RESERVE 8          /* descriptors a scan keeps for its own reads */
+
+/* How many pidfds candidates may hold: the descriptor limit less what is open now and a
+ * reserve for the scan's own reads. */
+static size_t pidfd_budget(int procfd)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return SIZE_MAX;
+	int dfd = openat(procfd, "self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return 0;
+	size_t open = 0;
+	char dents[4096] __attribute__((aligned(8)));
+	ssize_t nd;
+	while ((nd = getdents64(dfd, dents, sizeof dents)) > 0)
+		for (ssize_t off = 0; off < nd;) {
+			struct dirent64 *d = (struct dirent64 *)(void *)(dents + off);
+			off += d->d_reclen;
+			open += d->d_name[0] != '.';
+		}
+	close(dfd);
+	return rl.rlim_cur > open + FD_RESERVE ? (size_t)rl.rlim_cur - open - FD_RESERVE : 0;
+}
+
+/* The start-time tick (stat field 22's clock) of now. */
+static uint64_t tick_now(const struct scanner *sc)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * (uint64_t)sc->ticks + (uint64_t)ts.tv_nsec / (1000000000u / (uint64_t)sc->ticks);
+}
+
+/* A read failed: a lack of descriptors or memory means the scan may have missed something. */
+void scanner_read_failed(struct scanner *sc, ssize_t r)
+{
+	if (r == -EMFILE || r == -ENFILE || r == -ENOMEM)
+		sc->scan_err = (int)-r;
+}
+
+static int pid_cmp(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The kernel threads: kthreadd's children (pid 2, when it is kthreadd: not in a PID namespace
+ * of our own). Half the entries of a quiet host's /proc; without this list each costs a stat
+ * read after its empty environment read. A user-mode helper the kernel starts is kthreadd's
+ * child too, but has memory, so its environment is read as anyone's. A failure leaves the
+ * list empty: every empty environment is then looked at through stat. */
+static void kernel_threads(struct scanner *sc)
+{
+	struct reaper_stat st;
+	if (procfs_stat(sc->procfd, 2, &st) < 0 || !(st.flags & PF_KTHREAD) || st.ppid != 0)
+		return;
+	pid_t *k = NULL;
+	size_t n = 0, c = 0;
+	if (scanner_children(sc, 2, &k, &n, &c) < 0) {
+		free(k);
+		return;
+	}
+	qsort(k, n, sizeof *k, pid_cmp);
+	sc->kthreads = k;
+	sc->nkthreads = n;
+}
+
+static int kernel_thread(const struct scanner *sc, pid_t pid)
+{
+	return sc->nkthreads && bsearch(&pid, sc->kthreads, sc->nkthreads, sizeof pid, pid_cmp);
+}
+
+int pid_in_list(const pid_t *v, size_t n, pid_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == pid)
+			return 1;
+	return 0;
+}
+
+int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
+		 const struct reaper_pattern *patterns, size_t npatterns)
+{
+	memset(sc, 0, sizeof *sc);
+	sc->procfd = -1;
+	for (size_t i = 0; i < 32; i++)
+		sc->roots[i] = PIDREF_NULL;
+	if (nf > 32)
+		return -E2BIG;
+	for (size_t i = 0; i < nf; i++) {
+		if (f[i].kind == REAPER_FIND_ENV) {
+			if (!f[i].marker || !strchr(f[i].marker, '=') || f[i].marker[0] == '=')
+				return -EINVAL;
+			sc->elen[i] = strlen(f[i].marker);
+			sc->env_mask |= 1u << i;
+		} else if (f[i].kind == REAPER_FIND_TREE) {
+			if (f[i].root < 0 || (f[i].nskip && !f[i].skip) ||
+			    (f[i].marker && (!strchr(f[i].marker, '=') || f[i].marker[0] == '=')))
+				return -EINVAL;
+			sc->elen[i] = f[i].marker ? strlen(f[i].marker) : 0;
+			sc->tree_mask |= 1u << i;
+		} else if (f[i].kind == REAPER_FIND_CALL) {
+			if (!f[i].find)
+				return -EINVAL;
+			sc->call_mask |= 1u << i;
+		} else if (f[i].kind == REAPER_FIND_CGROUP) {
+			if (!f[i].cgroup || !*f[i].cgroup)
+				return -EINVAL;
+			sc->cgroup_mask |= 1u << i;
+		} else {
+			return -EINVAL;
+		}
+	}
+	sc->f = f;
+	sc->nf = nf;
+	sc->patterns = patterns;
+	sc->npatterns = npatterns;
+	if (npatterns && !(sc->pattern_hits = calloc(npatterns, sizeof *sc->pattern_hits)))
+		return -ENOMEM;
+	sc->ticks = sysconf(_SC_CLK_TCK);
+	sc->self = getpid();
+	int r = procfs_open();
+	if (r < 0)
+		return r;
+	sc->procfd = r;
+	sc->pidfd_budget = pidfd_budget(sc->procfd);
+	/* a root is walked only while it is the process it was when the reap began */
+	for (size_t i = 0; i < nf; i++) {
+		struct reaper_stat st;
+		if (f[i].kind != REAPER_FIND_TREE || !f[i].root)
+			continue;
+		r = pidref_open_stat(&sc->roots[i], sc->procfd, f[i].root, &st);
+		if (r == -EMFILE || r == -ENFILE)
+			r = pidref_pin_stat(&sc->roots[i], sc->procfd, f[i].root, &st);
+		if (r < 0 && r != -ESRCH)
+			return r;
+	}
+	int dfd = openat(sc->procfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || !(sc->dir = fdopendir(dfd))) {
+		r = -errno;
+		if (dfd >= 0)
+			close(dfd);
+		return r;
+	}
+	for (size_t i = 0; i < nf; i++)
+		if ((sc->tree_mask & (1u << i)) && f[i].marker && (r = finder_tree_inherit(sc, i)) < 0)
+			return r;
+	/* The caller and its ancestors are never candidates. */
+	pid_t p = sc->self;
+	while (p > 0 && sc->nanc < 64) {
+		sc->ancestors[sc->nanc++] = p;
+		struct reaper_stat st;
+		if (procfs_stat(sc->procfd, p, &st) < 0)
+			break;
+		p = st.ppid;
+	}
+	pid_t *kids = NULL;
+	size_t nk = 0, ck = 0;
+	if ((r = scanner_children(sc, sc->self, &kids, &nk, &ck)) < 0)
+		return r;
+	for (size_t i = 0; i < nk; i++) {
+		struct reaper_stat st;
+		if (procfs_stat(sc->procfd, kids[i], &st) == 0 && st.state == 'Z' && st.num_threads <= 1)
+			kids[sc->nhost_zombies++] = kids[i];
+	}
+	sc->host_zombies = kids;
+	kernel_threads(sc);
+	return 0;
+}
+
+void scanner_done(struct scanner *sc)
+{
+	for (size_t i = 0; i < 32; i++)
+		pidref_done(&sc->roots[i]);
+	free(sc->pending);
+	sc->pending = NULL;
+	if (sc->dir)
+		closedir(sc->dir);
+	if (sc->procfd >= 0)
+		close(sc->procfd);
+	pbuf_free(&sc->buf);
+	pbuf_free(&sc->aux);
+	free(sc->host_zombies);
+	free(sc->kthreads);
+	sc->kthreads = NULL;
+	sc->nkthreads = 0;
+	sc->host_zombies = NULL;
+	free(sc->cgpids);
+	sc->cgpids = NULL;
+	for (size_t i = 0; i < sizeof sc->tree_inherited / sizeof *sc->tree_inherited; i++) {
+		free(sc->tree_inherited[i]);
+		sc->tree_inherited[i] = NULL;
+	}
+	free(sc->cgagain);
+	sc->cgagain = NULL;
+	free(sc->pattern_hits);
+	free(sc->ids);
+	sc->ids = NULL;
+	sc->ids_cap = 0;
+	sc->dir = NULL;
+	sc->procfd = -1;
+	sc->pattern_hits = NULL;
+}
+
+int scanner_excluded(const struct scanner *sc, pid_t pid)
+{
+	for (size_t i = 0; i < sc->nanc; i++)
+		if (sc->ancestors[i] == pid)
+			return 1;
+	return 0;
+}
+
+/* A pid is new unless the process holding it now is a candidate already: the same
+ * identity, not just the same number (a candidate's pid may have passed to another). */
+int scanner_known(const struct scanner *sc, const struct candset *cs, pid_t pid)
+{
+	ssize_t i = candset_find(cs, pid);
+	if (i < 0)
+		return 0;
+	const struct cand *c = &cs->v[i];
+	if (c->ref.pid > 0)
+		return pidref_held(&c->ref, sc->procfd) == 0;
+	struct reaper_stat st;
+	return procfs_stat(sc->procfd, pid, &st) == 0 && st.start_time == c->info.start_time;
+}
+
+/* The environment of a process whose leader has exited while other threads run on: read
+ * through one of those threads (they share it). */
+static ssize_t environ_via_thread(struct scanner *sc, pid_t pid)
+{
+	char path[48];
+	snprintf(path, sizeof path, "%d/task", (int)pid);
+	int tfd = openat(sc->procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	char dents[4096] __attribute__((aligned(8)));
+	ssize_t nd, n = 0;
+	while (n <= 0 && (nd = getdents64(tfd, dents, sizeof dents)) > 0)
+		for (ssize_t off = 0; off < nd && n <= 0;) {
+			struct dirent64 *d = (struct dirent64 *)(void *)(dents + off);
+			off += d->d_reclen;
+			if (d->d_name[0] < '1' || d->d_name[0] > '9' || atoi(d->d_name) == pid)
+				continue;
+			char what[48];
+			snprintf(what, sizeof what, "task/%d/environ", atoi(d->d_name));
+			n = procfs_read(sc->procfd, pid, what, &sc->buf);
+		}
+	close(tfd);
+	return n;
+}
+
+/* pid's environment into sc->buf: its length; 0 when there is none to judge (a kernel
+ * thread, a zombie without live threads, an environment that is truly empty or whose memory
+ * is gone, a process gone);
+ * -EAGAIN while it cannot be judged yet: an exec is replacing the memory it lives in (the
+ * read comes back empty, and stat shows no settled bounds for it); other -errno when it
+ * cannot be read. */
+ssize_t scanner_environ(struct scanner *sc, pid_t pid)
+{
+	ssize_t n = procfs_read(sc->procfd, pid, "environ", &sc->buf);
+	if ((n == 0 || n == -ESRCH) && kernel_thread(sc, pid))
+		return 0;
+	if (n == -EACCES) {
+		/* without privilege, an exited leader's own environ is refused (it has no memory
+		 * left to check the access against); its live threads share the environment */
+		struct reaper_stat st;
+		if (procfs_stat(sc->procfd, pid, &st) == 0 && st.state == 'Z' && st.num_threads > 1)
+			return environ_via_thread(sc, pid);
+		return n;
+	}
+	int settled = 0;
+	for (int tries = 0; (n == 0 || n == -ESRCH) && tries < 4; tries++) {
+		struct reaper_stat st, again;
+		int r = procfs_stat(sc->procfd, pid, &st);
+		if (r < 0)
+			return r == -ENOENT || r == -ESRCH ? 0 : r;
+		if (st.flags & PF_KTHREAD)
+			return 0;
+		/* no memory of its own (ESRCH): an exited or exiting leader; its other threads,
+		 * if any, share the process's environment */
+		if (n == -ESRCH || st.state == 'Z' || st.state == 'X')
+			return st.num_threads > 1 ? environ_via_thread(sc, pid) : 0;
+		n = procfs_read(sc->procfd, pid, "environ", &sc->buf);
+		if (n != 0)
+			break;
+		/* the same bounds on both sides of an empty read, the same exec: either truly empty,
+		 * or memory the process has unmapped, which no wait will make readable (an exec
+		 * under way shows no bounds or new ones; twice in a row rules out one that ended
+		 * on the very same bounds) */
+		if (st.env_end && procfs_stat(sc->procfd, pid, &again) == 0 && again.start_time == st.start_time &&
+		    again.env_start == st.env_start && again.env_end == st.env_end) {
+			if (st.env_start == st.env_end || ++settled == 2)
+				return 0;
+		} else {
+			settled = 0;
+		}
+		sched_yield();
+	}
+	return n == 0 ? -EAGAIN : n;
+}
+
+/* Children of every thread of pid, appended to *kids. */
+int scanner_children(struct scanner *sc, pid_t pid, pid_t **kids, size_t *nk, size_t *ck)
+{
+	char path[48];
+	snprintf(path, sizeof path, "%d/task", (int)pid);
+	int tfd = openat(sc->procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tfd < 0) {
+		scanner_read_failed(sc, -errno);
+		return 0;
+	}
+	/* getdents64 straight into a buffer: fdopendir's fstat and two fcntls cost more than
+	 * listing a task directory, once per tree candidate per scan */
+	char dents[4096] __attribute__((aligned(8)));
+	ssize_t nd;
+	int r = 0;
+	while (r == 0 && (nd = getdents64(tfd, dents, sizeof dents)) > 0) {
+		for (ssize_t off = 0; off < nd && r == 0;) {
+			struct dirent64 *d = (struct dirent64 *)(void *)(dents + off);
+			off += d->d_reclen;
+			if (d->d_name[0] < '1' || d->d_name[0] > '9')
+				continue;
+			char what[48];
+			snprintf(what, sizeof what, "task/%d/children", atoi(d->d_name));
+			ssize_t n = procfs_read(sc->procfd, pid, what, &sc->aux);
+			scanner_read_failed(sc, n);
+			for (char *p = sc->aux.p, *end = p + (n > 0 ? n : 0); p < end;) {
+				char *e;
+				long v = strtol(p, &e, 10);
+				if (e == p)
+					break;
+				p = e;
+				if (*nk == *ck) {
+					size_t nc = *ck ? *ck * 2 : 64;
+					pid_t *nv = realloc(*kids, nc * sizeof *nv);
+					if (!nv) {
+						r = -ENOMEM;
+						break;
+					}
+					*kids = nv;
+					*ck = nc;
+				}
+				(*kids)[(*nk)++] = (pid_t)v;
+			}
+		}
+	}
+	close(tfd);
+	return r;
+}
+
+int scanner_scan(struct scanner *sc, struct candset *cs)
+{
+	int added = 0, r;
+	sc->starved = 0;
+	sc->scan_err = 0;
+	sc->gen++;
+	sc->tick0 = tick_now(sc);
+	for (size_t i = 0; i < sizeof sc->anc_cache / sizeof *sc->anc_cache; i++)
+		sc->anc_cache[i].pid = 0;
+	if (sc->cgroup_mask) {
+		if ((r = finder_scan_cgroup(sc, cs)) < 0)
+			return r;
+		added += r;
+	}
+	if (sc->env_mask && !sc->env_deferred) {
+		if ((r = finder_scan_env(sc, cs)) < 0)
+			return r;
+		added += r;
+	}
+	if (sc->tree_mask) {
+		if ((r = finder_scan_tree(sc, cs)) < 0)
+			return r;
+		added += r;
+	}
+	if (sc->call_mask) {
+		if ((r = finder_scan_call(sc, cs)) < 0)
+			return r;
+		added += r;
+	}
+	return added;
+}
