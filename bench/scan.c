@@ -130,7 +130,7 @@ static void cmd_scan(const char *entry, unsigned round)
 }
 
 /* The raw detail reads libreaper's add() makes for one candidate (besides its pidfd). */
-static int raw_details(pid_t pid, struct pbuf *b)
+static int raw_details(pid_t pid, struct sbuf *b)
 {
 	struct reaper_stat st;
 	if (procfs_stat(procfd, pid, &st) < 0)
@@ -160,13 +160,13 @@ static void cmd_details(const char *entry)
 				pids[np++] = (unsigned)PIDS_VAL(0, s_int, f->stacks[i], info);
 		procps_pids_unref(&info);
 	}
-	struct pbuf b = { 0 };
+	struct sbuf b = { 0 };
 	double t_raw = bench_now();
 	long n_raw = 0;
 	for (int i = 0; i < np; i++)
 		n_raw += raw_details((pid_t)pids[i], &b) == 0;
 	t_raw = bench_now() - t_raw;
-	pbuf_free(&b);
+	sbuf_free(&b);
 	enum pids_item items[] = { PIDS_ID_PID, PIDS_ID_PPID, PIDS_ID_PGRP, PIDS_STATE, PIDS_TICS_BEGAN,
 				   PIDS_ID_EUID, PIDS_CMD, PIDS_CMDLINE, PIDS_EXE };
 	double t_lp = bench_now();

@@ -18,23 +18,11 @@
 #ifndef HARNESS_ESCAPE_H
 #define HARNESS_ESCAPE_H
 
+#include "reaper/sbuf.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-
-/* A growable string. On allocation failure oom is set and later appends do nothing. */
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	int oom;
-};
-
-void sbuf_add(struct sbuf *b, const char *s, size_t len);
-void sbuf_puts(struct sbuf *b, const char *s);
-void sbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The text so far, NUL-terminated ("" when empty or out of memory). */
-const char *sbuf_str(struct sbuf *b);
-void sbuf_free(struct sbuf *b);
 
 /* Decode one strict UTF-8 sequence at s (len > 0): returns its length and the code point
  * in *cp, or 0 when the byte at s does not start a valid sequence. */

@@ -62,7 +62,7 @@ struct run {
 	struct run_state st;
 	struct reaper_opts opts;    /* the reap's: read by it while it runs (term_signal, below) */
 	const char *hold_dirs[3];   /* the run's HOME, working directory and /tmp */
-	struct pbuf buf;
+	struct sbuf buf;
 	struct output out;          /* report flags and outputs (output.h) */
 };
 
@@ -944,7 +944,7 @@ int cmd_run(int argc, char **argv)
 	reaper_report_free(rep);
 	pidref_done(&r.cmd);
 	free(r.home_marker);
-	pbuf_free(&r.buf);
+	sbuf_free(&r.buf);
 	output_done(&r.out);
 	return code;
 }

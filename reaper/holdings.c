@@ -56,7 +56,7 @@ struct holdings {
 	size_t nns;
 	double deadline;       /* set at the first gathering */
 	size_t procs;
-	struct pbuf buf;
+	struct sbuf buf;
 	long page, ticks;
 };
 
@@ -139,7 +139,7 @@ static int under_dirs(const struct holdings *h, const char *path)
 }
 
 /* stat field 7: the controlling terminal's device number */
-static dev_t own_tty(int procfd, struct pbuf *b)
+static dev_t own_tty(int procfd, struct sbuf *b)
 {
 	ssize_t n = procfs_read(procfd, getpid(), "stat", b);
 	const char *p = n > 0 ? strrchr(b->p, ')') : NULL;
@@ -187,7 +187,7 @@ void holdings_free(struct holdings *h)
 			free(h->ns[i].v[k].what);
 		free(h->ns[i].v);
 	}
-	pbuf_free(&h->buf);
+	sbuf_free(&h->buf);
 	free(h);
 }
 

@@ -2,6 +2,7 @@
 /* procfs: parsing and reading /proc; see procfs.h. */
 #define _GNU_SOURCE
 #include "procfs.h"
+#include "array.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -159,7 +160,7 @@ int procfs_stat(int procfd, pid_t pid, struct reaper_stat *st)
 	return reaper_parse_stat(buf, (size_t)n, st);
 }
 
-ssize_t procfs_read(int procfd, pid_t pid, const char *what, struct pbuf *b)
+ssize_t procfs_read(int procfd, pid_t pid, const char *what, struct sbuf *b)
 {
 	int fd = open_at(procfd, pid, what);
 	if (fd < 0)
@@ -170,15 +171,9 @@ ssize_t procfs_read(int procfd, pid_t pid, const char *what, struct pbuf *b)
 	int whole = strcmp(what, "environ") == 0 || strcmp(what, "cmdline") == 0;
 	size_t len = 0;
 	for (;;) {
-		if (b->cap - len < 2) {
-			size_t ncap = b->cap ? b->cap * 2 : 8192;
-			char *np = realloc(b->p, ncap);
-			if (!np) {
-				close(fd);
-				return -ENOMEM;
-			}
-			b->p = np;
-			b->cap = ncap;
+		if (ARRAY_RESERVE(b->p, b->cap, len + 2, 8192) < 0) {
+			close(fd);
+			return -ENOMEM;
 		}
 		ssize_t n = read(fd, b->p + len, b->cap - len - 1);
 		if (n < 0) {
@@ -196,6 +191,7 @@ ssize_t procfs_read(int procfd, pid_t pid, const char *what, struct pbuf *b)
 	}
 	close(fd);
 	b->p[len] = 0;
+	b->len = len;
 	return (ssize_t)len;
 }
 
@@ -259,11 +255,4 @@ const char *reaper_environ_get(const char *env, size_t len, const char *name, si
 		p += n + 1;
 	}
 	return NULL;
-}
-
-void pbuf_free(struct pbuf *b)
-{
-	free(b->p);
-	b->p = NULL;
-	b->cap = 0;
 }

@@ -4,6 +4,7 @@
 #define REAPER_PROCFS_H
 
 #include "reaper.h"
+#include "sbuf.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -30,23 +31,16 @@ const char *reaper_environ_get(const char *environ, size_t len, const char *name
 
 /* ---- reading /proc ------------------------------------------------------------------- */
 
-/* A growable read buffer, reused across processes on the hot path. */
-struct pbuf {
-	char *p;
-	size_t cap;
-};
-
 /* open("/proc") as a directory fd. */
 int procfs_open(void);
 /* Read /proc/PID/stat into st. -ENOENT/-ESRCH when the process is gone. procfd -1: "/proc". */
 int procfs_stat(int procfd, pid_t pid, struct reaper_stat *st);
-/* Read all of /proc/PID/WHAT (what may be "environ", "cmdline", "task/T/children", ...).
- * Returns the length (b->p is NUL-terminated after it) or -errno. */
-ssize_t procfs_read(int procfd, pid_t pid, const char *what, struct pbuf *b);
+/* Read all of /proc/PID/WHAT (what may be "environ", "cmdline", "task/T/children", ...) into
+ * b, replacing what it held. Returns the length (b->p is NUL-terminated after it) or -errno. */
+ssize_t procfs_read(int procfd, pid_t pid, const char *what, struct sbuf *b);
 /* readlink /proc/PID/WHAT into a new string ("" when unreadable). */
 char *procfs_link(int procfd, pid_t pid, const char *what);
 /* Seconds since boot. */
 double procfs_uptime(int procfd);
-void pbuf_free(struct pbuf *b);
 
 #endif

@@ -197,8 +197,8 @@ void scanner_done(struct scanner *sc)
 		closedir(sc->dir);
 	if (sc->procfd >= 0)
 		close(sc->procfd);
-	pbuf_free(&sc->buf);
-	pbuf_free(&sc->aux);
+	sbuf_free(&sc->buf);
+	sbuf_free(&sc->aux);
 	free(sc->host_zombies);
 	free(sc->kthreads);
 	sc->kthreads = NULL;

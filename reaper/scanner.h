@@ -33,7 +33,7 @@ struct scanner {
 	const struct reaper_pattern *patterns;
 	size_t npatterns;
 	size_t *pattern_hits;
-	struct pbuf buf, aux;
+	struct sbuf buf, aux;
 	long ticks;
 	int starved; /* a pidfd could not be opened (EMFILE): rescan sooner */
 	unsigned gen; /* scans so far */
