@@ -6,6 +6,7 @@
 #include "ci.h"
 
 #include "escape.h"
+#include "reaper/array.h"
 #include "human.h"
 #include "json.h"
 #include "junit.h"
@@ -44,18 +45,10 @@ static int add_pattern(struct output *o, enum reaper_pattern_kind kind, const ch
 {
 	if (!from)
 		return fail(o, "out of memory");
-	if (o->npatterns == o->cap) {
-		size_t nc = o->cap ? o->cap * 2 : 8;
-		struct reaper_pattern *np = realloc(o->patterns, nc * sizeof *np);
-		if (np)
-			o->patterns = np;
-		char **nf = np ? realloc(o->pattern_from, nc * sizeof *nf) : NULL;
-		if (!np || !nf) {
-			free(from);
-			return fail(o, "out of memory");
-		}
-		o->pattern_from = nf;
-		o->cap = nc;
+	if (ARRAY_RESERVE(o->patterns, o->cap, o->npatterns + 1, 8) < 0 ||
+	    ARRAY_RESERVE(o->pattern_from, o->from_cap, o->npatterns + 1, 8) < 0) {
+		free(from);
+		return fail(o, "out of memory");
 	}
 	o->patterns[o->npatterns] = (struct reaper_pattern){ .kind = kind, .glob = glob };
 	o->pattern_from[o->npatterns++] = from;
@@ -64,12 +57,10 @@ static int add_pattern(struct output *o, enum reaper_pattern_kind kind, const ch
 
 static char *own(struct output *o, char *s)
 {
-	char **n = s ? realloc(o->owned, (o->nowned + 1) * sizeof *n) : NULL;
-	if (!n) {
+	if (!s || ARRAY_RESERVE(o->owned, o->owned_cap, o->nowned + 1, 8) < 0) {
 		free(s);
 		return NULL;
 	}
-	o->owned = n;
 	o->owned[o->nowned++] = s;
 	return s;
 }

@@ -44,9 +44,9 @@ struct output {
 	const char *junit_path;        /* --junit FILE */
 	struct reaper_pattern *patterns;
 	char **pattern_from;           /* per pattern: "--allow", "--keep" or "FILE:LINE" */
-	size_t npatterns, cap;
+	size_t npatterns, cap, from_cap;
 	char **owned;                  /* strings read from allow files */
-	size_t nowned;
+	size_t nowned, owned_cap;
 	int report_only;
 	int any_user;                  /* --any-user: root signals other users' marker-only matches */
 	int github;                    /* GITHUB_ACTIONS=true: ::error lines on stdout */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* candset: an array of candidates plus a pid hash; see candset.h. */
 #include "candset.h"
+#include "array.h"
 #include "report.h"
 
 #include <errno.h>
@@ -46,14 +47,8 @@ static int rehash(struct candset *cs, size_t hcap)
 /* Append c (taking its strings); the pid now maps to it. Returns its index or -errno. */
 ssize_t candset_add(struct candset *cs, const struct cand *c)
 {
-	if (cs->n == cs->cap) {
-		size_t ncap = cs->cap ? cs->cap * 2 : 64;
-		struct cand *nv = realloc(cs->v, ncap * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		cs->v = nv;
-		cs->cap = ncap;
-	}
+	if (ARRAY_RESERVE(cs->v, cs->cap, cs->n + 1, 64) < 0)
+		return -ENOMEM;
 	if ((cs->n + 1) * 2 > cs->hcap && rehash(cs, cs->hcap ? cs->hcap * 2 : 128) < 0)
 		return -ENOMEM;
 	size_t idx = cs->n++;

@@ -5,6 +5,7 @@
  * removing a cgroup. See reaper.h for the contracts. */
 #define _GNU_SOURCE
 #include "cgroup.h"
+#include "array.h"
 
 #include "pidref.h"
 #include "procfs.h"
@@ -40,16 +41,14 @@ static ssize_t slurp(int dirfd, const char *name, char **out)
 	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	size_t len = 0, cap = 4096;
-	char *b = malloc(cap);
+	size_t len = 0, cap = 0;
+	char *b = NULL;
 	ssize_t n = 0;
-	while (b) {
-		if (len + 1 >= cap) {
-			char *nb = realloc(b, cap * 2);
-			if (!nb)
-				break;
-			b = nb;
-			cap *= 2;
+	for (;;) {
+		if (ARRAY_RESERVE(b, cap, len + 2, 4096) < 0) {
+			n = -1;
+			errno = ENOMEM;
+			break;
 		}
 		n = read(fd, b + len, cap - len - 1);
 		if (n < 0 && errno == EINTR)
@@ -319,14 +318,8 @@ pid_t reaper_cgroup_fork(const char *path)
 
 static int push(pid_t **v, size_t *n, size_t *cap, pid_t pid)
 {
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 64;
-		pid_t *nv = realloc(*v, nc * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		*v = nv;
-		*cap = nc;
-	}
+	if (ARRAY_RESERVE(*v, *cap, *n + 1, 64) < 0)
+		return -ENOMEM;
 	(*v)[(*n)++] = pid;
 	return 0;
 }
@@ -562,14 +555,7 @@ static int kill_each(const char *path, int only_zombie_leaders)
 			while (j < nk && !(k[j].pid == v[i] && k[j].start_time == st.start_time))
 				j++;
 			if (j == nk && pidref_signal(&ref, procfd, SIGKILL) == 0) {
-				if (nk == ck) {
-					size_t nc = ck ? ck * 2 : 64;
-					struct killed *nv = realloc(k, nc * sizeof *nv);
-					if (!nv)
-						r = -ENOMEM;
-					else
-						k = nv, ck = nc;
-				}
+				r = ARRAY_RESERVE(k, ck, nk + 1, 64);
 				if (r == 0)
 					k[nk++] = (struct killed){ v[i], st.start_time };
 				fresh++;

@@ -6,6 +6,7 @@
  * its callback; the cgroup finder lists its cgroup. */
 #define _GNU_SOURCE
 #include "scanner.h"
+#include "array.h"
 #include "cgroup.h"
 
 #include <errno.h>
@@ -81,14 +82,8 @@ int finder_pend(struct scanner *sc, pid_t pid)
 	for (size_t i = 0; i < sc->npending; i++)
 		if (sc->pending[i] == pid)
 			return 0;
-	if (sc->npending == sc->cpending) {
-		size_t nc = sc->cpending ? sc->cpending * 2 : 16;
-		pid_t *nv = realloc(sc->pending, nc * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		sc->pending = nv;
-		sc->cpending = nc;
-	}
+	if (ARRAY_RESERVE(sc->pending, sc->cpending, sc->npending + 1, 16) < 0)
+		return -ENOMEM;
 	sc->pending[sc->npending++] = pid;
 	return 0;
 }
@@ -184,76 +179,82 @@ static const struct pidref *item_ref(const struct scanner *sc, const struct cand
 	return it->root >= 0 && sc->f[it->root].root ? &sc->roots[it->root] : NULL;
 }
 
+/* The tree walk's queue, and the children of the item being walked (reused). */
+struct queue {
+	struct item *v;
+	size_t n, cap;
+	pid_t *kids;
+	size_t kcap;
+};
+
+static int enqueue(struct queue *q, pid_t pid, uint32_t bits, int root, ssize_t cand)
+{
+	if (ARRAY_RESERVE(q->v, q->cap, q->n + 1, 64) < 0)
+		return -ENOMEM;
+	q->v[q->n++] = (struct item){ pid, bits, root, cand };
+	return 0;
+}
+
+/* Item qi's children are in its trees: known ones are marked so, new ones identified; both
+ * are walked in turn. Returns how many were added, or -ENOMEM. */
+static int walk(struct scanner *sc, struct candset *cs, struct queue *q, size_t qi)
+{
+	const struct item it = q->v[qi]; /* a copy: enqueueing may move the queue */
+	size_t nk = 0;
+	int added = 0, r;
+	const struct pidref *ref = item_ref(sc, cs, &it);
+	if (ref && ref->pid <= 0)
+		return 0;
+	if ((r = scanner_children(sc, it.pid, &q->kids, &nk, &q->kcap)) < 0)
+		return r;
+	/* the list is this process's only if it still is the one pinned after the read */
+	if (ref && pidref_held(ref, sc->procfd) < 0)
+		return 0;
+	for (size_t k = 0; k < nk; k++) {
+		pid_t c = q->kids[k];
+		if (scanner_excluded(sc, c))
+			continue;
+		ssize_t idx = candset_find(cs, c);
+		if (idx >= 0 && scanner_known(sc, cs, c)) {
+			uint32_t had = cs->v[idx].info.matched_by;
+			cs->v[idx].info.matched_by |= it.bits;
+			/* found by a marker first, it is in this tree only now: walk its
+			 * children in this very pass (one reaper_scan is one pass) */
+			if ((had & it.bits) != it.bits && (r = enqueue(q, c, it.bits, -1, idx)) < 0)
+				return r;
+			continue;
+		}
+		ssize_t a = identify(sc, cs, c, it.bits, NULL, 0, 0, it.pid, item_ref(sc, cs, &it));
+		if (a == -ENOMEM)
+			return -ENOMEM;
+		if (a >= 0) {
+			added++;
+			if ((r = enqueue(q, c, it.bits, -1, a)) < 0)
+				return r;
+		}
+	}
+	return added;
+}
+
 int finder_scan_tree(struct scanner *sc, struct candset *cs)
 {
 	/* queue: the roots, then every pinned candidate found by a tree finder (that is how
 	 * orphans re-parented away from the root stay in the tree). A process is walked only
 	 * while it is still the one pinned: a pid that has passed to another process since
 	 * lends its new holder's children nothing. */
-	struct item *q = NULL;
-	size_t qn = 0, qc = 0;
-	pid_t *kids = NULL;
-	size_t kc = 0;
+	struct queue q = { 0 };
 	int added = 0, r = 0;
-#define PUSH(P, B, ROOT, CAND)                                               \
-	do {                                                                 \
-		if (qn == qc) {                                              \
-			size_t nc = qc ? qc * 2 : 64;                        \
-			struct item *nq = realloc(q, nc * sizeof *nq);       \
-			if (!nq) {                                           \
-				r = -ENOMEM;                                 \
-				goto out;                                    \
-			}                                                    \
-			q = nq;                                              \
-			qc = nc;                                             \
-		}                                                            \
-		q[qn++] = (struct item){ (P), (B), (ROOT), (CAND) };         \
-	} while (0)
-	for (size_t i = 0; i < sc->nf; i++)
+	for (size_t i = 0; r == 0 && i < sc->nf; i++)
 		if ((sc->tree_mask & (1u << i)) && (!sc->f[i].root || sc->roots[i].pid > 0))
-			PUSH(sc->f[i].root ? sc->f[i].root : sc->self, 1u << i, (int)i, -1);
-	for (size_t i = 0; i < cs->n; i++)
+			r = enqueue(&q, sc->f[i].root ? sc->f[i].root : sc->self, 1u << i, (int)i, -1);
+	for (size_t i = 0; r == 0 && i < cs->n; i++)
 		if (cs->v[i].ref.pid > 0 && cs->v[i].info.fate != REAPER_KEPT && (cs->v[i].info.matched_by & sc->tree_mask))
-			PUSH(cs->v[i].info.pid, cs->v[i].info.matched_by & sc->tree_mask, -1, (ssize_t)i);
-	for (size_t qi = 0; qi < qn; qi++) {
-		size_t nk = 0;
-		const struct pidref *ref = item_ref(sc, cs, &q[qi]);
-		if (ref && ref->pid <= 0)
-			continue;
-		if ((r = scanner_children(sc, q[qi].pid, &kids, &nk, &kc)) < 0)
-			goto out;
-		/* the list is this process's only if it still is the one pinned after the read */
-		if (ref && pidref_held(ref, sc->procfd) < 0)
-			continue;
-		for (size_t k = 0; k < nk; k++) {
-			pid_t c = kids[k];
-			if (scanner_excluded(sc, c))
-				continue;
-			ssize_t idx = candset_find(cs, c);
-			if (idx >= 0 && scanner_known(sc, cs, c)) {
-				uint32_t had = cs->v[idx].info.matched_by;
-				cs->v[idx].info.matched_by |= q[qi].bits;
-				/* found by a marker first, it is in this tree only now: walk its
-				 * children in this very pass (one reaper_scan is one pass) */
-				if ((had & q[qi].bits) != q[qi].bits)
-					PUSH(c, q[qi].bits, -1, idx);
-				continue;
-			}
-			ssize_t a = identify(sc, cs, c, q[qi].bits, NULL, 0, 0, q[qi].pid, item_ref(sc, cs, &q[qi]));
-			if (a == -ENOMEM) {
-				r = -ENOMEM;
-				goto out;
-			}
-			if (a >= 0) {
-				added++;
-				PUSH(c, q[qi].bits, -1, a);
-			}
-		}
-	}
-#undef PUSH
-out:
-	free(q);
-	free(kids);
+			r = enqueue(&q, cs->v[i].info.pid, cs->v[i].info.matched_by & sc->tree_mask, -1, (ssize_t)i);
+	for (size_t qi = 0; r >= 0 && qi < q.n; qi++)
+		if ((r = walk(sc, cs, &q, qi)) > 0)
+			added += r;
+	free(q.v);
+	free(q.kids);
 	return r < 0 ? r : added;
 }
 
@@ -266,11 +267,8 @@ int finder_scan_call(struct scanner *sc, struct candset *cs)
 			continue;
 		int n = sc->f[i].find(sc->f[i].find_ctx, sc->ids, sc->ids_cap);
 		if (n > 0 && (size_t)n > sc->ids_cap) {
-			struct reaper_ident *v = realloc(sc->ids, (size_t)n * sizeof *v);
-			if (!v)
+			if (ARRAY_RESERVE(sc->ids, sc->ids_cap, (size_t)n, (size_t)n) < 0)
 				return -ENOMEM;
-			sc->ids = v;
-			sc->ids_cap = (size_t)n;
 			n = sc->f[i].find(sc->f[i].find_ctx, sc->ids, sc->ids_cap);
 			if (n > 0 && (size_t)n > sc->ids_cap)
 				n = (int)sc->ids_cap; /* grew again meanwhile: the rest at the next scan */

@@ -5,6 +5,7 @@
  * device and inode are those of the caller's fd 1 or 2, or it is the caller's terminal. */
 #define _GNU_SOURCE
 #include "holdings.h"
+#include "array.h"
 
 #include "procfs.h"
 
@@ -241,15 +242,9 @@ static int sock_add(struct netns *ns, size_t *cap, uint64_t ino, enum reaper_hol
 {
 	if (!what)
 		return -ENOMEM;
-	if (ns->n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 64;
-		struct sock *nv = realloc(ns->v, ncap * sizeof *nv);
-		if (!nv) {
-			free(what);
-			return -ENOMEM;
-		}
-		ns->v = nv;
-		*cap = ncap;
+	if (ARRAY_RESERVE(ns->v, *cap, ns->n + 1, 64) < 0) {
+		free(what);
+		return -ENOMEM;
 	}
 	ns->v[ns->n++] = (struct sock){ .ino = ino, .kind = kind, .what = what };
 	return 0;

@@ -5,6 +5,7 @@
  * finder.c; what they match becomes a candidate through identify(). */
 #define _GNU_SOURCE
 #include "scanner.h"
+#include "array.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -349,16 +350,8 @@ int scanner_children(struct scanner *sc, pid_t pid, pid_t **kids, size_t *nk, si
 				if (e == p)
 					break;
 				p = e;
-				if (*nk == *ck) {
-					size_t nc = *ck ? *ck * 2 : 64;
-					pid_t *nv = realloc(*kids, nc * sizeof *nv);
-					if (!nv) {
-						r = -ENOMEM;
-						break;
-					}
-					*kids = nv;
-					*ck = nc;
-				}
+				if ((r = ARRAY_RESERVE(*kids, *ck, *nk + 1, 64)) < 0)
+					break;
 				(*kids)[(*nk)++] = (pid_t)v;
 			}
 		}
