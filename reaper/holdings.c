@@ -139,15 +139,12 @@ static int under_dirs(const struct holdings *h, const char *path)
 	return 0;
 }
 
-/* stat field 7: the controlling terminal's device number */
+/* The controlling terminal's device number (stat field 7). */
 static dev_t own_tty(int procfd, struct sbuf *b)
 {
+	struct reaper_stat st;
 	ssize_t n = procfs_read(procfd, getpid(), "stat", b);
-	const char *p = n > 0 ? strrchr(b->p, ')') : NULL;
-	unsigned long long tty = 0;
-	if (p && sscanf(p + 1, " %*c %*d %*d %*d %llu", &tty) != 1)
-		tty = 0;
-	return (dev_t)tty;
+	return n > 0 && reaper_parse_stat(b->p, (size_t)n, &st) == 0 ? (dev_t)st.tty_nr : 0;
 }
 
 struct holdings *holdings_new(const struct reaper_opts *o)
@@ -402,17 +399,15 @@ static struct netns *netns_of(struct holdings *h, int procfd, pid_t pid, int *er
 /* RSS, CPU time and start time from /proc/PID/stat (fields 14, 15, 22, 24). */
 static int usage_of(struct holdings *h, int procfd, pid_t pid, uint64_t *start, uint64_t *rss, double *cpu)
 {
+	struct reaper_stat st;
 	ssize_t n = procfs_read(procfd, pid, "stat", &h->buf);
 	if (n < 0)
 		return (int)n;
-	const char *p = strrchr(h->buf.p, ')');
-	unsigned long long ut, stime, st, pages;
-	if (!p || sscanf(p + 1, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu %*s %*s %*s %*s %*s %*s %llu %*s %llu",
-			 &ut, &stime, &st, &pages) != 4)
+	if (reaper_parse_stat(h->buf.p, (size_t)n, &st) < 0)
 		return -EINVAL;
-	*start = st;
-	*rss = (uint64_t)pages * (uint64_t)(h->page > 0 ? h->page : 4096);
-	*cpu = (double)(ut + stime) / (double)(h->ticks > 0 ? h->ticks : 100);
+	*start = st.start_time;
+	*rss = st.rss * (uint64_t)(h->page > 0 ? h->page : 4096);
+	*cpu = (double)(st.utime + st.stime) / (double)(h->ticks > 0 ? h->ticks : 100);
 	return 0;
 }
 

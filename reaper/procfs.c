@@ -113,8 +113,14 @@ int reaper_parse_stat(const char *buf, size_t len, struct reaper_stat *st)
 			st->pgrp = (pid_t)v;
 		else if (field == 6)
 			st->session = (pid_t)v;
+		else if (field == 7)
+			st->tty_nr = v;
 		else if (field == 9)
 			st->flags = (unsigned long)v;
+		else if (field == 14)
+			st->utime = v;
+		else if (field == 15)
+			st->stime = v;
 		else if (field == 20)
 			st->num_threads = (long)v;
 		else if (field == 22)
@@ -126,8 +132,8 @@ int reaper_parse_stat(const char *buf, size_t len, struct reaper_stat *st)
 		return -EINVAL;
 	if (!ok)
 		return -EINVAL;
-	/* 23..51: only the environment's bounds are kept; an older kernel's shorter line
-	 * leaves them 0 */
+	/* 23..51: only the resident size and the environment's bounds are kept; an older
+	 * kernel's shorter line leaves them 0 */
 	uint64_t env[2] = { 0, 0 };
 	for (int field = 23; field <= 51 && p < end && *p == ' '; field++) {
 		p++;
@@ -135,6 +141,8 @@ int reaper_parse_stat(const char *buf, size_t len, struct reaper_stat *st)
 		uint64_t v = parse_u64(&p, end, &fok);
 		if (!fok)
 			break;
+		if (field == 24)
+			st->rss = v;
 		if (field >= 50)
 			env[field - 50] = v;
 		if (field == 51) {

@@ -17,8 +17,11 @@ struct reaper_stat {
 	char state;
 	uint64_t start_time;
 	char comm[64];
+	uint64_t tty_nr;               /* field 7: the controlling terminal's device number */
 	unsigned long flags;           /* field 9 (PF_*); 0x00200000 marks a kernel thread */
+	uint64_t utime, stime;         /* fields 14, 15: CPU time in clock ticks */
 	long num_threads;              /* field 20: a zombie leader with live threads counts > 1 */
+	uint64_t rss;                  /* field 24: resident pages (0 when not shown) */
 	uint64_t env_start, env_end;   /* fields 50, 51 (0 when not shown: no mm, no permission,
 	                                  or an exec that has not laid out the new stack yet) */
 };

@@ -19,9 +19,9 @@
 
 static char suite_marker[128];
 
-/* The fields after comm as the kernel writes them (3..52), with ppid 77, pgrp 78, session 79
- * and start time 123456789. */
-#define TAIL " S 77 78 79 0 -1 4194304 100 0 0 0 1 2 0 0 20 0 1 0 123456789 1000 200 " \
+/* The fields after comm as the kernel writes them (3..52), with ppid 77, pgrp 78, session 79,
+ * tty 34817 (pts/1), utime 1, stime 2, start time 123456789 and rss 200. */
+#define TAIL " S 77 78 79 34817 -1 4194304 100 0 0 0 1 2 0 0 20 0 1 0 123456789 1000 200 " \
 	"18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
 
 static int parse(const char *text, struct reaper_stat *st)
@@ -36,6 +36,10 @@ static void check_tail(const struct reaper_stat *st)
 	ck_assert_int_eq(st->pgrp, 78);
 	ck_assert_int_eq(st->session, 79);
 	ck_assert_uint_eq(st->start_time, 123456789u);
+	ck_assert_uint_eq(st->tty_nr, 34817u);
+	ck_assert_uint_eq(st->utime, 1u);
+	ck_assert_uint_eq(st->stime, 2u);
+	ck_assert_uint_eq(st->rss, 200u);
 }
 
 START_TEST(stat_plain)
