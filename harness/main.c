@@ -49,7 +49,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(sub, "--version")) {
-		printf("reaper %s\n", REAPER_VERSION);
+		printf("reaper %s\n", reaper_version());
 		return 0;
 	}
 	if (!strcmp(sub, "run"))

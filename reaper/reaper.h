@@ -263,6 +263,9 @@ REAPER_EXPORT int reaper_report_remove(struct reaper_report *r, size_t i);
  * unkillable, and not allowed by a pattern; 0 otherwise. */
 REAPER_EXPORT int reaper_proc_is_leak(const struct reaper_proc *p);
 
+/* REAPER_VERSION of the library loaded at run time (which may differ from the header a
+ * caller was compiled with; a binding loading it by name has no header at all). */
+REAPER_EXPORT const char *reaper_version(void);
 /* Names: "exited", "killed", ... */
 REAPER_EXPORT const char *reaper_fate_name(enum reaper_fate f);
 /* Names: "listening", "connected", "file", "deleted", "output", "unreadable". */

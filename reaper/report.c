@@ -51,6 +51,11 @@ const char *reaper_hold_kind_name(enum reaper_hold_kind k)
 	return (unsigned)k < sizeof names / sizeof *names && names[k] ? names[k] : "unknown";
 }
 
+const char *reaper_version(void)
+{
+	return REAPER_VERSION;
+}
+
 int reaper_matched_by(const struct reaper_finder *f, size_t n, uint32_t mask, char *buf, size_t len)
 {
 	size_t used = 0;
