@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Build steps pyproject.toml cannot say: the version, read from reaper/reaper.h (its one
-home), and libreaper, compiled from the checkout's C sources by the top-level Makefile and
-bundled into the package.
+home; at run time the package reports the loaded library's, reaper_version()), and
+libreaper, compiled from the checkout's C sources by the top-level Makefile and bundled into
+the package.
 
 REAPER_PY_LIBDIR=DIR builds a package without a bundled library that loads DIR/libreaper.so.0
 instead (what `make install` does, beside the library it installs)."""
@@ -45,7 +46,6 @@ class BuildWithLibrary(build_py):
     def run(self):
         super().run()
         pkg = Path(self.build_lib) / "reaper"
-        (pkg / "_version.py").write_text(f'VERSION = "{version()}"\n')
         libdir = installed_libdir()
         # the build tree is reused between builds: drop what the other kind of build left
         (pkg / ("libreaper.so" if libdir else "_installed.py")).unlink(missing_ok=True)
@@ -76,8 +76,8 @@ class BuildWithLibrary(build_py):
 
     def get_outputs(self, include_bytecode=True):
         pkg = Path(self.build_lib) / "reaper"
-        extra = ["_version.py", "_installed.py" if installed_libdir() else "libreaper.so"]
-        return super().get_outputs(include_bytecode) + [str(pkg / f) for f in extra]
+        extra = "_installed.py" if installed_libdir() else "libreaper.so"
+        return super().get_outputs(include_bytecode) + [str(pkg / extra)]
 
 
 class LibraryDistribution(Distribution):

@@ -27,7 +27,6 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from . import _lib, compat
 from .compat import all_stats, cmdline, kill_identified, start_time, stat
 
-__version__ = _lib.VERSION
 __all__ = [
     "REAP_TIMEOUT", "Finder", "Process", "ReapReport", "ReaperError", "ReaperIncomplete", "adopt_orphans",
     "release_orphans", "adopted", "with_home", "with_env", "descendants", "reap",
@@ -43,6 +42,11 @@ try:
     load_error: Optional[ImportError] = None
 except ImportError as _e:
     _clib, library_path, load_error = None, None, _e
+
+
+# The version is the loaded library's: the package is a view of it, and the wheel's metadata is
+# read from the header that library was compiled from.
+__version__ = _clib.reaper_version().decode("ascii") if _clib is not None else "unknown"
 
 
 def _c():
@@ -196,10 +200,9 @@ class Process:
     rss: Optional[int] = None
     cpu_time: Optional[float] = None
     host_child: bool = False
-
-    @property
-    def leaked(self) -> bool:
-        return self.fate in _lib.LEAK_FATES and not self.allowed
+    #: a leak, as the library counts one (reaper_proc_is_leak): still running at the end, or
+    #: it had to be signalled, and not allowed by a pattern
+    leaked: bool = False
 
     def line(self) -> str:
         """``"PID: cmdline"``, the line a hand-written ``_reaper.py`` reports."""
@@ -208,7 +211,6 @@ class Process:
     def as_dict(self) -> dict:
         d = asdict(self)
         d["found_by"] = list(self.found_by)
-        d["leaked"] = self.leaked
         return d
 
 
@@ -252,6 +254,7 @@ def _convert(rep: "_lib.Report", finders: Tuple[Finder, ...]) -> ReapReport:
             comm=_text(c.comm), exe=_text(c.exe), ancestry=_text(c.ancestry),
             exit_status=None if c.exit_status < 0 else c.exit_status,
             environ_unreadable=bool(c.environ_unreadable), host_child=bool(c.host_child),
+            leaked=bool(_c().reaper_proc_is_leak(ctypes.byref(c))),
             **_holdings(c)))
     hits = tuple(rep.pattern_hits[i] for i in range(rep.npatterns)) if rep.pattern_hits else ()
     return ReapReport(tuple(procs), bool(rep.escalated), rep.waited, hits)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
-import re
 from pathlib import Path
 
 pid_t = ctypes.c_int32
@@ -26,8 +25,6 @@ FIND_CALL = 4
 # enum reaper_pattern_kind
 ALLOW = 1
 KEEP = 2
-# the fates (names from reaper_fate_name) that count as a leak, as report.c counts them
-LEAK_FATES = frozenset({"alive", "terminated", "killed", "unkillable"})
 
 
 class Ident(ctypes.Structure):
@@ -171,25 +168,6 @@ def _checkout_root() -> Path:
     return Path(__file__).resolve().parents[3]
 
 
-def _version() -> str:
-    """The version: written into the package when it is built, else (running from a
-    checkout) read from reaper/reaper.h, its one home."""
-    try:
-        from ._version import VERSION
-        return VERSION
-    except ImportError:
-        pass
-    try:
-        text = (_checkout_root() / "reaper" / "reaper.h").read_text()
-        m = re.search(r'^#define REAPER_VERSION "([^"]+)"', text, re.M)
-        return m.group(1) if m else "unknown"
-    except OSError:
-        return "unknown"
-
-
-VERSION = _version()
-
-
 def candidates() -> list[str]:
     """Where libreaper is looked for, in order: the copy bundled in this package (a wheel
     has one); REAPER_LIBRARY (when set, nothing after it is tried); in a checkout, its build
@@ -230,6 +208,8 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
         "reaper_report_free": (None, [ctypes.POINTER(Report)]),
         "reaper_fate_name": (ctypes.c_char_p, [c_enum]),
         "reaper_hold_kind_name": (ctypes.c_char_p, [c_enum]),
+        "reaper_proc_is_leak": (ctypes.c_int, [ctypes.POINTER(Proc)]),
+        "reaper_version": (ctypes.c_char_p, []),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)
@@ -249,7 +229,7 @@ def load() -> tuple[ctypes.CDLL, str]:
         except OSError as e:
             tried.append(f"{path}: {e}")
         except AttributeError as e:  # another library, or a libreaper of another version
-            tried.append(f"{path}: not libreaper {VERSION} ({e})")
+            tried.append(f"{path}: not libreaper (or an older one than this package needs): {e}")
     raise ImportError("reaper: cannot load libreaper; tried, in order:\n  " + "\n  ".join(tried) +
                       "\n(install the package with pip, which bundles it; or set REAPER_LIBRARY to a "
                       "libreaper.so; or build it with `make` / `make install`)")
