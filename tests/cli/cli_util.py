@@ -14,35 +14,10 @@ import signal
 import subprocess
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-BUILD = os.environ.get("REAPER_BUILD") or os.path.join(ROOT, "build")
-REAPER = os.path.join(BUILD, "reaper")
-FIXTURES = os.path.join(BUILD, "fixtures")
-PY = "/usr/bin/python3"
+from procutil import PY, REAPER, alive, wait_gone
 
 SLEEPER = "import time\nwhile True: time.sleep(60)\n"
 STUBBORN = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True: time.sleep(60)\n"
-
-
-def alive(pidfd):
-    """A pidfd polls readable once its process has exited."""
-    p = select.poll()
-    p.register(pidfd, select.POLLIN)
-    return not p.poll(0)
-
-
-def wait_gone(fds, timeout=10.0):
-    """Wait until every pidfd reports an exit (poll: thousands of fds); returns the live ones."""
-    deadline = time.monotonic() + timeout
-    left = list(fds)
-    while left and time.monotonic() < deadline:
-        p = select.poll()
-        for fd in left:
-            p.register(fd, select.POLLIN)
-        done = {fd for fd, _ in p.poll(max(0, int((deadline - time.monotonic()) * 1000)))}
-        left = [fd for fd in left if fd not in done]
-    return left
 
 
 class Proc:
@@ -66,9 +41,10 @@ class Spawner:
         e.update(extra or {})
         return e
 
-    def orphan(self, argv, env=None, cwd=None, ready=None):
+    def orphan(self, argv, env=None, cwd=None, ready=None, user=None):
         """Double-fork + setsid + exec argv (bytes or str items); returns a Proc once the
-        process exists (ready: a file the process creates when it is set up)."""
+        process exists (ready: a file the process creates when it is set up). user: a pwd
+        entry to run as (root only)."""
         env = self.env(env)
         rd, wr = os.pipe()
         pid = os.fork()
@@ -83,6 +59,10 @@ class Spawner:
                     null = os.open("/dev/null", os.O_RDWR)
                     for fd in (0, 1, 2):
                         os.dup2(null, fd)
+                    if user:
+                        os.setgroups([])
+                        os.setgid(user.pw_gid)
+                        os.setuid(user.pw_uid)
                     os.execve(argv[0], argv, env)
                 os.write(wr, b"%d\n" % gc)
             finally:
@@ -102,7 +82,7 @@ class Spawner:
         self.procs.append(p)
         # exec done when /proc/PID/exe is the program (argv[0])
         want = os.path.realpath(argv[0] if isinstance(argv[0], str) else argv[0].decode())
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
                 if os.readlink("/proc/%d/exe" % gc) == want and (not ready or os.path.exists(ready)):

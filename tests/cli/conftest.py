@@ -1,8 +1,12 @@
 # SPDX-License-Identifier: MIT
-"""Fixtures of the reaper command suite; the helpers live in cli_util.py."""
+"""Fixtures of the reaper command suite; the helpers live in cli_util.py and tests/procutil.py."""
+import sys
+from pathlib import Path
+
 import pytest
 
-from cli_util import Spawner
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # procutil
+from cli_util import Spawner  # noqa: E402
 
 
 @pytest.fixture

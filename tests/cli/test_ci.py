@@ -10,7 +10,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from cli_util import ROOT, reaper
+from cli_util import reaper
+from procutil import ROOT
 
 XSD = os.path.join(ROOT, "tests", "junit.xsd")
 NODE = "tests/e2e/test_server.py::TestServer::test_starts[ipv6]"

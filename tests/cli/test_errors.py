@@ -6,7 +6,8 @@ import re
 import subprocess
 import xml.etree.ElementTree as ET
 
-from cli_util import PY, REAPER, ROOT, by_pid, load_json, reaper, wait_gone
+from cli_util import by_pid, load_json, reaper
+from procutil import PY, REAPER, ROOT, environ, wait_gone
 
 
 def test_unwritable_report_other_outputs_still_written(spawn, home, tmp_path):
@@ -55,8 +56,7 @@ def test_run_takes_the_report_flags(home, tmp_path):
     left = int(pidfile.read_text())
     fd = os.pidfd_open(left)
     try:
-        with open("/proc/%d/environ" % left, "rb") as f:
-            assert b"HOME=" + home.encode() in f.read().split(b"\0")
+        assert b"HOME=" + home.encode() in environ(left)
         import signal
         signal.pidfd_send_signal(fd, signal.SIGKILL)
         assert not wait_gone([fd], 10)

@@ -12,7 +12,8 @@ import tempfile
 
 import pytest
 
-from cli_util import PY, REAPER, by_pid, load_json, reaper
+from cli_util import by_pid, load_json, reaper
+from procutil import PY, REAPER, free_port
 
 # A leftover started by COMMAND writes its pid (and is ready) once it holds its thing;
 # COMMAND waits for that file, then exits.
@@ -29,12 +30,6 @@ while not os.path.exists(ready) and time.monotonic() < deadline:
 
 # a sleep left behind, COMMAND exiting once it is the sleep (exec'd)
 SLEEP_BEHIND = 'sleep 600 %s & while [ "$(cat /proc/$!/comm)" != sleep ]; do :; done'
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -4,7 +4,8 @@ tty and never with NO_COLOR, the countdown only on a tty."""
 import os
 import re
 
-from cli_util import PY, reaper, reaper_pty
+from cli_util import reaper, reaper_pty
+from procutil import PY, stat
 
 COLOUR = re.compile(rb"\x1b\[[0-9;]*m")
 
@@ -24,8 +25,7 @@ def test_tree_summary_and_attribution(spawn, home):
     parent, child = family(spawn, home, test="tests/test_x.py::test_daemon")
     lone = spawn.sleeper("lone", env={"REAPER_TEST": "tests/test_y.py::test_other"})
     plain = spawn.sleeper("plain")
-    with open("/proc/%d/stat" % parent.pid) as f:
-        ppid = int(f.read().rsplit(")", 1)[1].split()[1])  # init, or the subreaper we run under
+    ppid = stat(parent.pid)["ppid"]  # init, or the subreaper we run under
     r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "2")
     assert r.returncode == 23, r.stderr
     err = r.stderr.decode()

@@ -5,6 +5,7 @@ import os
 import re
 
 from cli_util import by_pid, load_json, reaper
+from procutil import stat
 
 
 def hit_table(stderr):
@@ -105,8 +106,7 @@ def test_report_only_signals_nothing(spawn, home, tmp_path):
     r = reaper("reap", "--home", home, "--timeout", "0.3", "--grace", "0", "--report-only", "--report", str(report))
     assert r.returncode == 23, r.stderr
     assert a.alive and b.alive
-    with open("/proc/%d/stat" % a.pid) as f:
-        assert f.read().rsplit(")", 1)[1].split()[0] == "S"  # not stopped either
+    assert stat(a.pid)["state"] == "S"  # not stopped either
     rep = load_json(report)
     assert rep["options"]["report_only"] is True
     assert {p["fate"] for p in rep["processes"]} == {"alive"}

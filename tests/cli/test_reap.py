@@ -4,7 +4,8 @@ outputs read back by real parsers."""
 import json
 import xml.etree.ElementTree as ET
 
-from cli_util import PY, SLEEPER, by_pid, load_json, reaper, wait_gone
+from cli_util import SLEEPER, by_pid, load_json, reaper
+from procutil import PY, wait_gone
 
 WEIRD = b"q\"uote 'single' <lt> &amp; back\\slash\nnew line\ttab\x01\x1b[31mred\x7f \xff\xfe bad \xc3( end"
 

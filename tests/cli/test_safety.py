@@ -6,7 +6,8 @@ import signal
 
 import pytest
 
-from cli_util import PY, REAPER, reaper
+from cli_util import SLEEPER, reaper
+from procutil import PY, REAPER, stat
 
 
 def test_more_finders_than_the_limit_is_a_usage_error():
@@ -232,16 +233,8 @@ STACK = 512 * 1024
 
 
 def live_in_group(pgid):
-    n = 0
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open("/proc/%s/stat" % d) as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            n += int(fields[2]) == pgid and fields[0] != "Z"
-    return n
+    return sum(1 for d in os.listdir("/proc")
+               if d.isdigit() and (s := stat(int(d))) and s["pgrp"] == pgid and s["state"] != "Z")
 
 
 def test_human_report_of_a_deep_chain(spawn, home, tmp_path):
@@ -287,46 +280,7 @@ def orphan_as_nobody(spawn, env):
     """A sleeping python3 of the nobody user, double-forked and setsid, so it is no descendant
     of ours; tracked (pidfd) by spawn for cleanup. It runs a system binary from /, so nothing
     of the checkout needs to be reachable for nobody."""
-    pw = nobody()
-    rd, wr = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(rd)
-            os.setsid()
-            gc = os.fork()
-            if gc == 0:
-                os.chdir("/")
-                null = os.open("/dev/null", os.O_RDWR)
-                for fd in (0, 1, 2):
-                    os.dup2(null, fd)
-                os.setgroups([])
-                os.setgid(pw.pw_gid)
-                os.setuid(pw.pw_uid)
-                os.execve(PY, [PY, "-c", "import time\nwhile True: time.sleep(60)\n", "foreign-sleeper"], env)
-            os.write(wr, b"%d" % gc)
-        finally:
-            os._exit(0)
-    os.close(wr)
-    data = b""
-    while True:
-        chunk = os.read(rd, 64)
-        if not chunk:
-            break
-        data += chunk
-    os.close(rd)
-    os.waitpid(pid, 0)
-    p = spawn.adopt(int(data))
-    import time
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # exec done, as nobody
-        try:
-            if os.readlink("/proc/%d/exe" % p.pid) == os.path.realpath(PY) and os.stat("/proc/%d" % p.pid).st_uid == pw.pw_uid:
-                break
-        except OSError:
-            pass
-        time.sleep(0.01)
-    return p
+    return spawn.orphan([PY, "-c", SLEEPER, "foreign-sleeper"], env=env, cwd="/", user=nobody())
 
 
 def test_root_leaves_another_users_marker_only_match_alone(spawn, tmp_path):

@@ -8,7 +8,8 @@ import resource
 import subprocess
 import time
 
-from cli_util import FIXTURES, reaper, wait_gone
+from cli_util import reaper
+from procutil import FIXTURES, wait_gone
 
 
 def test_scan_and_reap_many(spawn, home, tmp_path):

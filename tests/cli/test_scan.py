@@ -3,7 +3,8 @@
 import json
 import os
 
-from cli_util import PY, SLEEPER, by_pid, reaper
+from cli_util import SLEEPER, by_pid, reaper
+from procutil import PY, start_time
 
 
 def test_scan_nothing_matches_exits_1(home):
@@ -45,8 +46,7 @@ def test_scan_json_on_live_processes(spawn, home):
     assert pa["found_by"] == ["env HOME=" + home]
     assert pa["state"] in "SR"
     assert pa["age"] >= 0 and pa["start_time"] > 0
-    with open("/proc/%d/stat" % a.pid) as f:
-        assert int(f.read().rsplit(")", 1)[1].split()[19]) == pa["start_time"]
+    assert start_time(a.pid) == pa["start_time"]
     assert rep["summary"]["processes"] == 2 and rep["summary"]["leaks"] == 2
     assert a.alive and b.alive
 
@@ -91,7 +91,7 @@ def test_scan_and_reap_short_of_descriptors_say_incomplete(home):
     "nothing matched" (1) or "nothing leaked" (0): exit 75 and a message that says why."""
     import resource
     import subprocess
-    from cli_util import REAPER
+    from procutil import REAPER
     for cmd in (["scan"], ["reap", "--timeout", "0"]):
         r = subprocess.run([REAPER, *cmd, "--home", home], capture_output=True, timeout=120,
                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (6, 6)))
@@ -105,7 +105,7 @@ def test_run_short_of_descriptors_never_says_leaked(home):
     behind (an empty one is removed without a descriptor)."""
     import resource
     import subprocess
-    from cli_util import REAPER
+    from procutil import REAPER
     for mode in ("on", "off"):
         for limit in range(6, 14):
             r = subprocess.run([REAPER, "run", "--cgroup", mode, "--timeout", "0", "--", "true"],

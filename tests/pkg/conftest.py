@@ -1,16 +1,16 @@
 # SPDX-License-Identifier: MIT
-"""Paths shared by the packaging tests."""
+"""The checkout copy the packaging tests build in; the paths are tests/procutil.py's."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("REAPER_BUILD") or ROOT / "build")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # procutil
+from procutil import ROOT  # noqa: E402
 
 
 def copy_checkout(dest: Path) -> Path:

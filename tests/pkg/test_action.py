@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT
+from procutil import ROOT
 
 yaml = pytest.importorskip("yaml", reason="PyYAML (python3-yaml) reads action.yml")
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, ROOT, copy_checkout
+from conftest import copy_checkout
+from procutil import BUILD, ROOT
 
 
 def public_functions() -> set[str]:
@@ -115,6 +116,10 @@ def test_version_has_one_home():
     files = subprocess.run(["git", "-C", str(ROOT), "grep", "-l", "-F", version, "--", ".",
                             ":!CHANGELOG.md", ":!*.md", ":!tests/"], capture_output=True, text=True).stdout.split()
     assert files == ["reaper/reaper.h"], files
+    # what the programs built from it say: the command, and the Python package run from the
+    # checkout (the version its library reports)
+    out = subprocess.run([str(BUILD / "reaper"), "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == f"reaper {version}"
     out = subprocess.run(["python3", "-c", "import reaper; print(reaper.__version__)"], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT / "harness/python"),
                               "REAPER_LIBRARY": str(BUILD / "libreaper.so")}, check=True)

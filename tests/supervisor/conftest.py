@@ -12,15 +12,12 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-BUILD = os.environ.get("REAPER_BUILD") or os.path.join(ROOT, "build")
-REAPER = os.path.join(BUILD, "reaper")
-FIXTURES = os.path.join(BUILD, "fixtures")
-PY = "/usr/bin/python3"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # procutil
+from procutil import PY, REAPER, environ, pidfds_where  # noqa: E402
 
 
 def script(body):
@@ -28,52 +25,13 @@ def script(body):
     return [PY, "-c", textwrap.dedent(body)]
 
 
-def environ_of(pid):
-    try:
-        with open("/proc/%d/environ" % pid, "rb") as f:
-            return f.read().split(b"\0")
-    except OSError:
-        return []
-
-
 def has_marker(pid, run_id):
-    return ("REAPER_RUN=%s" % run_id).encode() in environ_of(pid)
+    return ("REAPER_RUN=%s" % run_id).encode() in environ(pid)
 
 
 def marked(run_id):
-    """pidfds of every live process carrying REAPER_RUN=run_id, identity-checked: the marker
-    is read again after the pidfd is open, so the fd names a process of this run."""
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        pid = int(name)
-        if not has_marker(pid, run_id):
-            continue
-        try:
-            fd = os.pidfd_open(pid)
-        except OSError:
-            continue
-        if has_marker(pid, run_id) and alive(fd):
-            out.append((pid, fd))
-        else:
-            os.close(fd)
-    return out
-
-
-def alive(pidfd):
-    """A pidfd polls readable once its process has exited."""
-    return not select.select([pidfd], [], [], 0)[0]
-
-
-def wait_gone(pidfds, timeout):
-    """Wait until every pidfd reports an exit; returns the ones still alive."""
-    deadline = time.monotonic() + timeout
-    left = list(pidfds)
-    while left and time.monotonic() < deadline:
-        select.select(left, [], [], max(0.0, deadline - time.monotonic()))
-        left = [fd for fd in left if alive(fd)]
-    return left
+    """pidfds of every live process carrying REAPER_RUN=run_id, identity-checked."""
+    return pidfds_where(lambda pid: has_marker(pid, run_id))
 
 
 def kill_marked(run_id):

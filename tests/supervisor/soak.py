@@ -15,8 +15,8 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BUILD = os.environ.get("REAPER_BUILD") or os.path.join(os.path.dirname(os.path.dirname(HERE)), "build")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from procutil import FIXTURES, REAPER  # noqa: E402
 
 
 def vm(pid):
@@ -45,8 +45,8 @@ def read_line(fd, buf, deadline):
 def soak(n, limit=3600.0):
     """Run the soak; returns the measurements. COMMAND waits on stdin between the phases so
     the memory is read while it is alive: after start-up, and once every orphan is reaped."""
-    reaper = os.path.join(BUILD, "reaper")
-    fixture = os.path.join(BUILD, "fixtures", "sup_orphans")
+    reaper = REAPER
+    fixture = os.path.join(FIXTURES, "sup_orphans")
     with tempfile.TemporaryDirectory(prefix="reaper-soak-") as tmp:
         state = os.path.join(tmp, "state.json")
         p = subprocess.Popen(

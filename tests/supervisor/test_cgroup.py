@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, PY, REAPER, script, wait_gone
+from conftest import script
+from procutil import FIXTURES, PY, REAPER, start_time, wait_gone
 
 
 def own_cgroup():
@@ -70,14 +71,6 @@ ESCAPE = """
 """ % (PY, PY)
 
 
-def start_time(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except OSError:
-        return None
-
-
 def gone(pid, st):
     return start_time(pid) != st
 
@@ -96,8 +89,7 @@ def test_cgroup_on_finds_env_i_setsid_double_fork_and_removes_its_cgroup(run, tm
     r = run(["--cgroup", "on", "--timeout", "0.2", "--grace", "0", "--report", str(tmp_path / "r.json")],
             script(ESCAPE))
     assert r.wait(60) == 23, r.stderr
-    pid, st = r.out.split("left ")[1].split()[:2]
-    pid = int(pid)
+    pid, st = map(int, r.out.split("left ")[1].split()[:2])
     assert gone(pid, st)
     doc = r.state()
     assert doc["tracking"] == "cgroup"
@@ -116,8 +108,7 @@ def test_report_only_leftover_leaves_the_cgroup_before_it_goes(run, tmp_path):
     """What the run leaves alive on purpose moves up into reaper's cgroup; the run's goes."""
     r = run(["--cgroup", "on", "--timeout", "0", "--report-only"], script(ESCAPE))
     assert r.wait(60) == 23, r.stderr
-    pid, st = r.out.split("left ")[1].split()[:2]
-    pid = int(pid)
+    pid, st = map(int, r.out.split("left ")[1].split()[:2])
     fd = os.pidfd_open(pid)
     try:
         assert start_time(pid) == st  # pinned: fd is the leftover itself
@@ -135,8 +126,8 @@ def test_cgroup_off_tracks_by_proc(run, tmp_path):
     r = run(["--cgroup", "off", "--timeout", "0.2", "--grace", "0", "--report", str(tmp_path / "r.json")],
             script(ESCAPE))
     assert r.wait(60) == 23, r.stderr
-    pid, st = r.out.split("left ")[1].split()[:2]
-    assert gone(int(pid), st)
+    pid, st = map(int, r.out.split("left ")[1].split()[:2])
+    assert gone(pid, st)
     assert r.state()["tracking"] == "proc"
     assert "; tracking: proc" in r.stderr
     rep = report(tmp_path)
@@ -157,7 +148,7 @@ def test_zombie_leader_found_and_killed_in_cgroup_mode(run, tmp_path):
     rep = report(tmp_path)
     leak = [p for p in rep["processes"] if p["pid"] == pid]
     assert leak and leak[0]["fate"] == "killed" and "cgroup" in leak[0]["found_by"], rep["processes"]
-    assert not os.path.exists("/proc/%d" % pid) or start_time(pid) != str(leak[0]["start_time"])
+    assert not os.path.exists("/proc/%d" % pid) or start_time(pid) != leak[0]["start_time"]
     assert not cgroups_of_run(r.state()["run_id"])
 
 

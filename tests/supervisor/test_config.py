@@ -10,7 +10,8 @@ import tempfile
 
 import pytest
 
-from conftest import REAPER, script
+from conftest import script
+from procutil import REAPER
 
 
 def warnings(text):

@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, PY, alive, has_marker, script, wait_gone
+from conftest import has_marker, script
+from procutil import FIXTURES, PY, alive, wait_gone
 
 
 def kill_by_pidfd(fd):

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import PY, REAPER, alive, wait_gone
+from procutil import PY, REAPER, alive, pidfds_where, wait_gone
 
 # COMMAND: a child, and a setsid daemon that ignores SIGTERM and execs with an empty
 # environment (no REAPER_RUN, no HOME: no finder outside the namespace would see it);
@@ -46,21 +46,8 @@ def ns_of(pid):
 
 
 def in_namespace(ns):
-    """pidfds of every live process in PID namespace ns (identity: the link read again once
-    the pidfd is open)."""
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or ns_of(int(name)) != ns:
-            continue
-        try:
-            fd = os.pidfd_open(int(name))
-        except OSError:
-            continue
-        if ns_of(int(name)) == ns and alive(fd):
-            out.append((int(name), fd))
-        else:
-            os.close(fd)
-    return out
+    """pidfds of every live process in PID namespace ns, identity-checked."""
+    return pidfds_where(lambda pid: ns_of(pid) == ns)
 
 
 def children(pid):

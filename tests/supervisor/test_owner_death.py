@@ -7,7 +7,8 @@ import signal
 import subprocess
 import time
 
-from conftest import alive, marked, script, wait_gone
+from conftest import marked, script
+from procutil import alive, stat, wait_gone
 
 # COMMAND, a plain child in its group, a double-forked orphan and a TERM-ignoring setsid daemon
 FAMILY = """
@@ -80,10 +81,8 @@ def test_guardian_holds_nothing_of_the_run_and_leaves_with_a_normal_end(run, tmp
     assert g and g != r.p.pid
     fd = os.pidfd_open(g)
     try:
-        with open("/proc/%d/stat" % g) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        assert int(fields[3]) == g  # session id: its own session
-        assert int(fields[1]) != r.p.pid  # not reaper's child
+        assert stat(g)["session"] == g  # its own session
+        assert stat(g)["ppid"] != r.p.pid  # not reaper's child
         assert os.readlink("/proc/%d/cwd" % g) == "/"
         ours = {os.readlink("/proc/%d/fd/%s" % (cmd, n)) for n in ("0", "1", "2")}
         held = {os.readlink("/proc/%d/fd/%s" % (g, n)) for n in os.listdir("/proc/%d/fd" % g)}

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from conftest import alive, has_marker, script
+from conftest import has_marker, script
+from procutil import alive, stat
 
 IGNORE_TERM_INT = """
     import signal, time
@@ -200,7 +201,7 @@ def test_a_stopped_runner_is_continued_so_it_can_obey_the_cancellation(run):
     r.expect("ready")
     cmd = r.wait_state(lambda d: d["command_pid"] > 0)["command_pid"]
     deadline = time.monotonic() + 30
-    while open("/proc/%d/stat" % cmd).read().rsplit(")", 1)[1].split()[0] != "T":
+    while stat(cmd)["state"] != "T":
         assert time.monotonic() < deadline, "COMMAND never stopped"
         time.sleep(0.01)
     r.signal(signal.SIGTERM)

@@ -7,7 +7,8 @@ import stat
 import subprocess
 import time
 
-from conftest import alive, has_marker, marked, script
+from conftest import has_marker, marked, script
+from procutil import alive
 
 PROVIDERS = """
     import os, sys

@@ -11,7 +11,8 @@ import select
 import termios
 import time
 
-from conftest import REAPER, script
+from conftest import script
+from procutil import REAPER
 
 
 class Tty:

@@ -1,15 +1,14 @@
 # SPDX-License-Identifier: MIT
 """Helpers of the reaper Python suite: an independent /proc oracle and cleanup by identity.
 
-The cleanup here does not use the library under test: it reads /proc itself and signals
-only through a pidfd after re-checking the start time, so a test that leaves something
-behind cannot hide it by the same bug that made it."""
+The cleanup here does not use the library under test: it reads /proc itself (tests/procutil.py)
+and signals only through a pidfd after re-checking the start time, so a test that leaves
+something behind cannot hide it by the same bug that made it."""
 from __future__ import annotations
 
 import os
 import secrets
 import select
-import signal
 import subprocess
 import sys
 import time
@@ -17,25 +16,14 @@ from pathlib import Path
 
 import pytest
 
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[2] / "tests"))  # procutil
+from procutil import environ, kill_identified, running, stat  # noqa: E402
+
 pytest_plugins = ["pytester"]
 
-HERE = Path(__file__).resolve().parent
 LEAKER = str(HERE / "leaker.py")
 TAG_VAR = "REAPER_SELFTEST"
-
-
-def stat(pid: int):
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text(errors="replace")
-    except OSError:
-        return None
-    f = text.rsplit(")", 1)[1].split()
-    return {"state": f[0], "ppid": int(f[1]), "start": int(f[19])}
-
-
-def alive(pid: int, start: int) -> bool:
-    s = stat(pid)
-    return bool(s) and s["start"] == start and s["state"] not in ("Z", "X")
 
 
 def with_tag(tag: str):
@@ -45,12 +33,8 @@ def with_tag(tag: str):
     for e in os.listdir("/proc"):
         if not e.isdigit() or int(e) == os.getpid():
             continue
-        try:
-            env = Path(f"/proc/{e}/environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
         s = stat(int(e))
-        if needle in env and s and s["state"] not in ("Z", "X"):
+        if needle in environ(int(e)) and s and s["state"] not in ("Z", "X"):
             out.append((int(e), s["start"]))
     return out
 
@@ -69,7 +53,7 @@ def running_after(tag: str, timeout: float = 30.0):
         except OSError:
             continue  # gone already
         try:
-            if alive(pid, start):
+            if running(pid, start):
                 select.select([fd], [], [], remaining)  # readable once it has exited
         finally:
             os.close(fd)
@@ -80,20 +64,6 @@ def zombie_children():
     me = os.getpid()
     return [int(e) for e in os.listdir("/proc") if e.isdigit()
             and (s := stat(int(e))) and s["state"] == "Z" and s["ppid"] == me]
-
-
-def kill_identified(pid: int, start: int) -> None:
-    try:
-        fd = os.pidfd_open(pid)
-    except OSError:
-        return
-    try:
-        if alive(pid, start):
-            signal.pidfd_send_signal(fd, signal.SIGKILL)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def wait_file(path: Path, timeout: float = 30.0) -> int:
@@ -136,7 +106,7 @@ class Spawner:
         for pid, start in with_tag(self.tag) + self.started:
             kill_identified(pid, start)
         deadline = time.monotonic() + 10
-        while (with_tag(self.tag) or any(alive(*ps) for ps in self.started)) and time.monotonic() < deadline:
+        while (with_tag(self.tag) or any(running(*ps) for ps in self.started)) and time.monotonic() < deadline:
             time.sleep(0.02)
         for z in zombie_children():
             try:

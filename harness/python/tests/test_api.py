@@ -10,12 +10,12 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 import reaper
-from conftest import TAG_VAR, alive, stat, with_tag, zombie_children
+from conftest import TAG_VAR, with_tag, zombie_children
+from procutil import running, stat
 
 # A hand-written _reaper.py to compare the calls with (optional: REAPER_HANDWRITTEN=PATH).
 HANDWRITTEN = os.environ.get("REAPER_HANDWRITTEN", "")
@@ -82,8 +82,8 @@ def test_sandbox_home_setsid_daemon_is_killed_and_reported(spawner, tmp_path, ad
     control, cstart, _ = spawner.start()  # same tag, another HOME: not the sandbox's
     leaked = reaper.reap(reaper.with_home(home), timeout=0.5)
     assert leaked == [f"{pid}: {cmd[:160]}"]  # a hand-written _reaper.py's format
-    assert not alive(pid, start)
-    assert alive(control, cstart), "a process with another HOME was touched"
+    assert not running(pid, start)
+    assert running(control, cstart), "a process with another HOME was touched"
     assert set(zombie_children()) <= held and pid not in zombie_children()
 
 
@@ -96,7 +96,7 @@ def test_term_ignorer_is_killed(spawner, adopting):
     assert p.leaked and rep.escalated and rep.lines() == [f"{pid}: {cmd[:160]}"]
     assert p.found_by == (f"env {TAG_VAR}={spawner.tag}",)
     assert p.cwd == os.getcwd() and p.state in "SR" and p.exe.endswith(os.path.basename(os.path.realpath(sys.executable)))
-    assert not alive(pid, start) and pid not in zombie_children()
+    assert not running(pid, start) and pid not in zombie_children()
 
 
 def test_process_exiting_in_time_is_not_reported(spawner):
@@ -145,7 +145,7 @@ def test_descendants_finds_the_tree_and_only_it(spawner):
     leaked = reaper.reap(reaper.descendants(sh.pid), timeout=0)
     assert any(line.startswith(f"{gc}: sleep 600") for line in leaked)
     assert sh.wait(timeout=30) is not None
-    assert alive(outsider, ostart)
+    assert running(outsider, ostart)
 
 
 def test_with_env_matches_exact_entries_only(spawner):
@@ -155,7 +155,7 @@ def test_with_env_matches_exact_entries_only(spawner):
     found = reaper.with_env(TAG_VAR, spawner.tag)()
     assert list(found) == [(pid, start)]
     assert reaper.reap(reaper.with_env(TAG_VAR, spawner.tag), timeout=0) != []
-    assert not alive(pid, start) and alive(other, ostart)
+    assert not running(pid, start) and running(other, ostart)
 
 
 def test_allow_and_keep_patterns(spawner):
@@ -167,7 +167,7 @@ def test_allow_and_keep_patterns(spawner):
     assert by_pid[a].allowed and by_pid[a].fate == "killed" and not by_pid[a].leaked
     assert by_pid[k].fate == "kept" and not by_pid[k].leaked
     assert rep.leaks == [] and rep.pattern_hits == (1, 1)
-    assert not alive(a, astart) and alive(k, kstart)
+    assert not running(a, astart) and running(k, kstart)
 
 
 def test_report_carries_the_test_name(spawner):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import reaper
-from conftest import alive, stat as proc_stat
+from procutil import running, stat as proc_stat
 
 
 def tag_finder(tag: str, calls: list):
@@ -30,7 +30,7 @@ def test_callable_finder_is_reaped_by_the_library(spawner):
     calls = []
     leaked = reaper.reap(tag_finder(spawner.tag, calls), timeout=0.2)
     assert len(leaked) == 1 and leaked[0].startswith(f"{pid}: ") and "leaker.py --daemon" in leaked[0]
-    assert not alive(pid, start)
+    assert not running(pid, start)
     assert calls  # the library called it at its scans
     rep = reaper.reap_report(tag_finder(spawner.tag, []), timeout=0)
     assert rep.processes == ()
@@ -40,12 +40,12 @@ def test_callable_finder_identity_with_another_start_time_is_left_alone(spawner)
     pid, start, _ = spawner.start("--daemon")
     stale = lambda: {(pid, start + 1): "not this one"}  # noqa: E731 - the pid, another process
     rep = reaper.reap_report(stale, timeout=0)
-    assert rep.processes == () and alive(pid, start)
+    assert rep.processes == () and running(pid, start)
     # with its true start time the same pid is found, and found_by names the callable
     rep = reaper.reap_report(lambda: {(pid, start): "x"}, timeout=0, report_only=True)
     (p,) = rep.processes
     assert p.pid == pid and p.start_time == start and p.found_by[0].startswith("call ")
-    assert alive(pid, start)
+    assert running(pid, start)
 
 
 def test_callable_finder_beside_library_finders(spawner, tmp_path):
@@ -55,7 +55,7 @@ def test_callable_finder_beside_library_finders(spawner, tmp_path):
     b_pid, b_start, _ = spawner.start("--daemon")
     rep = reaper.reap_report(reaper.with_home(home), lambda: {(b_pid, b_start): "b"}, timeout=0)
     assert {p.pid for p in rep.leaks} == {a_pid, b_pid}
-    assert not alive(a_pid, a_start) and not alive(b_pid, b_start)
+    assert not running(a_pid, a_start) and not running(b_pid, b_start)
 
 
 def test_error_in_a_callable_finder_reaches_the_caller():

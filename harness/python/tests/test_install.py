@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
-BUILD = os.environ.get("REAPER_BUILD", str(ROOT / "build"))
+from procutil import BUILD, ROOT
+
 
 
 def make_install(dest: Path, prefix: str) -> None:
@@ -37,7 +37,7 @@ def test_installed_package_is_importable_and_registers_the_plugin(tmp_path, pref
     assert (tmp_path / prefix.lstrip("/") / "include/reaper/check.h").exists()
     assert (tmp_path / prefix.lstrip("/") / "lib/libreaper-check.a").exists()
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(site), "PYTHONDONTWRITEBYTECODE": "1"}
-    env["REAPER_LIBRARY"] = str(Path(BUILD) / "libreaper.so")  # nothing installed it in /usr
+    env["REAPER_LIBRARY"] = str(BUILD / "libreaper.so")  # nothing installed it in /usr
     code = ("import importlib.metadata as m, os, reaper, reaper._lib as l; "
             "print([e.value for e in m.entry_points(group='pytest11') if e.name == 'reaper']); "
             "os.environ.pop('REAPER_LIBRARY'); print(l.candidates()[0]); print(reaper.__file__)")
@@ -67,7 +67,7 @@ def test_installed_check_header_builds_the_example(tmp_path):
     exe = tmp_path / "example"
     subprocess.run(["cc", "-std=gnu11", "-Wall", "-Werror", f"-I{tmp_path}/usr/include", "-o", str(exe),
                     str(ROOT / "harness/examples/check/example.c"), f"{tmp_path}/usr/lib/libreaper-check.a",
-                    str(Path(BUILD) / "libreaper.a"), *libs, "-lpthread"], check=True)
+                    str(BUILD / "libreaper.a"), *libs, "-lpthread"], check=True)
     run = subprocess.run([str(exe)], capture_output=True, text=True, env={**os.environ, "REAPER_CHECK_TIMEOUT": "0.5"})
     assert run.returncode == 1
     assert "leaves_a_daemon:0: reaper: test leaves_a_daemon left 1 process running" in run.stdout

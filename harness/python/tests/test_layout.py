@@ -9,13 +9,12 @@ import os
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
+from procutil import ROOT
 from reaper import _lib
 
-ROOT = Path(__file__).resolve().parents[3]
 HEADER = ROOT / "reaper" / "reaper.h"
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LEAKER, TAG_VAR, alive, stat, with_tag
+from conftest import LEAKER, TAG_VAR, with_tag
 
 PLUGIN = ("-p", "reaper.pytest_plugin", "--reaper", "--reaper-nested")
 PYPATH = str(Path(__file__).resolve().parents[1])

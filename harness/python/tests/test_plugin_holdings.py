@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import os
-import socket
 
 from conftest import TAG_VAR, with_tag
+from procutil import free_port
 
 PLUGIN = ("-p", "reaper.pytest_plugin", "--reaper", "--reaper-nested")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_teardown_error_shows_the_held_port(pytester, spawner):

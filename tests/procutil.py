@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: MIT
+"""What the Python suites (tests/cli, tests/supervisor, tests/pkg, harness/python/tests) share:
+where the checkout and its build are, and an independent view of processes through pidfds and
+/proc, which does not use the library under test.
+
+Each suite's conftest.py puts this directory on sys.path. Nothing here needs another user to
+reach the checkout: the programs a test runs as another user are copied out first."""
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# REAPER_BUILD: the build tree (make passes it absolute; a relative one is the checkout's)
+BUILD = ROOT / (os.environ.get("REAPER_BUILD") or "build")
+REAPER = str(BUILD / "reaper")
+FIXTURES = str(BUILD / "fixtures")
+PY = "/usr/bin/python3"
+
+
+def alive(pidfd: int) -> bool:
+    """A pidfd polls readable once its process has exited."""
+    p = select.poll()
+    p.register(pidfd, select.POLLIN)
+    return not p.poll(0)
+
+
+def wait_gone(pidfds, timeout: float = 10.0) -> list:
+    """Wait until every pidfd reports an exit (poll: thousands of fds); returns the live ones."""
+    deadline = time.monotonic() + timeout
+    left = list(pidfds)
+    while left and time.monotonic() < deadline:
+        p = select.poll()
+        for fd in left:
+            p.register(fd, select.POLLIN)
+        done = {fd for fd, _ in p.poll(max(0, int((deadline - time.monotonic()) * 1000)))}
+        left = [fd for fd in left if fd not in done]
+    return left
+
+
+def stat(pid: int):
+    """{"state", "ppid", "pgrp", "session", "start"} from /proc/PID/stat (start: clock ticks since boot, the
+    identity with the pid), or None once it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text(errors="replace")
+    except OSError:
+        return None
+    f = text.rsplit(")", 1)[1].split()
+    return {"state": f[0], "ppid": int(f[1]), "pgrp": int(f[2]), "session": int(f[3]), "start": int(f[19])}
+
+
+def start_time(pid: int):
+    s = stat(pid)
+    return s and s["start"]
+
+
+def running(pid: int, start: int) -> bool:
+    """The process of this identity (pid + start time) exists and is not a zombie."""
+    s = stat(pid)
+    return bool(s) and s["start"] == start and s["state"] not in ("Z", "X")
+
+
+def environ(pid: int) -> list:
+    """The NAME=VALUE entries (bytes) of its environment; [] when unreadable or gone."""
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
+def pidfds_where(pred) -> list:
+    """(pid, pidfd) of every live process for which pred(pid) holds, identity-checked: pred
+    is asked again once the pidfd is open, so the fd names the process pred matched."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or not pred(int(name)):
+            continue
+        try:
+            fd = os.pidfd_open(int(name))
+        except OSError:
+            continue
+        if pred(int(name)) and alive(fd):
+            out.append((int(name), fd))
+        else:
+            os.close(fd)
+    return out
+
+
+def kill_identified(pid: int, start: int) -> None:
+    """SIGKILL the process of this identity, through a pidfd opened before the check."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return
+    try:
+        if running(pid, start):
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
