@@ -15,7 +15,9 @@ struct cand {
 	unsigned stopped : 1;   /* we sent SIGSTOP */
 	unsigned collected : 1; /* its zombie was collected by us */
 	unsigned polled : 1;    /* its exit is looked for by polling (no pidfd or no epoll watch) */
-	unsigned gen;           /* the scan (scanner.gen) that read its details */
+	unsigned env_read : 1;  /* its environment was read when it was pinned (info.test from it) */
+	unsigned described : 1; /* cmdline, exe, cwd, uid and test were read (scanner_describe) */
+	unsigned gen;           /* the scan (scanner.gen) that pinned it */
 };
 
 /* Close a candidate's pidfd and free its strings. */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* identify: one process a finder matched becomes a candidate. It is pinned (pidfd + start
- * time), what found it is checked again when it is younger than the scan, and what it is
- * (parent, state, uid, cmdline, exe, cwd, ancestry, test) is read at once: a process that
- * exits before the report takes those with it. */
+ * time) and what found it is checked again when it is younger than the scan; what its stat
+ * says (parent, group, state, comm, age) and its ancestry are kept as first seen. The rest of
+ * what a report says about it (cmdline, exe, cwd, uid, test) is read only when it is
+ * described: most matches exit in time and are never reported. */
 #define _GNU_SOURCE
 #include "scanner.h"
 
@@ -21,15 +22,30 @@ static int host_zombie(const struct scanner *sc, pid_t pid)
 	return 0;
 }
 
+/* What a process without arguments (a kernel thread, a zombie, one not described) shows as
+ * its cmdline: "[comm]". */
+static char *bracketed(const char *comm)
+{
+	char *s = NULL;
+	return asprintf(&s, "[%s]", comm) < 0 ? NULL : s;
+}
+
+/* The uid /proc gives the process (its owner for access checks); -1 when gone. */
+static uid_t owner_of(struct scanner *sc, pid_t pid)
+{
+	char dir[16];
+	struct stat sb;
+	snprintf(dir, sizeof dir, "%d", (int)pid);
+	return fstatat(sc->procfd, dir, &sb, 0) == 0 ? sb.st_uid : (uid_t)-1;
+}
+
 static char *cmdline_of(struct scanner *sc, pid_t pid, const char *comm)
 {
 	ssize_t n = procfs_read(sc->procfd, pid, "cmdline", &sc->aux);
 	while (n > 0 && sc->aux.p[n - 1] == 0)
 		n--;
-	if (n <= 0) {
-		char *s = NULL;
-		return asprintf(&s, "[%s]", comm) < 0 ? NULL : s;
-	}
+	if (n <= 0)
+		return bracketed(comm);
 	for (ssize_t i = 0; i < n; i++)
 		if (sc->aux.p[i] == 0)
 			sc->aux.p[i] = ' ';
@@ -151,14 +167,12 @@ ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mas
 	pi->age = up - (double)st.start_time / (double)sc->ticks;
 	if (pi->age < 0)
 		pi->age = 0;
-	char dir[16];
-	struct stat sb;
-	snprintf(dir, sizeof dir, "%d", (int)pid);
-	pi->uid = fstatat(sc->procfd, dir, &sb, 0) == 0 ? sb.st_uid : (uid_t)-1;
-	if (!env) {
+	/* as root, a match by a marker alone is another user's or not at once (foreign) */
+	pi->uid = sc->want_uid && !(mask & ~sc->env_mask) ? owner_of(sc, pid) : (uid_t)-1;
+	/* a tree finder with a marker keeps it or not by its environment */
+	if (!env && (mask & sc->tree_marked)) {
 		envlen = scanner_environ(sc, pid);
 		env = sc->buf.p;
-		pi->environ_unreadable = envlen < 0 && (envlen == -EACCES || envlen == -EPERM);
 	}
 	if (mask & sc->tree_mask) {
 		mask = (mask & ~sc->tree_mask) | finder_tree_keep(sc, mask & sc->tree_mask, &st, env, envlen);
@@ -169,15 +183,23 @@ ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mas
 		pi->matched_by = mask;
 	}
 	pi->host_child = st.ppid == sc->self && pid_in_list(sc->host, sc->nhost, pid);
+	/* an environment read in this scan names its test; the others are read when described */
+	c.env_read = env && envlen >= 0;
+	pi->environ_unreadable = env && (envlen == -EACCES || envlen == -EPERM);
 	size_t vlen = 0;
-	const char *test = envlen > 0 ? reaper_environ_get(env, (size_t)envlen, "REAPER_TEST", &vlen) : NULL;
+	const char *test = env && envlen > 0 ? reaper_environ_get(env, (size_t)envlen, "REAPER_TEST", &vlen) : NULL;
 	pi->test = test ? strndup(test, vlen) : strdup("");
 	pi->comm = strdup(st.comm);
-	pi->cmdline = cmdline_of(sc, pid, st.comm);
-	pi->exe = procfs_link(sc->procfd, pid, "exe");
-	pi->cwd = procfs_link(sc->procfd, pid, "cwd");
+	pi->cmdline = bracketed(st.comm);
+	pi->exe = strdup("");
+	pi->cwd = strdup("");
 	pi->ancestry = ancestry_of(sc, &st);
 	if (!pi->test || !pi->comm || !pi->cmdline || !pi->exe || !pi->cwd || !pi->ancestry) {
+		cand_clear(&c);
+		return -ENOMEM;
+	}
+	/* patterns judge the cmdline and exe: described now */
+	if (sc->npatterns && scanner_describe(sc, &c) == -ENOMEM) {
 		cand_clear(&c);
 		return -ENOMEM;
 	}
@@ -202,36 +224,53 @@ ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mas
 	return idx;
 }
 
-void scanner_refresh(struct scanner *sc, struct cand *c)
+int scanner_describe(struct scanner *sc, struct cand *c)
 {
-	struct reaper_stat st;
 	struct reaper_proc *pi = &c->info;
-	/* Even a process identified in the scan that just ran may have been read between its
-	 * fork and its exec: what it is now is read again, once, when it is described. */
-	if (procfs_stat(sc->procfd, pi->pid, &st) < 0 || st.start_time != pi->start_time || st.state == 'Z')
-		return; /* gone: what we saw first is all there is */
+	if (c->ref.pid <= 0)
+		return 0;
+	/* Pinned by the scan that just ran: its stat and (when read then) its environment are
+	 * that recent. Else it may have exec'd since: what it is now is read again. */
+	int fresh = c->gen == sc->gen;
+	struct reaper_stat st;
+	if (fresh) {
+		st.state = pi->state;
+		snprintf(st.comm, sizeof st.comm, "%s", pi->comm);
+	} else if (procfs_stat(sc->procfd, pi->pid, &st) < 0 || st.start_time != pi->start_time) {
+		return 0; /* gone: what we saw first is all there is */
+	}
 	char *cmd = cmdline_of(sc, pi->pid, st.comm), *comm = strdup(st.comm);
 	char *exe = procfs_link(sc->procfd, pi->pid, "exe"), *cwd = procfs_link(sc->procfd, pi->pid, "cwd");
-	if (!cmd || !comm || !exe || !cwd) {
-		free(cmd), free(comm), free(exe), free(cwd);
-		return;
-	}
-	free(pi->cmdline), free(pi->comm), free(pi->exe), free(pi->cwd);
-	pi->cmdline = cmd, pi->comm = comm, pi->exe = exe, pi->cwd = cwd;
-	pi->state = st.state;
-	pi->age = procfs_uptime(sc->procfd) - (double)st.start_time / (double)sc->ticks;
+	uid_t uid = fresh && pi->uid != (uid_t)-1 ? pi->uid : owner_of(sc, pi->pid);
 	/* Found early (by descent, in its cgroup, or by a marker it inherited), it may carry the
 	 * markers and its test only since its exec; a test read before the exec may be its
 	 * parent's. The environment of its last exec names the test, when it names one. */
-	ssize_t n = procfs_read(sc->procfd, pi->pid, "environ", &sc->buf);
-	for (size_t i = 0; n > 0 && i < sc->nf; i++)
-		if ((sc->env_mask & (1u << i)) && reaper_environ_has(sc->buf.p, (size_t)n, sc->f[i].marker, sc->elen[i]))
-			pi->matched_by |= 1u << i;
+	ssize_t n = fresh && c->env_read ? 0 : procfs_read(sc->procfd, pi->pid, "environ", &sc->buf);
 	size_t vlen = 0;
 	const char *test = n > 0 ? reaper_environ_get(sc->buf.p, (size_t)n, "REAPER_TEST", &vlen) : NULL;
 	char *t = test && vlen ? strndup(test, vlen) : NULL;
+	/* all of it read while the pid was still this process's, or none of it is used */
+	if (!cmd || !comm || !exe || !cwd || (test && vlen && !t) || pidref_held(&c->ref, sc->procfd) < 0) {
+		int r = !cmd || !comm || !exe || !cwd || (test && vlen && !t) ? -ENOMEM : 0;
+		free(cmd), free(comm), free(exe), free(cwd), free(t);
+		return r;
+	}
+	free(pi->cmdline), free(pi->comm), free(pi->exe), free(pi->cwd);
+	pi->cmdline = cmd, pi->comm = comm, pi->exe = exe, pi->cwd = cwd;
+	pi->uid = uid;
+	pi->state = st.state;
+	pi->age = procfs_uptime(sc->procfd) - (double)pi->start_time / (double)sc->ticks;
+	if (pi->age < 0)
+		pi->age = 0;
+	for (size_t i = 0; n > 0 && i < sc->nf; i++)
+		if ((sc->env_mask & (1u << i)) && reaper_environ_has(sc->buf.p, (size_t)n, sc->f[i].marker, sc->elen[i]))
+			pi->matched_by |= 1u << i;
+	if (n != 0 || !c->env_read)
+		pi->environ_unreadable = n == -EACCES || n == -EPERM;
 	if (t) {
 		free(pi->test);
 		pi->test = t;
 	}
+	c->described = 1;
+	return 0;
 }

@@ -81,6 +81,7 @@ static void let_go_foreign(struct reap *rp)
 	for (size_t i = 0; rp->guard_users && i < rp->cs.n; i++) {
 		struct cand *c = &rp->cs.v[i];
 		if (c->live && foreign(rp, c)) {
+			(void)scanner_describe(&rp->sc, c); /* reported, as it is now */
 			unwatch(rp, c);
 			c->info.fate = REAPER_FOREIGN;
 		}
@@ -151,7 +152,7 @@ static void on_added(void *ctx, size_t idx)
 	}
 	static const int sig_of[] = { [WAIT] = 0, [TERM] = SIGTERM, [FREEZE] = SIGSTOP, [KILL] = SIGKILL };
 	if (sig_of[rp->phase]) {
-		scanner_refresh(&rp->sc, c); /* its last look before the signal */
+		(void)scanner_describe(&rp->sc, c); /* its last look before the signal */
 		leak_found(rp, c);
 		signal_cand(rp, c, sig_of[rp->phase]);
 	}
@@ -320,7 +321,7 @@ static int quiesce(struct reap *rp, enum phase phase, int sig)
 	if (rp->phase == WAIT)
 		for (size_t i = 0; i < rp->cs.n; i++)
 			if (rp->cs.v[i].live) {
-				scanner_refresh(&rp->sc, &rp->cs.v[i]);
+				(void)scanner_describe(&rp->sc, &rp->cs.v[i]);
 				leak_found(rp, &rp->cs.v[i]);
 			}
 	rp->phase = phase;
@@ -350,7 +351,7 @@ static void finish(struct reap *rp)
 		struct cand *c = &rp->cs.v[i];
 		if (c->live) {
 			if (rp->phase == WAIT) {
-				scanner_refresh(&rp->sc, c);
+				(void)scanner_describe(&rp->sc, c);
 				leak_found(rp, c);
 			}
 			c->info.fate = rp->o->report_only ? REAPER_ALIVE : REAPER_UNKILLABLE;
@@ -369,6 +370,7 @@ static void finish(struct reap *rp)
 			/* found dead (or its main thread was, and it ended by itself), its parent lives
 			 * outside the run; one we killed keeps its fate */
 			c->info.fate = REAPER_ZOMBIE_HELD;
+			(void)scanner_describe(&rp->sc, c);
 		}
 		cand_unpin(&rp->cs, c);
 	}
@@ -451,6 +453,7 @@ int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reap
 	if (r < 0)
 		goto out;
 	rp.sc.added = on_added;
+	rp.sc.want_uid = rp.guard_users;
 	rp.sc.ctx = &rp;
 	if (opts->holdings)
 		rp.hold = holdings_new(opts); /* out of memory: a report without holdings */

@@ -119,6 +119,8 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 				return -EINVAL;
 			sc->elen[i] = f[i].marker ? strlen(f[i].marker) : 0;
 			sc->tree_mask |= 1u << i;
+			if (f[i].marker)
+				sc->tree_marked |= 1u << i;
 		} else if (f[i].kind == REAPER_FIND_CALL) {
 			if (!f[i].find)
 				return -EINVAL;

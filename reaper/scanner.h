@@ -21,6 +21,8 @@ struct scanner {
 	size_t nf;
 	size_t elen[32];
 	uint32_t env_mask, tree_mask, call_mask, cgroup_mask;
+	uint32_t tree_marked; /* tree finders with a marker: they judge by the environment */
+	int want_uid; /* the uid of a marker-only match is needed when it is found (foreign) */
 	struct reaper_ident *ids; /* what the REAPER_FIND_CALL finders returned */
 	size_t ids_cap;
 	/* with a cgroup finder the reap waits on the cgroup: the /proc-wide marker scan is
@@ -84,8 +86,11 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 void scanner_done(struct scanner *sc);
 /* One pass of every finder; adds what is new. Returns how many were added, or -errno. */
 int scanner_scan(struct scanner *sc, struct candset *cs);
-/* Re-read what a live candidate is now (it may have exec'd since it was found). */
-void scanner_refresh(struct scanner *sc, struct cand *c);
+/* Describe a candidate that goes into a report or is about to be signalled: its cmdline,
+ * exe, cwd, uid and test as they are now (it may have exec'd since it was found), plus its
+ * state and comm when it was pinned by an earlier scan. Read through its pinned identity: when
+ * it is no longer the process pinned after the reads, nothing read is used. 0 or -ENOMEM. */
+int scanner_describe(struct scanner *sc, struct cand *c);
 
 /* ---- shared by the scanner's files (scanner.c, identify.c, finder.c) ------------------ */
 

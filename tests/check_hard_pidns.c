@@ -439,8 +439,9 @@ static pid_t reaper_child(const struct reaper_finder *f, size_t nf, const struct
 		int e = reaper_reap(f, nf, &o, &rep);
 		dprintf(r[1], "%d\n", e);
 		for (size_t i = 0; e == 0 && i < rep->n; i++)
-			dprintf(r[1], "%d %llu %s\n", (int)rep->procs[i].pid, (unsigned long long)rep->procs[i].start_time,
-				reaper_fate_name(rep->procs[i].fate));
+			dprintf(r[1], "%d %llu %s cmdline=%s exe=%s cwd=%s\n", (int)rep->procs[i].pid,
+				(unsigned long long)rep->procs[i].start_time, reaper_fate_name(rep->procs[i].fate),
+				rep->procs[i].cmdline, rep->procs[i].exe, rep->procs[i].cwd);
 		reaper_report_free(rep);
 		_exit(0);
 	}
@@ -700,6 +701,98 @@ static int path_marker_rechecked(void)
 	return unrelated_untouched(&u);
 }
 
+/* Let tracee run until it enters openat() of "VICTIM/what" (a /proc read about victim): it
+ * stays stopped there, the file not opened yet. */
+static int trace_until_open(pid_t tracee, pid_t victim, const char *what)
+{
+	char want[64], mem[64], path[64];
+	snprintf(want, sizeof want, "%d/%s", (int)victim, what);
+	snprintf(mem, sizeof mem, "/proc/%d/mem", (int)tracee);
+	int fd = open(mem, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		int st;
+		int r = wait_stopped(tracee, &st, 30);
+		if (r < 0 || !WIFSTOPPED(st)) {
+			close(fd);
+			return r < 0 ? r : -ECHILD;
+		}
+		int deliver = 0;
+		if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
+			struct __ptrace_syscall_info si;
+			memset(&si, 0, sizeof si);
+			if (ptrace(PTRACE_GET_SYSCALL_INFO, tracee, sizeof si, &si) > 0 &&
+			    si.op == PTRACE_SYSCALL_INFO_ENTRY && si.entry.nr == SYS_openat) {
+				ssize_t n = pread(fd, path, sizeof path - 1, (off_t)si.entry.args[1]);
+				path[n > 0 ? n : 0] = 0;
+				if (!strcmp(path, want)) {
+					close(fd);
+					return 0;
+				}
+			}
+		} else if ((st >> 16) == 0) {
+			deliver = WSTOPSIG(st);
+		}
+		if (ptrace(PTRACE_SYSCALL, tracee, 0, deliver) < 0) {
+			close(fd);
+			return -errno;
+		}
+	}
+}
+
+/* A leftover is pinned when it is found and described (cmdline, exe, cwd) later. Held at
+ * the first read of its cmdline, the reaper finds it gone and a sleep on its pid: what it
+ * reads then is the sleep's and is not told as the leftover's. */
+static int path_describe_rechecked(void)
+{
+	char m[128];
+	tu_unique_marker(m, sizeof m, "HARD_NS", "describe");
+	char *venv[] = { "PATH=/usr/bin:/bin", m, NULL };
+	struct sigproc v;
+	NS_CHECK(ns_sig_spawn(&v, venv) == 0, "spawn the leftover");
+	struct reaper_finder f = reaper_find_env(m);
+	int go, res, st, r;
+	pid_t reaper = reaper_child(&f, 1, NULL, 0, 0, &go, &res);
+	NS_CHECK(reaper > 0, "fork the reaper");
+	NS_CHECK(trace_begin(reaper) == 0, "trace the reaper: %s", strerror(errno));
+	NS_CHECK(write(go, "g", 1) == 1, "go");
+	NS_CHECK((r = trace_until_open(reaper, v.pid, "cmdline")) == 0, "never caught the reaper reading %d/cmdline: %s",
+		 (int)v.pid, strerror(-r));
+	NS_CHECK(kill(v.pid, SIGKILL) == 0 && waitpid(v.pid, &st, 0) == v.pid, "end the leftover");
+	close(v.rd);
+	int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+	NS_CHECK(fd >= 0 && dprintf(fd, "%d", (int)v.pid - 1) > 0, "ns_last_pid: %s", strerror(errno));
+	close(fd);
+	char *uargv[] = { "/bin/sleep", "1000", NULL }, *uenv[] = { "PATH=/usr/bin:/bin", NULL };
+	pid_t u = hard_spawn_raw(uargv, uenv, -1);
+	NS_CHECK(u == v.pid, "could not put a sleep on pid %d (got %d)", (int)v.pid, (int)u);
+	/* the sleep's exec is over once its cmdline shows */
+	char line[64] = "";
+	for (int i = 0; i < 2000 && !strstr(line, "sleep"); i++) {
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/cmdline", (int)u);
+		int c = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = c >= 0 ? read(c, line, sizeof line - 1) : -1;
+		line[n > 0 ? n : 0] = 0;
+		if (c >= 0)
+			close(c);
+		if (!strstr(line, "sleep"))
+			hard_nap(0.005);
+	}
+	fprintf(stderr, "hard: reaper held at reading %d/cmdline; the pid now holds a sleep\n", (int)u);
+	NS_CHECK(ptrace(PTRACE_DETACH, reaper, 0, 0) == 0, "detach: %s", strerror(errno));
+	char out[4096];
+	int failed = reaper_result(reaper, res, out, sizeof out);
+	NS_CHECK(waitpid(u, &st, WNOHANG) == 0, "the sleep on pid %d was signalled (status %#x)", (int)u, st);
+	kill(u, SIGKILL);
+	waitpid(u, &st, 0);
+	if (failed)
+		return 1;
+	NS_CHECK(!strstr(out, "sleep"), "the sleep on the leftover's pid was described as the leftover:\n%s", out);
+	return 0;
+}
+
 /* The cgroups a test below made (in the namespace's pid 1): whatever is in them is killed and
  * they go, passed or failed. */
 static char ns_cg[2][PATH_MAX];
@@ -921,6 +1014,13 @@ START_TEST(marker_rechecked_after_pinning)
 }
 END_TEST
 
+START_TEST(described_through_its_identity)
+{
+	if (need_root("described_through_its_identity"))
+		in_pid_namespace(path_describe_rechecked);
+}
+END_TEST
+
 START_TEST(cgroup_member_rechecked_after_pinning)
 {
 	if (need_root("cgroup_member_rechecked_after_pinning"))
@@ -957,6 +1057,7 @@ int main(void)
 	tcase_add_test(tc, reused_pid_of_kept_found);
 	tcase_add_test(tc, setsid_sleep_found_mid_exec);
 	tcase_add_test(tc, marker_rechecked_after_pinning);
+	tcase_add_test(tc, described_through_its_identity);
 	tcase_add_test(tc, cgroup_member_rechecked_after_pinning);
 	tcase_add_test(tc, release_member_rechecked_after_pinning);
 	suite_add_tcase(s, tc);
