@@ -58,9 +58,10 @@ static uint64_t parse_u64(const char **s, const char *end, int *ok)
 	}
 	if (p >= end || *p < '0' || *p > '9')
 		*ok = 0;
-	while (p < end && *p >= '0' && *p <= '9') {
+	/* 19 digits never overflow: only a longer number needs the check */
+	for (int digits = 0; p < end && *p >= '0' && *p <= '9'; digits++) {
 		uint64_t d = (uint64_t)(*p - '0');
-		if (v > (UINT64_MAX - d) / 10)
+		if (digits >= 19 && v > (UINT64_MAX - d) / 10)
 			*ok = 0;
 		v = v * 10 + d;
 		p++;
@@ -75,12 +76,7 @@ int reaper_parse_stat(const char *buf, size_t len, struct reaper_stat *st)
 	const char *end = buf + len;
 	const char *open = memchr(buf, '(', len);
 	/* comm may hold ')' and spaces: the real end of comm is the last ')' in the line. */
-	const char *close = NULL;
-	for (const char *p = end; p > buf; p--)
-		if (p[-1] == ')') {
-			close = p - 1;
-			break;
-		}
+	const char *close = len ? memrchr(buf, ')', len) : NULL;
 	if (!open || !close || close < open)
 		return -EINVAL;
 	int ok = 1;
