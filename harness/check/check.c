@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #define RUN_MARKER "REAPER_CHECK_RUN"
 #define MAX_ALLOW 32
 #define MAX_LISTED 8
+#define MAX_OWN 64
 #define DEFAULT_TIMEOUT 2.0
 
 static char *names[REAPER_CHECK_MAX_TCASES];
@@ -30,14 +32,25 @@ static struct reaper_pattern allow[MAX_ALLOW];
 static size_t nallow;
 static char run_value[48]; /* this runner's: every test's processes carry it */
 static unsigned long seq;  /* tests begun in this process (CK_NOFORK counts on) */
+static int cg_mode = -1;   /* enum reaper_check_cgroup; -1: not read from the environment yet */
+/* The runner's cgroup for one TCase's tests ("" while there is none): made by the runner
+ * (an unchecked fixture) below its own cgroup; each test's cgroup is made below it, so the
+ * runner finds what tests that never reached their teardown left in theirs. */
+static char session_cg[PATH_MAX];
+static char session_why[160]; /* why there is none, in words */
 
 /* The running test; one at a time per process in both fork modes. */
 static struct {
+	int open;        /* set up and not yet checked */
 	char entry[160]; /* REAPER_CHECK=<value> */
 	char *saved[3];
 	int had[3];
 	int adopted;
 	uint64_t since; /* when it began, in clock ticks since boot (as a start time) */
+	char cg[PATH_MAX];   /* the test's cgroup, "" when it has none */
+	char prev[PATH_MAX]; /* where its process was before it entered cg */
+	pid_t own[MAX_OWN];  /* the test's own children (reaper_check_own) */
+	size_t nown;
 } cur;
 static const char *const vars[3] = { "REAPER_TEST", MARKER, RUN_MARKER };
 
@@ -75,6 +88,54 @@ int reaper_check_set_timeout(double seconds)
 		return -EINVAL;
 	timeout = seconds;
 	return 0;
+}
+
+int reaper_check_use_cgroup(enum reaper_check_cgroup mode)
+{
+	if (mode != REAPER_CHECK_CGROUP_AUTO && mode != REAPER_CHECK_CGROUP_ON && mode != REAPER_CHECK_CGROUP_OFF)
+		return -EINVAL;
+	cg_mode = (int)mode;
+	return 0;
+}
+
+static enum reaper_check_cgroup cgroup_mode(void)
+{
+	if (cg_mode >= 0)
+		return (enum reaper_check_cgroup)cg_mode;
+	const char *e = getenv("REAPER_CHECK_CGROUP");
+	cg_mode = REAPER_CHECK_CGROUP_AUTO;
+	if (e && !strcmp(e, "on"))
+		cg_mode = REAPER_CHECK_CGROUP_ON;
+	else if (e && !strcmp(e, "off"))
+		cg_mode = REAPER_CHECK_CGROUP_OFF;
+	else if (e && *e && strcmp(e, "auto"))
+		fprintf(stderr, "reaper: REAPER_CHECK_CGROUP=%s is not auto, on or off; using auto\n", e);
+	return (enum reaper_check_cgroup)cg_mode;
+}
+
+int reaper_check_own(pid_t pid)
+{
+	if (pid <= 0)
+		return -EINVAL;
+	for (size_t i = 0; i < cur.nown; i++)
+		if (cur.own[i] == pid)
+			return 0;
+	if (cur.nown == MAX_OWN)
+		return -ENOSPC;
+	cur.own[cur.nown++] = pid;
+	return 0;
+}
+
+pid_t reaper_check_fork(void)
+{
+	if (cur.nown == MAX_OWN)
+		return -ENOSPC;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0)
+		cur.own[cur.nown++] = pid;
+	return pid;
 }
 
 int reaper_check_allow(const char *glob)
@@ -118,18 +179,27 @@ static uint64_t ticks_now(void)
 
 /* What carries entry; with since, also what this process started from then on that carries
  * no other test's marker (children forked without exec carry our exec-time environment, not
- * what setenv changed since). */
-static int reap(const char *entry, uint64_t since, double secs, struct reaper_report **rep)
+ * what setenv changed since); with cg, whatever lives in that cgroup or below it. The test's
+ * own children (own) are signalled but their exit status is left for the test. */
+static int reap(const char *entry, uint64_t since, const char *cg, double secs, struct reaper_report **rep)
 {
-	struct reaper_finder f[2] = { reaper_find_env(entry), reaper_find_tree(0) };
-	f[1].since = since;
-	f[1].marker = entry;
+	struct reaper_finder f[3] = { reaper_find_env(entry) };
+	size_t n = 1;
+	if (since) {
+		f[n] = reaper_find_tree(0);
+		f[n].since = since;
+		f[n++].marker = entry;
+	}
+	if (cg && cg[0])
+		f[n++] = reaper_find_cgroup(cg);
 	struct reaper_opts o;
 	reaper_opts_init(&o);
 	o.timeout = secs;
 	o.patterns = allow;
 	o.npatterns = nallow;
-	return reaper_reap(f, since ? 2 : 1, &o, rep);
+	o.host_children = cur.own;
+	o.nhost_children = since ? cur.nown : 0;
+	return reaper_reap(f, n, &o, rep);
 }
 
 /* "PID: cmdline" lines of the leaks, at most MAX_LISTED, into buf. */
@@ -143,8 +213,9 @@ static void list_leaks(const struct reaper_report *rep, char *buf, size_t len)
 		if (!leak)
 			continue;
 		int w = listed++ < MAX_LISTED
-				? snprintf(buf + used, len - used, "\n  %d: %.200s [%s, cwd %s]", (int)p->pid,
-					   p->cmdline, reaper_fate_name(p->fate), p->cwd[0] ? p->cwd : "?")
+				? snprintf(buf + used, len - used, "\n  %d: %.200s [%s, cwd %s]%s", (int)p->pid,
+					   p->cmdline, reaper_fate_name(p->fate), p->cwd[0] ? p->cwd : "?",
+					   p->host_child ? " (the test's own child: its exit status is left for it)" : "")
 				: 0;
 		if (w > 0)
 			used += (size_t)w < len - used ? (size_t)w : len - used - 1;
@@ -153,9 +224,18 @@ static void list_leaks(const struct reaper_report *rep, char *buf, size_t len)
 		snprintf(buf + used, len - used, "\n  ... and %zu more", listed - MAX_LISTED);
 }
 
+static int is_own(pid_t pid)
+{
+	for (size_t i = 0; i < cur.nown; i++)
+		if (cur.own[i] == pid)
+			return 1;
+	return 0;
+}
+
 /* Orphans the test left and we adopted that exited before its reap began look like our own
  * exited children, which the library never collects: the test is over, so its zombie
- * children (started since it began) are collected here, each by its pid, none other. */
+ * children (started since it began) are collected here, each by its pid, none other but
+ * the test's own children, whose exit status is the test's. */
 static void collect_test_zombies(uint64_t since)
 {
 	char path[64], buf[1024];
@@ -179,7 +259,7 @@ static void collect_test_zombies(uint64_t since)
 			unsigned long long start = 0;
 			/* after the comm: state (3), then fields 4-21, then the start time (22) */
 			if (rp && sscanf(rp + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-					 &state, &start) == 2 && state == 'Z' && start >= since) {
+					 &state, &start) == 2 && state == 'Z' && start >= since && !is_own(pid)) {
 				siginfo_t si;
 				waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG);
 			}
@@ -191,8 +271,63 @@ static void collect_test_zombies(uint64_t since)
 		closedir(tasks);
 }
 
+/* The runner makes a cgroup for a TCase's tests when the TCase begins (an unchecked fixture,
+ * so it runs in the runner in both fork modes; forked tests inherit its name). Without one,
+ * tests are tracked by their marker and by descent. */
+static void session_open(void)
+{
+	if (session_cg[0] || cgroup_mode() == REAPER_CHECK_CGROUP_OFF)
+		return;
+	static int noted;
+	char name[96];
+	snprintf(name, sizeof name, "reaper-check-%s", run_value);
+	int r = reaper_cgroup_create(NULL, name, session_cg, sizeof session_cg);
+	if (r == -EEXIST) /* an earlier TCase's, that could not be removed: it is ours */
+		r = 0;
+	if (r == 0)
+		return;
+	session_cg[0] = 0;
+	snprintf(session_why, sizeof session_why, "%s", strerror(-r));
+	/* no cgroup2, or not ours to write to, is the normal case for a non-root user */
+	if (!noted++ && cgroup_mode() == REAPER_CHECK_CGROUP_AUTO && r != -EACCES && r != -EPERM && r != -ENOENT &&
+	    r != -ENOTDIR)
+		fprintf(stderr, "reaper: note: the tests cannot have cgroups (%s); tracking them by marker and by descent\n",
+			session_why);
+}
+
+/* The test's setup and body are over: its environment is restored and its process leaves
+ * the test's cgroup (the library neither freezes nor kills a cgroup that holds the caller).
+ * 0 or -errno. */
+static int test_leave(void)
+{
+	env_restore();
+	return cur.cg[0] ? reaper_cgroup_enter(cur.prev, NULL, 0) : 0;
+}
+
+/* After the test's reap: its zombies collected, adoption and its cgroup released (what is
+ * still there, unkillable, moves up to the TCase's cgroup, whose sweep tries again).
+ * 0 or -errno of the cgroup's removal. */
+static int test_finish(void)
+{
+	collect_test_zombies(cur.since);
+	if (cur.adopted)
+		reaper_release();
+	cur.adopted = 0;
+	int r = cur.cg[0] ? reaper_cgroup_release(cur.cg) : 0;
+	cur.cg[0] = 0;
+	cur.open = 0;
+	return r < 0 ? r : 0;
+}
+
 static void checked_setup(int slot)
 {
+	if (cur.open) { /* CK_NOFORK: a setup after ours failed, so no teardown ran */
+		struct reaper_report *rep = NULL;
+		test_leave();
+		if (reap(cur.entry, cur.since, cur.cg, 0, &rep) == 0)
+			reaper_report_free(rep);
+		test_finish();
+	}
 	char rnd[17], value[128];
 	random_hex(rnd, sizeof rnd);
 	snprintf(value, sizeof value, "%s.%d.%lu.%s", run_value, (int)getpid(), ++seq, rnd);
@@ -200,8 +335,24 @@ static void checked_setup(int slot)
 	env_set(0, names[slot]);
 	env_set(1, value);
 	env_set(2, run_value);
+	cur.open = 1;
+	cur.nown = 0;
 	cur.adopted = reaper_adopt() > 0;
 	cur.since = ticks_now();
+	const char *why = session_cg[0] ? NULL : session_why[0] ? session_why : "not asked for";
+	if (session_cg[0]) {
+		char name[64];
+		snprintf(name, sizeof name, "test-%d.%lu", (int)getpid(), seq);
+		int r = reaper_cgroup_create(session_cg, name, cur.cg, sizeof cur.cg);
+		if (r == 0 && (r = reaper_cgroup_enter(cur.cg, cur.prev, sizeof cur.prev)) < 0)
+			reaper_cgroup_remove(cur.cg);
+		if (r < 0) {
+			cur.cg[0] = 0;
+			why = strerror(-r);
+		}
+	}
+	if (!cur.cg[0] && cgroup_mode() == REAPER_CHECK_CGROUP_ON)
+		ck_abort_msg("reaper: REAPER_CHECK_CGROUP=on: test %s cannot have a cgroup: %s", names[slot], why);
 }
 
 static void checked_teardown(int slot)
@@ -209,13 +360,12 @@ static void checked_teardown(int slot)
 	static char msg[4096];
 	struct reaper_report *rep = NULL;
 	const char *test = tcase_name();
-	env_restore();
+	char cg[PATH_MAX];
+	snprintf(cg, sizeof cg, "%s", cur.cg);
+	int left = test_leave();
 	double secs = timeout_now();
-	int r = reap(cur.entry, cur.since, secs, &rep);
-	collect_test_zombies(cur.since);
-	if (cur.adopted)
-		reaper_release();
-	cur.adopted = 0;
+	int r = reap(cur.entry, cur.since, cur.cg, secs, &rep);
+	int removed = test_finish();
 	if (r < 0)
 		ck_abort_msg("reaper: cannot check test %s for leftovers: %s", test ? test : names[slot], strerror(-r));
 	size_t leaks = rep->leaks;
@@ -227,36 +377,49 @@ static void checked_teardown(int slot)
 	reaper_report_free(rep);
 	if (leaks)
 		ck_abort_msg("%s", msg);
+	if (left < 0 || removed < 0)
+		ck_abort_msg("reaper: test %s: its cgroup %s could not be %s: %s", test ? test : names[slot], cg,
+			     left < 0 ? "left" : "removed", strerror(-(left < 0 ? left : removed)));
 }
 
-/* Tests that failed or crashed in CK_FORK mode skipped their teardown: clean up after them. */
+/* Tests that failed or crashed in CK_FORK mode skipped their teardown: clean up after them,
+ * then remove the TCase's cgroup (in the runner). */
 static void unchecked_teardown(int slot)
 {
 	char entry[96], msg[4096];
 	struct reaper_report *rep = NULL;
+	if (cur.open) { /* CK_NOFORK: the last test's teardown never ran */
+		test_leave();
+		if (reap(cur.entry, cur.since, cur.cg, 0, &rep) == 0)
+			reaper_report_free(rep);
+		rep = NULL;
+		test_finish();
+	}
 	snprintf(entry, sizeof entry, RUN_MARKER "=%s", run_value);
-	int r = reap(entry, 0, 0, &rep);
+	int r = reap(entry, 0, session_cg, 0, &rep);
 	if (r < 0) {
 		fprintf(stderr, "reaper: tcase %s: cannot look for leftovers: %s\n", names[slot], strerror(-r));
-		return;
-	}
-	if (rep->leaks) {
+	} else if (rep->leaks) {
 		snprintf(msg, sizeof msg, "reaper: tcase %s: killed %zu process%s left by tests that failed or "
 			 "crashed:", names[slot], rep->leaks, rep->leaks > 1 ? "es" : "");
 		list_leaks(rep, msg, sizeof msg);
 		fprintf(stderr, "%s\n", msg);
 	}
 	reaper_report_free(rep);
+	if (session_cg[0] && (r = reaper_cgroup_release(session_cg)) < 0)
+		fprintf(stderr, "reaper: tcase %s: cannot remove the cgroup %s: %s\n", names[slot], session_cg, strerror(-r));
+	session_cg[0] = 0;
 }
 
-#define SLOT(i)                                                      \
-	static void cs_##i(void) { checked_setup(i); }               \
-	static void ct_##i(void) { checked_teardown(i); }            \
-	static void ut_##i(void) { unchecked_teardown(i); }
-#define SLOT8(a) SLOT(a##0) SLOT(a##1) SLOT(a##2) SLOT(a##3) SLOT(a##4) SLOT(a##5) SLOT(a##6) SLOT(a##7)
+/* Slot 8 * a + b of REAPER_CHECK_MAX_TCASES: its trampolines are cs_ab, ct_ab and ut_ab. */
+#define SLOT(a, b)                                                       \
+	static void cs_##a##b(void) { checked_setup(8 * a + b); }        \
+	static void ct_##a##b(void) { checked_teardown(8 * a + b); }     \
+	static void ut_##a##b(void) { unchecked_teardown(8 * a + b); }
+#define SLOT8(a) SLOT(a, 0) SLOT(a, 1) SLOT(a, 2) SLOT(a, 3) SLOT(a, 4) SLOT(a, 5) SLOT(a, 6) SLOT(a, 7)
 SLOT8(0) SLOT8(1) SLOT8(2) SLOT8(3) SLOT8(4) SLOT8(5) SLOT8(6) SLOT8(7)
-#define ROW(i) { cs_##i, ct_##i, ut_##i },
-#define ROW8(a) ROW(a##0) ROW(a##1) ROW(a##2) ROW(a##3) ROW(a##4) ROW(a##5) ROW(a##6) ROW(a##7)
+#define ROW(a, b) { cs_##a##b, ct_##a##b, ut_##a##b },
+#define ROW8(a) ROW(a, 0) ROW(a, 1) ROW(a, 2) ROW(a, 3) ROW(a, 4) ROW(a, 5) ROW(a, 6) ROW(a, 7)
 static const struct {
 	SFun cs, ct, ut;
 } slots[] = { ROW8(0) ROW8(1) ROW8(2) ROW8(3) ROW8(4) ROW8(5) ROW8(6) ROW8(7) };
@@ -278,7 +441,7 @@ int reaper_check_tcase(TCase *tc, const char *name)
 		snprintf(run_value, sizeof run_value, "%d.%s", (int)getpid(), rnd);
 	}
 	int i = ntcases++;
-	tcase_add_unchecked_fixture(tc, NULL, slots[i].ut);
+	tcase_add_unchecked_fixture(tc, session_open, slots[i].ut);
 	tcase_add_checked_fixture(tc, slots[i].cs, slots[i].ct);
 	return 0;
 }

@@ -11,22 +11,36 @@
  *     so every process the test starts carries them (Check names a test only once its body
  *     runs, so REAPER_TEST holds the name given here, normally the tcase's);
  *   - makes the test's process a child subreaper, so what it detaches is adopted;
- *   - after the test, gives whatever carries the marker, and every process under the test's
- *     process started since the test began that carries no other test's marker (children
- *     forked without exec carry the environment of the last exec, not setenv's changes),
- *     the timeout to exit, kills the
- *     survivors (identity-checked, through libreaper) and fails the test with the list:
+ *   - where a cgroup v2 can be made (see reaper_check_use_cgroup), moves the test's process
+ *     into a cgroup of the test's own for the checked fixtures added after this call and the
+ *     test, and out of it again before the check: everything the test starts stays in it,
+ *     whatever it does to its environment, session or parent;
+ *   - after the test, gives whatever is in the test's cgroup, whatever carries the marker, and
+ *     every process under the test's process started since the test began that carries no
+ *     other test's marker (children forked without exec carry the environment of the last
+ *     exec, not setenv's changes), the timeout to exit, kills the survivors (identity-checked,
+ *     through libreaper) and fails the test with the list:
  *     "reaper: test NAME left N process(es) running; killed after T s: PID: cmdline ...";
  *   - collects the zombie children of the test's process that started since the test began
- *     (an adopted orphan that exited before the check, a child the test never waited for).
+ *     (an adopted orphan that exited before the check, a child the test never waited for),
+ *     except the test's own children (reaper_check_own), and removes the test's cgroup.
  * A test that fails or crashes in CK_FORK mode never reaches its teardown; what it left is
- * killed when the TCase ends (an unchecked fixture) and listed on stderr.
+ * killed when the TCase ends (an unchecked fixture, in the runner: whatever is left in the
+ * TCase's cgroup or carries the run's marker) and listed on stderr. Unchecked fixtures run
+ * in the runner's own cgroup, never in a test's.
+ *
+ * Fixture order: Check runs checked setups in the order they were added and teardowns in
+ * the reverse order. A checked fixture added after reaper_check_tcase() sets up inside the
+ * test's cgroup and under its marker and is torn down before the check; one added before
+ * sets up outside them and is torn down after the check (when the check passed: a failed
+ * check ends the teardowns).
  *
  * Link with -lreaper-check -lreaper and Check's libraries. Functions return 0 or -errno. */
 #ifndef REAPER_CHECK_H
 #define REAPER_CHECK_H
 
 #include <check.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,6 +58,24 @@ int reaper_check_tcase(TCase *tc, const char *name);
  * Check timeout (tcase_set_timeout) above its tests' run time plus this. -EINVAL if < 0, NaN
  * or infinite. */
 int reaper_check_set_timeout(double seconds);
+
+/* Where the tests run: a cgroup v2 of their own per test (ON: a test that cannot have one
+ * fails), AUTO (default) where the caller's cgroup2 is writable (as root on a unified or
+ * hybrid system; not on a read-only mount, as in most containers), OFF: by marker and
+ * descent only. The environment's REAPER_CHECK_CGROUP=auto|on|off sets it when this is not
+ * called. -EINVAL for another value. */
+enum reaper_check_cgroup { REAPER_CHECK_CGROUP_AUTO = 0, REAPER_CHECK_CGROUP_ON = 1, REAPER_CHECK_CGROUP_OFF = 2 };
+int reaper_check_use_cgroup(enum reaper_check_cgroup mode);
+
+/* The running test's own child pid (what its fork returned), which the test will wait for
+ * itself: if it is still running at the check it is a leak like any other and is killed,
+ * but its exit status is never collected, so the test's own waitpid() reads it (the
+ * failure message says so). For the test that runs now only. -EINVAL for pid <= 0, -ENOSPC
+ * past 64 children per test. */
+int reaper_check_own(pid_t pid);
+/* fork() that registers the child with reaper_check_own in the parent: the child pid, 0 in
+ * the child, or -errno (-ENOSPC past 64; nothing was started). */
+pid_t reaper_check_fork(void);
 
 /* A glob (fnmatch on the cmdline or the exe path) of leftovers that are cleaned up but are
  * not a failure. The string is referenced, not copied. -ENOSPC past 32 globs. */

@@ -1,24 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /* The Check helper against real processes: an inner suite whose tests leak on purpose runs
- * in CK_FORK and in CK_NOFORK mode; its results (srunner_ntests_failed and its log) must
- * show the leaking test failed naming the leaked command, the clean ones passed, nothing
- * left running and no zombie left with us. Prints "N passed, N failed". */
+ * in CK_FORK and in CK_NOFORK mode, with a cgroup per test where cgroup2 is writable (root)
+ * and once more on a read-only cgroup2 mount (markers and descent); its results
+ * (srunner_ntests_failed and its log) must show the leaking test failed naming the leaked
+ * command, the clean ones passed, nothing left running, no zombie left with us and no cgroup
+ * left behind. Prints "N passed, N failed". */
 #define _GNU_SOURCE
 #include "reaper/check.h"
+#include "reaper/reaper.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 static int tag; /* makes the leaked command lines ours */
 static int passed, failed;
 static char workdir[] = "/tmp/reaper-check-helper-XXXXXX";
+static int with_cgroups; /* the inner suite's tests run in cgroups of their own */
 
 #define EXPECT(cond, ...)                                        \
 	do {                                                     \
@@ -137,23 +146,184 @@ START_TEST(env_is_set)
 }
 END_TEST
 
+/* A test that clears the environment of what it leaves and fails: in CK_FORK mode its
+ * teardown never runs and the leftover is neither marked nor a descendant of the runner;
+ * only the test's cgroup still holds it for the TCase's sweep. */
+START_TEST(fails_and_leaks_without_env)
+{
+	char arg[32];
+	snprintf(arg, sizeof arg, "3602.%d", tag);
+	char *argv[] = { "env", "-i", "setsid", "-f", "sleep", arg, NULL };
+	ck_assert_int_eq(run(argv), 0);
+	for (int i = 0; i < 30000 && count_procs(arg) == 0; i++)
+		usleep(1000);
+	ck_abort_msg("body failed on purpose, its leftover unmarked");
+}
+END_TEST
+
+/* "0::" line of /proc/self/cgroup (the cgroup2 path), or "" */
+static void own_cgroup_line(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	char line[PATH_MAX + 8];
+	buf[0] = 0;
+	while (f && fgets(line, sizeof line, f))
+		if (!strncmp(line, "0::", 3)) {
+			size_t n = strcspn(line + 3, "\n");
+			n = n < len - 1 ? n : len - 1;
+			memcpy(buf, line + 3, n);
+			buf[n] = 0;
+		}
+	if (f)
+		fclose(f);
+}
+
+static void write_file(const char *name, const char *text)
+{
+	char path[160];
+	snprintf(path, sizeof path, "%s/%s", workdir, name);
+	FILE *f = fopen(path, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static char setup_cg[PATH_MAX]; /* where the checked setup added after the helper's ran */
+
+static void user_unchecked_setup(void)
+{
+	char cg[PATH_MAX];
+	own_cgroup_line(cg, sizeof cg);
+	write_file("cg.unchecked", cg);
+}
+
+static void user_checked_setup(void)
+{
+	own_cgroup_line(setup_cg, sizeof setup_cg);
+}
+
+/* Where the test runs: the same cgroup as the checked setup after the helper's, its
+ * directory into cg.test (the outer test checks it is gone afterwards). */
+START_TEST(runs_in_its_cgroup)
+{
+	char line[PATH_MAX], dir[PATH_MAX] = "";
+	own_cgroup_line(line, sizeof line);
+	ck_assert_str_eq(line, setup_cg);
+	if (reaper_cgroup_current(dir, sizeof dir) < 0)
+		dir[0] = 0;
+	write_file("cg.test", dir);
+}
+END_TEST
+
+static pid_t allowed_child; /* the test's own child that the helper's allow glob matches */
+
+/* Added before the helper's fixture: its teardown runs after the check, as the test's own
+ * code that waits for its child; what waitpid said goes to own.status. */
+static void wait_own_teardown(void)
+{
+	if (allowed_child <= 0)
+		return;
+	int st = 0;
+	char text[64];
+	pid_t w = waitpid(allowed_child, &st, 0);
+	if (w < 0)
+		snprintf(text, sizeof text, "errno %d", errno);
+	else if (WIFSIGNALED(st))
+		snprintf(text, sizeof text, "signal %d", WTERMSIG(st));
+	else
+		snprintf(text, sizeof text, "exit %d", WEXITSTATUS(st));
+	allowed_child = 0;
+	write_file("own.status", text);
+}
+
+/* A child forked without exec that ignores SIGTERM and sleeps. */
+static pid_t fork_sleeper(int registered)
+{
+	pid_t pid = registered ? reaper_check_fork() : fork();
+	if (pid == 0) {
+		signal(SIGTERM, SIG_IGN);
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
+/* Two children leak: the one the test said is its own is killed but its exit status stays
+ * for the test (in CK_NOFORK mode the outer test waits for it); the other is reaped. */
+START_TEST(owns_leaked_children)
+{
+	pid_t own = fork_sleeper(1), other = fork_sleeper(0);
+	ck_assert_int_gt(own, 0);
+	ck_assert_int_gt(other, 0);
+	ck_assert_int_eq(reaper_check_own(own), 0); /* again: no second entry */
+	ck_assert_int_eq(reaper_check_own(0), -EINVAL);
+	char text[64];
+	snprintf(text, sizeof text, "%d %d\n", (int)own, (int)other);
+	write_file("own.pids", text);
+}
+END_TEST
+
+/* The test's own child, allowed by a glob: killed at the check without failing it, and the
+ * test's own waitpid after the check reads SIGKILL. */
+START_TEST(owns_an_allowed_child)
+{
+	char arg[32];
+	snprintf(arg, sizeof arg, "3604.%d", tag);
+	pid_t pid = reaper_check_fork();
+	if (pid == 0) {
+		execlp("sleep", "sleep", arg, (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_gt(pid, 0);
+	allowed_child = pid;
+	for (int i = 0; i < 30000 && count_procs(arg) == 0; i++)
+		usleep(1000);
+}
+END_TEST
+
+/* Marks which TCase it ran in (REAPER_TEST holds the name given to reaper_check_tcase). */
+START_TEST(names_its_tcase)
+{
+	char name[64];
+	const char *t = getenv("REAPER_TEST");
+	ck_assert_ptr_nonnull(t);
+	snprintf(name, sizeof name, "many.%.40s", t);
+	write_file(name, "");
+}
+END_TEST
+
 static Suite *inner(void)
 {
 	Suite *s = suite_create("inner");
-	TCase *leaky = tcase_create("leaky"), *clean = tcase_create("clean");
+	TCase *leaky = tcase_create("leaky"), *clean = tcase_create("clean"), *own = tcase_create("own");
+	static char allow_glob[32];
+	snprintf(allow_glob, sizeof allow_glob, "sleep 3604.%d", tag);
+	EXPECT(reaper_check_allow(allow_glob) == 0, "reaper_check_allow(%s)", allow_glob);
 	EXPECT(reaper_check_tcase(leaky, "leaky") == 0, "reaper_check_tcase(leaky)");
+	tcase_add_unchecked_fixture(clean, user_unchecked_setup, NULL);
 	EXPECT(reaper_check_tcase(clean, "clean") == 0, "reaper_check_tcase(clean)");
+	tcase_add_checked_fixture(clean, user_checked_setup, NULL);
+	tcase_add_checked_fixture(own, NULL, wait_own_teardown);
+	EXPECT(reaper_check_tcase(own, "own") == 0, "reaper_check_tcase(own)");
 	tcase_set_timeout(leaky, 60);
 	tcase_set_timeout(clean, 60);
+	tcase_set_timeout(own, 60);
 	tcase_add_test(leaky, leaks_daemon);
 	tcase_add_test(leaky, clean_after);
 	tcase_add_test(leaky, fails_and_leaks);
 	tcase_add_test(leaky, leaks_a_fork);
+	if (with_cgroups)
+		tcase_add_test(leaky, fails_and_leaks_without_env);
 	tcase_add_test(clean, waits_for_child);
 	tcase_add_test(clean, orphan_gone_before_teardown);
 	tcase_add_test(clean, env_is_set);
+	tcase_add_test(clean, runs_in_its_cgroup);
+	tcase_add_test(own, owns_leaked_children);
+	tcase_add_test(own, owns_an_allowed_child);
 	suite_add_tcase(s, leaky);
 	suite_add_tcase(s, clean);
+	suite_add_tcase(s, own);
 	return s;
 }
 
@@ -230,6 +400,22 @@ static int count_procs(const char *arg)
 	return count;
 }
 
+/* Entries named reaper-check-* in the caller's cgroup directory: the helper's, left behind. */
+static int leftover_cgroups(void)
+{
+	char dir[PATH_MAX];
+	if (reaper_cgroup_current(dir, sizeof dir) < 0)
+		return 0;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d)))
+		n += !strncmp(e->d_name, "reaper-check-", 13);
+	if (d)
+		closedir(d);
+	return n;
+}
+
 static void run_mode(enum fork_status mode, const char *name)
 {
 	char log[128], errpath[128], arg[32];
@@ -251,7 +437,9 @@ static void run_mode(enum fork_status mode, const char *name)
 	srunner_free(sr);
 
 	char *text = slurp(log), *err = slurp(errpath);
-	EXPECT(nrun == 7 && nfailed == 3, "%s: %d run, %d failed (want 7, 3)\n%s", name, nrun, nfailed, text);
+	int want_run = 10 + with_cgroups, want_failed = 4 + with_cgroups;
+	EXPECT(nrun == want_run && nfailed == want_failed, "%s: %d run, %d failed (want %d, %d)\n%s", name, nrun,
+	       nfailed, want_run, want_failed, text);
 	const char *l = line_of(text, ":leaky:leaks_daemon:");
 	snprintf(arg, sizeof arg, "sleep 3600.%d", tag);
 	EXPECT(line_has(l, ":S:leaky:leaks_daemon:") &&
@@ -278,13 +466,164 @@ static void run_mode(enum fork_status mode, const char *name)
 		/* (a clean test's short sleep may still be on its way out too, on a busy machine) */
 		EXPECT(strstr(err, "reaper: tcase leaky: killed ") && strstr(err, "left by tests that failed or crashed") &&
 			       strstr(err, arg), "%s: the sweep did not report `%s`:\n%s", name, arg, err);
-	char a[32], b[32];
+	char a[32], b[32], c[32];
 	snprintf(a, sizeof a, "3600.%d", tag);
 	snprintf(b, sizeof b, "3601.%d", tag);
-	EXPECT(count_procs(a) == 0 && count_procs(b) == 0, "%s: a leaked sleep is still running", name);
+	snprintf(c, sizeof c, "3602.%d", tag);
+	if (with_cgroups) {
+		l = line_of(text, ":leaky:fails_and_leaks_without_env:");
+		EXPECT(line_has(l, ":F:") && line_has(l, "body failed on purpose"), "%s: fails_and_leaks_without_env:\n%s",
+		       name, text);
+		snprintf(arg, sizeof arg, "sleep 3602.%d", tag);
+		if (mode == CK_FORK) /* unmarked and orphaned: only its cgroup held it */
+			EXPECT(strstr(err, arg), "%s: the sweep did not report `%s`:\n%s", name, arg, err);
+	}
+	EXPECT(count_procs(a) == 0 && count_procs(b) == 0 && count_procs(c) == 0, "%s: a leaked sleep is still running",
+	       name);
+
+	/* cgroups: the test and the checked setup after the helper's in the test's own, the
+	 * unchecked fixture in the runner's; none left afterwards */
+	char *unchecked, path[160], *cgtest;
+	snprintf(path, sizeof path, "%s/cg.unchecked", workdir);
+	unchecked = slurp(path);
+	snprintf(path, sizeof path, "%s/cg.test", workdir);
+	cgtest = slurp(path);
+	EXPECT(line_has(line_of(text, ":clean:runs_in_its_cgroup:"), ":P:"), "%s: runs_in_its_cgroup:\n%s", name, text);
+	if (with_cgroups)
+		EXPECT(strstr(cgtest, "/reaper-check-") && strstr(cgtest, "/test-") && access(cgtest, F_OK) < 0,
+		       "%s: the test ran in `%s`, which must be a test's cgroup, and gone now", name, cgtest);
+	else
+		EXPECT(cgtest[0] && !strstr(cgtest, "/reaper-check-"), "%s: the test ran in `%s`", name, cgtest);
+	EXPECT(!strstr(unchecked, "reaper-check-"), "%s: the unchecked fixture ran in `%s`", name, unchecked);
+	EXPECT(leftover_cgroups() == 0, "%s: %d reaper-check-* cgroups left behind", name, leftover_cgroups());
+	free(unchecked);
+	free(cgtest);
+
+	/* the test's own children */
+	snprintf(path, sizeof path, "%s/own.pids", workdir);
+	char *pids = slurp(path), *status;
+	int own = 0, other = 0;
+	EXPECT(sscanf(pids, "%d %d", &own, &other) == 2, "%s: own.pids: `%s`", name, pids);
+	l = line_of(text, ":own:owns_leaked_children:");
+	char ownline[96], otherline[96];
+	snprintf(ownline, sizeof ownline, "\n  %d: ", own);
+	snprintf(otherline, sizeof otherline, "\n  %d: ", other);
+	const char *o = strstr(text, ownline), *x = strstr(text, otherline);
+	EXPECT(line_has(l, "reaper: test owns_leaked_children left 2 processes running") && o && x &&
+		       line_has(o + 1, "[killed") && line_has(o + 1, "the test's own child: its exit status is left for it") &&
+		       !line_has(x + 1, "own child"),
+	       "%s: owns_leaked_children (own %d, other %d):\n%s", name, own, other, text);
+	if (mode == CK_NOFORK && own > 0 && other > 0) { /* the runner is the test's process */
+		int st = 0;
+		pid_t w = waitpid(own, &st, 0);
+		EXPECT(w == own && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+		       "%s: waitpid(own child %d) = %d (%s), status %#x: not its SIGKILL", name, own, (int)w,
+		       w < 0 ? strerror(errno) : "", st);
+		w = waitpid(other, &st, WNOHANG);
+		EXPECT(w < 0 && errno == ECHILD, "%s: the unregistered child %d was not reaped (waitpid = %d)", name, other,
+		       (int)w);
+	}
+	EXPECT(own > 0 && other > 0 && (read_proc(own, "stat", path, sizeof path) < 0 || strstr(path, ") Z ")) &&
+		       read_proc(other, "stat", path, sizeof path) < 0,
+	       "%s: a leaked child (%d, %d) still runs", name, own, other);
+	EXPECT(line_has(line_of(text, ":own:owns_an_allowed_child:"), ":P:"), "%s: owns_an_allowed_child:\n%s", name,
+	       text);
+	snprintf(path, sizeof path, "%s/own.status", workdir);
+	status = slurp(path);
+	EXPECT(!strcmp(status, "signal 9"), "%s: the test's own waitpid after the check read `%s`, not SIGKILL", name,
+	       status);
+	free(pids);
+	free(status);
+
 	EXPECT(count_procs(NULL) == 0, "%s: %d zombie children left", name, count_procs(NULL));
 	free(text);
 	free(err);
+}
+
+/* Twelve checked TCases in one program: each test runs with its own TCase's name. */
+static void many_tcases(void)
+{
+	Suite *s = suite_create("many");
+	char name[12][8];
+	for (int i = 0; i < 12; i++) {
+		snprintf(name[i], sizeof name[i], "m%d", i);
+		TCase *tc = tcase_create(name[i]);
+		EXPECT(reaper_check_tcase(tc, name[i]) == 0, "reaper_check_tcase(%s)", name[i]);
+		tcase_add_test(tc, names_its_tcase);
+		suite_add_tcase(s, tc);
+	}
+	SRunner *sr = srunner_create(s);
+	char path[160];
+	snprintf(path, sizeof path, "%s/many.log", workdir);
+	srunner_set_log(sr, path);
+	srunner_run_all(sr, CK_SILENT);
+	int nfailed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	char *text = slurp(path);
+	EXPECT(nfailed == 0, "many: %d failed:\n%s", nfailed, text);
+	free(text);
+	for (int i = 0; i < 12; i++) {
+		snprintf(path, sizeof path, "%s/many.%s", workdir, name[i]);
+		EXPECT(access(path, F_OK) == 0, "many: no test ran as TCase %s", name[i]);
+	}
+}
+
+/* A mount namespace of our own where the cgroup2 mount holding our cgroup is read-only, as
+ * in most containers: the tests are tracked by marker and descent (with a note), and with
+ * REAPER_CHECK_CGROUP=on a test that cannot have its cgroup fails saying why. Run in a
+ * child; its exit status is its count of failed expectations. */
+static int read_only_cgroup2(void)
+{
+	char dir[PATH_MAX], mnt[PATH_MAX];
+	if (reaper_cgroup_current(dir, sizeof dir) < 0 || unshare(CLONE_NEWNS) < 0 ||
+	    mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return 100;
+	/* the mount point: the highest directory above ours on the same filesystem */
+	snprintf(mnt, sizeof mnt, "%s", dir);
+	for (;;) {
+		char up[PATH_MAX];
+		struct stat a, b;
+		snprintf(up, sizeof up, "%s", mnt);
+		char *sl = strrchr(up, '/');
+		if (!sl || sl == up)
+			break;
+		*sl = 0;
+		if (stat(mnt, &a) < 0 || stat(up, &b) < 0 || a.st_dev != b.st_dev)
+			break;
+		snprintf(mnt, sizeof mnt, "%s", up);
+	}
+	if (mount("none", mnt, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
+		return 101;
+	EXPECT(reaper_cgroup_usable(NULL) == -EROFS, "the remount of %s did not make it read-only", mnt);
+	with_cgroups = 0;
+	run_mode(CK_FORK, "ro-fork");
+	char path[160];
+	snprintf(path, sizeof path, "%s/ro-fork.err", workdir);
+	char *err = slurp(path);
+	EXPECT(strstr(err, "reaper: note: the tests cannot have cgroups (Read-only file system); tracking them by "
+			   "marker and by descent"),
+	       "ro: no note about the read-only cgroup2:\n%s", err);
+	free(err);
+	run_mode(CK_NOFORK, "ro-nofork");
+
+	EXPECT(reaper_check_use_cgroup((enum reaper_check_cgroup)7) == -EINVAL, "a bad cgroup mode was taken");
+	EXPECT(reaper_check_use_cgroup(REAPER_CHECK_CGROUP_ON) == 0, "reaper_check_use_cgroup(ON)");
+	Suite *s = suite_create("on");
+	TCase *tc = tcase_create("on");
+	EXPECT(reaper_check_tcase(tc, "on") == 0, "reaper_check_tcase(on)");
+	tcase_add_test(tc, waits_for_child);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	snprintf(path, sizeof path, "%s/on.log", workdir);
+	srunner_set_log(sr, path);
+	srunner_run_all(sr, CK_SILENT);
+	EXPECT(srunner_ntests_failed(sr) == 1, "on: a test without its cgroup passed");
+	srunner_free(sr);
+	char *text = slurp(path);
+	EXPECT(strstr(text, "reaper: REAPER_CHECK_CGROUP=on: test on cannot have a cgroup: Read-only file system"),
+	       "on: the failure does not say why:\n%s", text);
+	free(text);
+	return failed;
 }
 
 int main(void)
@@ -299,8 +638,26 @@ int main(void)
 	EXPECT(reaper_check_set_timeout(NAN) == -EINVAL, "a NaN timeout was taken");
 	EXPECT(reaper_check_set_timeout(INFINITY) == -EINVAL, "an infinite timeout was taken");
 	EXPECT(reaper_check_allow(NULL) == -EINVAL, "a NULL glob was taken");
+	many_tcases();
+	int r = reaper_cgroup_usable(NULL);
+	with_cgroups = r == 0;
+	if (r < 0 && geteuid() != 0)
+		fprintf(stderr, "SKIP the cgroup cases: no writable cgroup2 for uid %d (%s); the tests run tracked by "
+			"marker and descent\n", (int)geteuid(), strerror(-r));
+	else
+		EXPECT(r == 0, "root without a usable cgroup2: %s", strerror(-r));
 	run_mode(CK_FORK, "fork");
 	run_mode(CK_NOFORK, "nofork");
+	if (with_cgroups) {
+		fflush(stdout);
+		fflush(stderr);
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(read_only_cgroup2());
+		int st = -1;
+		EXPECT(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		       "the read-only cgroup2 run: status %#x (failed expectations, or 100/101: no namespace)", st);
+	}
 	char cmd[160];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", workdir);
 	if (system(cmd) != 0)
