@@ -576,7 +576,7 @@ static int read_only_cgroup2(void)
 {
 	char dir[PATH_MAX], mnt[PATH_MAX];
 	if (reaper_cgroup_current(dir, sizeof dir) < 0 || unshare(CLONE_NEWNS) < 0 ||
-	    mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+	    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0)
 		return 100;
 	/* the mount point: the highest directory above ours on the same filesystem */
 	snprintf(mnt, sizeof mnt, "%s", dir);
@@ -592,7 +592,7 @@ static int read_only_cgroup2(void)
 			break;
 		snprintf(mnt, sizeof mnt, "%s", up);
 	}
-	if (mount("none", mnt, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
+	if (mount("none", mnt, "none", MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
 		return 101;
 	EXPECT(reaper_cgroup_usable(NULL) == -EROFS, "the remount of %s did not make it read-only", mnt);
 	with_cgroups = 0;
