@@ -161,6 +161,20 @@ START_TEST(fails_and_leaks_without_env)
 }
 END_TEST
 
+/* The same, and the test's process dies by a signal (as when Check's timeout kills it):
+ * CK_FORK mode only. */
+START_TEST(crashes_and_leaks_without_env)
+{
+	char arg[32];
+	snprintf(arg, sizeof arg, "3605.%d", tag);
+	char *argv[] = { "env", "-i", "setsid", "-f", "sleep", arg, NULL };
+	ck_assert_int_eq(run(argv), 0);
+	for (int i = 0; i < 30000 && count_procs(arg) == 0; i++)
+		usleep(1000);
+	raise(SIGKILL);
+}
+END_TEST
+
 /* "0::" line of /proc/self/cgroup (the cgroup2 path), or "" */
 static void own_cgroup_line(char *buf, size_t len)
 {
@@ -293,7 +307,7 @@ START_TEST(names_its_tcase)
 }
 END_TEST
 
-static Suite *inner(void)
+static Suite *inner(enum fork_status mode)
 {
 	Suite *s = suite_create("inner");
 	TCase *leaky = tcase_create("leaky"), *clean = tcase_create("clean"), *own = tcase_create("own");
@@ -315,6 +329,8 @@ static Suite *inner(void)
 	tcase_add_test(leaky, leaks_a_fork);
 	if (with_cgroups)
 		tcase_add_test(leaky, fails_and_leaks_without_env);
+	if (with_cgroups && mode == CK_FORK)
+		tcase_add_test(leaky, crashes_and_leaks_without_env);
 	tcase_add_test(clean, waits_for_child);
 	tcase_add_test(clean, orphan_gone_before_teardown);
 	tcase_add_test(clean, env_is_set);
@@ -421,7 +437,7 @@ static void run_mode(enum fork_status mode, const char *name)
 	char log[128], errpath[128], arg[32];
 	snprintf(log, sizeof log, "%s/%s.log", workdir, name);
 	snprintf(errpath, sizeof errpath, "%s/%s.err", workdir, name);
-	SRunner *sr = srunner_create(inner());
+	SRunner *sr = srunner_create(inner(mode));
 	srunner_set_fork_status(sr, mode);
 	srunner_set_log(sr, log);
 	/* the inner suite's stderr (the sweep's report) goes to a file we read back */
@@ -437,7 +453,8 @@ static void run_mode(enum fork_status mode, const char *name)
 	srunner_free(sr);
 
 	char *text = slurp(log), *err = slurp(errpath);
-	int want_run = 10 + with_cgroups, want_failed = 4 + with_cgroups;
+	int crash = with_cgroups && mode == CK_FORK;
+	int want_run = 10 + with_cgroups + crash, want_failed = 4 + with_cgroups + crash;
 	EXPECT(nrun == want_run && nfailed == want_failed, "%s: %d run, %d failed (want %d, %d)\n%s", name, nrun,
 	       nfailed, want_run, want_failed, text);
 	const char *l = line_of(text, ":leaky:leaks_daemon:");
@@ -477,6 +494,14 @@ static void run_mode(enum fork_status mode, const char *name)
 		snprintf(arg, sizeof arg, "sleep 3602.%d", tag);
 		if (mode == CK_FORK) /* unmarked and orphaned: only its cgroup held it */
 			EXPECT(strstr(err, arg), "%s: the sweep did not report `%s`:\n%s", name, arg, err);
+	}
+	if (crash) {
+		l = line_of(text, ":leaky:crashes_and_leaks_without_env:");
+		snprintf(arg, sizeof arg, "sleep 3605.%d", tag);
+		EXPECT(line_has(l, "Received signal 9") && strstr(err, arg),
+		       "%s: crashes_and_leaks_without_env: its leftover `%s` was not swept:\n%s\n%s", name, arg, text, err);
+		snprintf(c, sizeof c, "3605.%d", tag);
+		EXPECT(count_procs(c) == 0, "%s: `sleep %s` is still running", name, c);
 	}
 	EXPECT(count_procs(a) == 0 && count_procs(b) == 0 && count_procs(c) == 0, "%s: a leaked sleep is still running",
 	       name);
