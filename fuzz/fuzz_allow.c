@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Fuzz the allow-file parser (harness/output.c): any file text is either taken whole (every
+/* Fuzz the allow-file parser (harness/options.c): any file text is either taken whole (every
  * pattern non-empty, trimmed, named FILE:LINE) or refused whole with a message naming the
  * file, never a crash or a leak. */
 #define _GNU_SOURCE
-#include "harness/output.h"
+#include "harness/options.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Fuzz the command lines of `reaper run`, `reaper scan` and `reaper reap` (harness/run.c,
- * harness/scan.c, the report flags of harness/output.c): the input is argv, arguments split
+ * harness/scan.c, the report flags of harness/options.c): the input is argv, arguments split
  * at NUL bytes. Any command line is accepted, is --help, or is a usage error (64); never a
  * crash, a leak or an out-of-bounds write (40 --home once overflowed the finder array). */
-#include "harness/config.h"
+#include "harness/exits.h"
 #include "harness/run.h"
 #include "harness/scan.h"
 

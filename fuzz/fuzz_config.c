@@ -17,12 +17,17 @@ static void check(int cond)
 		abort();
 }
 
-static FILE *sink;
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	/* the warnings go nowhere; libFuzzer and the sanitizers keep the real stderr */
+	FILE *null = fopen("/dev/null", "w");
+	if (null)
+		stderr = null;
+	return 0;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (!sink && !(sink = fopen("/dev/null", "w")))
-		return 0;
 	char *s = malloc(size + 1);
 	if (!s)
 		return 0;
@@ -38,25 +43,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* a flag value: accepted inside the range, or refused with a message naming the flag */
 	char err[256] = "";
-	double t = -1;
-	if (config_seconds(sink, err, sizeof err, "--timeout", s, "REAPER_TIMEOUT", 10.0, 0, 86400, &t) == 0)
+	double t = -1, g = -1;
+	if (config_reap_times(err, sizeof err, s, NULL, &t, &g) == 0)
 		check(isfinite(t) && t >= 0 && t <= 86400 && !err[0]);
 	else
 		check(!strncmp(err, "--timeout: ", 11));
 	/* the environment: a warning and the default or a clamped value, never a refusal */
 	setenv("REAPER_TIMEOUT", s, 1);
-	check(config_seconds(sink, err, sizeof err, "--timeout", NULL, "REAPER_TIMEOUT", 10.0, 0, 86400, &t) == 0);
+	check(config_reap_times(err, sizeof err, NULL, NULL, &t, &g) == 0);
 	check(isfinite(t) && t >= 0 && t <= 86400);
 	/* the flag wins over the environment */
-	check(config_seconds(sink, err, sizeof err, "--grace", "2", "REAPER_TIMEOUT", 5.0, 0, 3600, &t) == 0 && t == 2.0);
+	check(config_seconds(err, sizeof err, "--grace", "2", "REAPER_TIMEOUT", 5.0, 0, 3600, &t) == 0 && t == 2.0);
 
 	int code = -1;
-	if (config_leak_exit_code(sink, err, sizeof err, s, &code) == 0)
+	if (config_leak_exit_code(err, sizeof err, s, &code) == 0)
 		check(code >= 3 && code <= 125 && code != 64);
 	else
 		check(!strncmp(err, "--leak-exit-code: ", 18));
 	setenv("REAPER_LEAK_EXIT_CODE", s, 1);
-	check(config_leak_exit_code(sink, err, sizeof err, NULL, &code) == 0);
+	check(config_leak_exit_code(err, sizeof err, NULL, &code) == 0);
 	check(code >= 3 && code <= 125 && code != 64);
 	unsetenv("REAPER_TIMEOUT");
 	unsetenv("REAPER_LEAK_EXIT_CODE");

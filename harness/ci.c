@@ -4,6 +4,7 @@
 #include "ci.h"
 
 #include "escape.h"
+#include "msg.h"
 #include "testid.h"
 
 #include <errno.h>
@@ -120,5 +121,5 @@ void ci_step_summary(const struct reaper_report *r)
 	}
 	sbuf_free(&b);
 	if (e)
-		fprintf(stderr, "reaper: warning: cannot append to GITHUB_STEP_SUMMARY %s: %s\n", path, strerror(e));
+		warn("warning: cannot append to GITHUB_STEP_SUMMARY %s: %s", path, strerror(e));
 }

@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "config.h"
 
+#include "msg.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -50,8 +52,8 @@ int config_parse_int(const char *s, long *out)
 	return 0;
 }
 
-int config_seconds(FILE *warn, char *err, size_t errlen, const char *flag, const char *flag_value, const char *env,
-		   double def, double min, double max, double *out)
+int config_seconds(char *err, size_t errlen, const char *flag, const char *flag_value, const char *env, double def,
+		   double min, double max, double *out)
 {
 	double d;
 	if (flag_value) {
@@ -72,19 +74,30 @@ int config_seconds(FILE *warn, char *err, size_t errlen, const char *flag, const
 	if (!v || !*v) /* an empty variable is an unset one */
 		return 0;
 	if (config_parse_seconds(v, &d) < 0) {
-		fprintf(warn, "reaper: warning: %s: '%s' is not a duration; using %g\n", env, v, def);
+		warn("warning: %s: '%s' is not a duration; using %g", env, v, def);
 		return 0;
 	}
 	if (d < min || d > max) {
 		double c = d < min ? min : max;
-		fprintf(warn, "reaper: warning: %s: %s is out of range [%g, %g]; using %g\n", env, v, min, max, c);
+		warn("warning: %s: %s is out of range [%g, %g]; using %g", env, v, min, max, c);
 		d = c;
 	}
 	*out = d;
 	return 0;
 }
 
-int config_leak_exit_code(FILE *warn, char *err, size_t errlen, const char *flag_value, int *out)
+int config_reap_times(char *err, size_t errlen, const char *timeout, const char *grace, double *timeout_out,
+		      double *grace_out)
+{
+	int r = config_seconds(err, errlen, "--timeout", timeout, "REAPER_TIMEOUT", CONFIG_TIMEOUT_DEFAULT, 0,
+			       CONFIG_TIMEOUT_MAX, timeout_out);
+	if (r < 0)
+		return r;
+	return config_seconds(err, errlen, "--grace", grace, "REAPER_GRACE", CONFIG_GRACE_DEFAULT, 0, CONFIG_GRACE_MAX,
+			      grace_out);
+}
+
+int config_leak_exit_code(char *err, size_t errlen, const char *flag_value, int *out)
 {
 	long n;
 	if (flag_value) {
@@ -97,24 +110,24 @@ int config_leak_exit_code(FILE *warn, char *err, size_t errlen, const char *flag
 		return 0;
 	}
 	const char *v = getenv("REAPER_LEAK_EXIT_CODE");
-	*out = DEFAULT_LEAK_EXIT;
+	*out = EXIT_LEAK_DEFAULT;
 	if (!v || !*v)
 		return 0;
 	if (config_parse_int(v, &n) < 0 || n == EXIT_USAGE) {
-		fprintf(warn, "reaper: warning: REAPER_LEAK_EXIT_CODE: '%s' is not a usable exit code (3..125, not 64); "
-			      "using %d\n", v, DEFAULT_LEAK_EXIT);
+		warn("warning: REAPER_LEAK_EXIT_CODE: '%s' is not a usable exit code (3..125, not 64); using %d", v,
+		     EXIT_LEAK_DEFAULT);
 		return 0;
 	}
 	if (n < 3 || n > 125) {
 		long c = n < 3 ? 3 : 125;
-		fprintf(warn, "reaper: warning: REAPER_LEAK_EXIT_CODE: %s is out of range [3, 125]; using %ld\n", v, c);
+		warn("warning: REAPER_LEAK_EXIT_CODE: %s is out of range [3, 125]; using %ld", v, c);
 		n = c;
 	}
 	*out = (int)n;
 	return 0;
 }
 
-int config_choice(FILE *warn, char *err, size_t errlen, const char *flag, const char *flag_value, const char *env,
+int config_choice(char *err, size_t errlen, const char *flag, const char *flag_value, const char *env,
 		  const char *const *choices, int def, int *out)
 {
 	const char *v = flag_value ? flag_value : getenv(env);
@@ -134,6 +147,6 @@ int config_choice(FILE *warn, char *err, size_t errlen, const char *flag, const 
 		snprintf(err, errlen, "%s: '%s' is not one of %s", flag, v, names);
 		return -EINVAL;
 	}
-	fprintf(warn, "reaper: warning: %s: '%s' is not one of %s; using %s\n", env, v, names, choices[def]);
+	warn("warning: %s: '%s' is not one of %s; using %s", env, v, names, choices[def]);
 	return 0;
 }

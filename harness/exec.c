@@ -3,7 +3,7 @@
 #define _GNU_SOURCE
 #include "exec.h"
 
-#include "config.h"
+#include "exits.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "guardian.h"
 
+#include "msg.h"
 #include "reaper/procfs.h"
 #include "reaper/reaper.h"
 
@@ -109,79 +110,83 @@ static int middle(void *arg)
  * as large as a reap may need, with a guard page below it. */
 #define STACK_SIZE (1024 * 1024)
 
-int guardian_start(const char *marker, const char *cgroup, struct pidref *guardian)
+/* Run the middle process; it is gone when this returns (CLONE_VFORK). 0 with its pid in *mid,
+ * or -errno. */
+static int spawn_middle(struct middle_args *m, pid_t *mid)
 {
-	struct middle_args m = { .marker = marker, .cgroup = cgroup };
-	int *p = m.p, *q = m.q, e;
-	pid_t g = 0;
-	q[0] = q[1] = -1;
-	*guardian = PIDREF_NULL;
-	/* p: reaper -> guardian, held open for the run; q: the middle process tells us the pid */
-	if (pipe2(p, O_CLOEXEC) < 0)
-		goto fail;
-	if (pipe2(q, O_CLOEXEC) < 0)
-		goto fail_p;
-	/* An inherited SIG_IGN for SIGCHLD would let the kernel collect the middle process
-	 * before we can wait for it; the caller's disposition is put back below. */
-	struct sigaction dfl = { .sa_handler = SIG_DFL }, oldchld;
-	int chld_saved = sigaction(SIGCHLD, &dfl, &oldchld) == 0;
 	long page = sysconf(_SC_PAGESIZE);
 	char *stack = mmap(NULL, STACK_SIZE + (size_t)page, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-	pid_t mid = -1;
-	if (stack != MAP_FAILED) {
-		mprotect(stack, (size_t)page, PROT_NONE);
-		mid = clone(middle, stack + page + STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, &m);
-		e = errno;
-		munmap(stack, STACK_SIZE + (size_t)page); /* the middle is gone: CLONE_VFORK */
-		errno = e;
-	}
-	if (mid < 0)
-		goto fail_q;
-	close(p[0]);
-	close(q[1]);
+	if (stack == MAP_FAILED)
+		return -errno;
+	mprotect(stack, (size_t)page, PROT_NONE);
+	*mid = clone(middle, stack + page + STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, m);
+	int e = *mid < 0 ? -errno : 0;
+	munmap(stack, STACK_SIZE + (size_t)page);
+	return e;
+}
+
+/* Collect the middle process and read the guardian's pid it sent through fd: 0 or -errno
+ * (the middle's exit status carries the errno of its failed fork). */
+static int middle_result(pid_t mid, int fd, pid_t *g)
+{
 	int st = 0;
 	pid_t w;
 	while ((w = waitpid(mid, &st, 0)) < 0 && errno == EINTR)
 		;
-	ssize_t n = -1;
 	if (w != mid)
-		e = errno;
-	else if (!WIFEXITED(st))
-		e = ECHILD;
-	else if ((e = WEXITSTATUS(st)) == 0 && (n = read(q[0], &g, sizeof g)) != (ssize_t)sizeof g)
-		e = n < 0 ? errno : EIO;
+		return -errno;
+	if (!WIFEXITED(st))
+		return -ECHILD;
+	if (WEXITSTATUS(st))
+		return -WEXITSTATUS(st);
+	ssize_t n = read(fd, g, sizeof *g);
+	if (n != (ssize_t)sizeof *g)
+		return n < 0 ? -errno : -EIO;
+	return 0;
+}
+
+static void drop_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+int guardian_start(const char *marker, const char *cgroup, struct pidref *guardian)
+{
+	/* p: reaper -> guardian, held open for the run; q: the middle process tells us the pid */
+	struct middle_args m = { .p = { -1, -1 }, .q = { -1, -1 }, .marker = marker, .cgroup = cgroup };
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, oldchld;
+	struct reaper_stat gst;
+	int chld_saved = 0, e = 0;
+	pid_t mid = -1, g = 0;
+	*guardian = PIDREF_NULL;
+	if (pipe2(m.p, O_CLOEXEC) < 0 || pipe2(m.q, O_CLOEXEC) < 0)
+		e = -errno;
+	/* An inherited SIG_IGN for SIGCHLD would let the kernel collect the middle process
+	 * before we can wait for it; the caller's disposition is put back below. */
+	if (!e)
+		chld_saved = sigaction(SIGCHLD, &dfl, &oldchld) == 0;
+	if (!e)
+		e = spawn_middle(&m, &mid);
+	/* the guardian holds its own copy of the read end; the middle has written, or never will */
+	drop_fd(&m.p[0]);
+	drop_fd(&m.q[1]);
+	if (!e)
+		e = middle_result(mid, m.q[0], &g);
 	/* It waits on the pipe we hold until we stop it: whatever holds its pid now is it.
 	 * Unpinned (no descriptor to spare), it is named but not waited for when stopped. */
-	struct reaper_stat gst;
 	if (!e && pidref_open_stat(guardian, -1, g, &gst) < 0)
 		*guardian = (struct pidref){ .pid = g, .fd = -1 };
 	if (chld_saved)
 		sigaction(SIGCHLD, &oldchld, NULL);
-	close(q[0]);
-	if (e) {
-		close(p[1]);
-		pidref_done(guardian);
-		errno = e;
-		goto fail;
-	}
-	return p[1];
-fail_q:
-	e = errno;
-	if (chld_saved)
-		sigaction(SIGCHLD, &oldchld, NULL);
-	close(q[0]);
-	close(q[1]);
-	errno = e;
-fail_p:
-	e = errno;
-	close(p[0]);
-	close(p[1]);
-	errno = e;
-fail:
-	fprintf(stderr, "reaper: warning: no owner-death guardian (%s); a SIGKILLed reaper leaves its run\n",
-		strerror(errno));
-	return -1;
+	drop_fd(&m.q[0]);
+	if (!e)
+		return m.p[1];
+	drop_fd(&m.p[1]);
+	warn("warning: no owner-death guardian (%s); a SIGKILLed reaper leaves its run", strerror(-e));
+	return e;
 }
 
 /* How long a stopped guardian may take to exit: it only reads one byte and exits, but a

@@ -30,6 +30,11 @@ struct tree {
 	struct sbuf line;
 };
 
+static void put_name(struct sbuf *b, const char *name)
+{
+	escape_text(b, name, strlen(name), CMDLINE_MAX);
+}
+
 static const char *color(const struct output *o, const char *code)
 {
 	return o->color ? code : "";
@@ -88,17 +93,7 @@ static void node(struct tree *t, size_t i, const char *prefix, int last, int roo
 	fprintf(t->out, "%s\n", sbuf_str(l));
 	l->len = 0;
 	sbuf_printf(l, "  %s%s  found by ", sub, bar);
-	char name[512];
-	int first = 1;
-	for (size_t k = 0; k < t->nf && k < 32; k++) {
-		if (!(p->matched_by & (1u << k)))
-			continue;
-		output_finder_name(t->f, k, name, sizeof name);
-		if (!first)
-			sbuf_puts(l, ", ");
-		escape_text(l, name, strlen(name), CMDLINE_MAX);
-		first = 0;
-	}
+	output_found_by(l, t->f, t->nf, p->matched_by, put_name);
 	fprintf(t->out, "%s\n", sbuf_str(l));
 	if (p->holds && p->holds[0]) {
 		l->len = 0;

@@ -10,7 +10,8 @@
 #define _GNU_SOURCE
 #include "isolate.h"
 
-#include "config.h"
+#include "exits.h"
+#include "msg.h"
 #include "reaper/pidref.h"
 #include "reaper/procfs.h"
 
@@ -74,38 +75,35 @@ static void explain(int rootless, const struct failure *f)
 	char v[32];
 	const char *step = f->step ? step_name[f->step] : rootless ? "creating user, PID and mount namespaces"
 								   : "creating PID and mount namespaces";
-	fprintf(stderr, "reaper: --isolate: %s failed: %s\n", step, strerror(f->err));
+	warn("--isolate: %s failed: %s", step, strerror(f->err));
 	if (rootless) {
 		sysctl("/proc/sys/kernel/unprivileged_userns_clone", v, sizeof v);
 		if (!strcmp(v, "0")) {
-			fprintf(stderr, "reaper: unprivileged user namespaces are off: sysctl "
-					"kernel.unprivileged_userns_clone=0 (run as root, or set it to 1)\n");
+			warn("unprivileged user namespaces are off: sysctl kernel.unprivileged_userns_clone=0 "
+			     "(run as root, or set it to 1)");
 			return;
 		}
 		sysctl("/proc/sys/user/max_user_namespaces", v, sizeof v);
 		if (!strcmp(v, "0") || f->err == ENOSPC) {
-			fprintf(stderr, "reaper: no user namespace may be created: sysctl user.max_user_namespaces=%s\n",
-				v[0] ? v : "?");
+			warn("no user namespace may be created: sysctl user.max_user_namespaces=%s", v[0] ? v : "?");
 			return;
 		}
 		sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", v, sizeof v);
 		if (!strcmp(v, "1") && f->err == EPERM && f->step) {
-			fprintf(stderr, "reaper: AppArmor restricts unprivileged user namespaces: sysctl "
-					"kernel.apparmor_restrict_unprivileged_userns=1 (an AppArmor profile allowing "
-					"userns for reaper, or running as root, lifts it)\n");
+			warn("AppArmor restricts unprivileged user namespaces: sysctl "
+			     "kernel.apparmor_restrict_unprivileged_userns=1 (an AppArmor profile allowing "
+			     "userns for reaper, or running as root, lifts it)");
 			return;
 		}
 	}
 	if (f->err == ENOSPC)
-		fprintf(stderr, "reaper: the namespace limit is reached: sysctl user.max_pid_namespaces, "
-				"user.max_mnt_namespaces\n");
+		warn("the namespace limit is reached: sysctl user.max_pid_namespaces, user.max_mnt_namespaces");
 	else if (f->err == EPERM && f->step == STEP_MOUNT_PROC)
-		fprintf(stderr, "reaper: /proc could not be mounted in the namespace: a container that masks "
-				"parts of /proc (Docker's default) forbids it to a user namespace\n");
+		warn("/proc could not be mounted in the namespace: a container that masks parts of /proc "
+		     "(Docker's default) forbids it to a user namespace");
 	else if (f->err == EPERM || f->err == EINVAL || f->err == ENOSYS)
-		fprintf(stderr, "reaper: namespaces are forbidden here: a seccomp filter or the container's "
-				"policy refuses them (Docker's default profile without CAP_SYS_ADMIN, "
-				"systemd's RestrictNamespaces=)\n");
+		warn("namespaces are forbidden here: a seccomp filter or the container's policy refuses them "
+		     "(Docker's default profile without CAP_SYS_ADMIN, systemd's RestrictNamespaces=)");
 }
 
 /* In the clone: be the init of the new PID namespace. Returns only on success. */

@@ -30,6 +30,11 @@ static void field_str(struct sbuf *b, const char *k, const char *s, const char *
 	sbuf_puts(b, sep);
 }
 
+static void put_name(struct sbuf *b, const char *name)
+{
+	escape_json(b, name, strlen(name));
+}
+
 static const char *boolean(int v)
 {
 	return v ? "true" : "false";
@@ -53,17 +58,7 @@ static void proc(struct sbuf *b, const struct reaper_proc *p, const struct reape
 	field_str(b, "cwd", p->cwd, ",\n      ");
 	key(b, "found_by");
 	sbuf_puts(b, "[");
-	char name[512];
-	int first = 1;
-	for (size_t i = 0; i < nf && i < 32; i++) {
-		if (!(p->matched_by & (1u << i)))
-			continue;
-		output_finder_name(f, i, name, sizeof name);
-		if (!first)
-			sbuf_puts(b, ", ");
-		escape_json(b, name, strlen(name));
-		first = 0;
-	}
+	output_found_by(b, f, nf, p->matched_by, put_name);
 	sbuf_puts(b, "],\n      ");
 	field_str(b, "ancestry", p->ancestry, ",\n      ");
 	if (p->test[0])
@@ -108,13 +103,7 @@ void json_report(struct sbuf *b, const struct output *o, const struct reaper_rep
 		    o->grace, boolean(o->report_only));
 	sbuf_printf(b, "  \"tracking\": \"%s\",\n", o->tracking ? o->tracking : "proc");
 	sbuf_puts(b, "  \"finders\": [");
-	char name[512];
-	for (size_t i = 0; i < nf && i < 32; i++) {
-		output_finder_name(f, i, name, sizeof name);
-		if (i)
-			sbuf_puts(b, ", ");
-		escape_json(b, name, strlen(name));
-	}
+	output_found_by(b, f, nf, UINT32_MAX, put_name);
 	sbuf_puts(b, "],\n");
 	sbuf_printf(b,
 		    "  \"summary\": {\"processes\": %zu, \"leaks\": %zu, \"exited\": %zu, \"terminated\": %zu, "

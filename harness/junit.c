@@ -87,13 +87,7 @@ static void testcase(struct sbuf *b, const struct reaper_proc *p, const struct r
 	detail(b, "exe:", p->exe[0] ? p->exe : "?");
 	detail(b, "cwd:", p->cwd[0] ? p->cwd : "?");
 	struct sbuf by = { 0 };
-	char name[512];
-	for (size_t i = 0; i < nf && i < 32; i++) {
-		if (!(p->matched_by & (1u << i)))
-			continue;
-		output_finder_name(f, i, name, sizeof name);
-		sbuf_printf(&by, "%s%s", by.len ? ", " : "", name);
-	}
+	output_found_by(&by, f, nf, p->matched_by, sbuf_puts);
 	detail(b, "found by:", sbuf_str(&by));
 	sbuf_free(&by);
 	detail(b, "ancestry:", p->ancestry[0] ? p->ancestry : "?");

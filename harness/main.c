@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* reaper: the command.  `reaper run|scan|reap ...`; see usage() and reaper(1). */
-#include "config.h"
-#include "output.h"
+#include "exits.h"
+#include "msg.h"
+#include "options.h"
 #include "run.h"
 #include "scan.h"
 #include "reaper/reaper.h"
@@ -58,7 +59,7 @@ int main(int argc, char **argv)
 		return cmd_scan(argc - 1, argv + 1);
 	if (!strcmp(sub, "reap"))
 		return cmd_reap(argc - 1, argv + 1);
-	fprintf(stderr, "reaper: unknown command '%s'\n", sub);
+	warn("unknown command '%s'", sub);
 	usage(stderr);
 	return EXIT_USAGE;
 }

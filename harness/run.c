@@ -9,8 +9,10 @@
 #include "exec.h"
 #include "guardian.h"
 #include "isolate.h"
-#include "output.h"
+#include "msg.h"
+#include "options.h"
 #include "state.h"
+#include "reaper/marker.h"
 #include "reaper/pidref.h"
 #include "reaper/procfs.h"
 
@@ -57,6 +59,7 @@ struct run {
 	int cmd_status, cmd_done;
 	int cancels;                /* cancellation signals received */
 	int supervising;            /* COMMAND runs under our job control (not yet being reaped) */
+	int state_begun;            /* the state document was started: it must end "exited" */
 	int guardian_fd;
 	struct pidref guardian; /* pinned while guardian_fd is open */
 	struct run_state st;
@@ -85,8 +88,8 @@ static int status_to_code(int status)
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return 1;
+		return EXIT_SIGNAL_BASE + WTERMSIG(status);
+	return EXIT_FAILURE; /* neither: no status we wait for without WUNTRACED */
 }
 
 /* Children of ours that are alive now, for the state counts. The main thread's children file
@@ -114,7 +117,7 @@ static void state_update(struct run *r, const char *phase)
 	if (r->st.adopted_children < 0)
 		r->st.adopted_children = 0;
 	r->st.orphaned_children_total = r->st.reaped_orphans_total + (unsigned long)r->st.adopted_children;
-	state_write(&r->st, stderr);
+	state_write(&r->st);
 }
 
 /* The shim owns all its children: collect every zombie, remember COMMAND's status. */
@@ -411,7 +414,7 @@ static int start_command(struct run *r)
 	if (pipe2(ep, O_CLOEXEC) < 0) {
 		int e = errno;
 		free(env);
-		fprintf(stderr, "reaper: cannot start COMMAND: %s\n", strerror(e));
+		warn("cannot start COMMAND: %s", strerror(e));
 		return -e;
 	}
 	pid_t pid = spawn_command(r, env, ep[1]);
@@ -420,7 +423,7 @@ static int start_command(struct run *r)
 	if (pid < 0) {
 		close(ep[0]);
 		close(ep[1]);
-		fprintf(stderr, "reaper: cannot start COMMAND: %s\n", strerror(e));
+		warn("cannot start COMMAND: %s", strerror(e));
 		return -e;
 	}
 	close(ep[1]);
@@ -446,7 +449,7 @@ static int start_command(struct run *r)
 	if (got == sizeof f) {
 		char msg[3200];
 		exec_failure_describe(&f, r->argv[0], msg, sizeof msg);
-		fprintf(stderr, "reaper: %s\n", msg);
+		warn("%s", msg);
 		return exec_failure_code(&f) == EXIT_NOT_FOUND ? -ENOENT : -EACCES; /* the caller's 127 / 126 */
 	}
 	return 0;
@@ -454,9 +457,10 @@ static int start_command(struct run *r)
 
 static int usage_error(const char *msg)
 {
-	fprintf(stderr, "reaper run: %s\nusage: reaper run [--home DIR] [--marker NAME=VALUE] [--timeout S] "
-			"[--grace S] [--state FILE] [--leak-exit-code N] [--isolate] [--cgroup auto|on|off] -- COMMAND [ARG...]\n",
-		msg);
+	warn("%s", msg);
+	fputs("usage: reaper run [--home DIR] [--marker NAME=VALUE] [--timeout S] [--grace S] [--state FILE] "
+	      "[--leak-exit-code N] [--isolate] [--cgroup auto|on|off] -- COMMAND [ARG...]\n",
+	      stderr);
 	return EXIT_USAGE;
 }
 
@@ -479,7 +483,7 @@ static int parse(struct run *r, int argc, char **argv)
 		switch (c) {
 		case 'H': r->home = optarg; break;
 		case 'm':
-			if (!strchr(optarg, '=') || optarg[0] == '=')
+			if (marker_check(optarg) < 0)
 				return usage_error("--marker wants NAME=VALUE");
 			if (r->nmarkers == MAX_MARKERS)
 				return usage_error("too many --marker");
@@ -512,11 +516,9 @@ static int parse(struct run *r, int argc, char **argv)
 	if (!r->st.path && getenv("REAPER_STATE") && *getenv("REAPER_STATE"))
 		r->st.path = getenv("REAPER_STATE");
 	char msg[256];
-	if (config_seconds(stderr, msg, sizeof msg, "--timeout", timeout, "REAPER_TIMEOUT", 10.0, 0, 86400,
-			   &r->timeout) < 0 ||
-	    config_seconds(stderr, msg, sizeof msg, "--grace", grace, "REAPER_GRACE", 5.0, 0, 3600, &r->grace) < 0 ||
-	    config_leak_exit_code(stderr, msg, sizeof msg, leak, &r->leak_code) < 0 ||
-	    config_choice(stderr, msg, sizeof msg, "--cgroup", cgroup, "REAPER_CGROUP", cgroup_modes, CGROUP_AUTO,
+	if (config_reap_times(msg, sizeof msg, timeout, grace, &r->timeout, &r->grace) < 0 ||
+	    config_leak_exit_code(msg, sizeof msg, leak, &r->leak_code) < 0 ||
+	    config_choice(msg, sizeof msg, "--cgroup", cgroup, "REAPER_CGROUP", cgroup_modes, CGROUP_AUTO,
 			  &r->cgroup_mode) < 0)
 		return usage_error(msg);
 	r->st.timeout = r->timeout;
@@ -549,8 +551,8 @@ static int setup_finders(struct run *r)
 	}
 	const char *own = getenv("HOME");
 	if (own && !strcmp(own, r->home))
-		fprintf(stderr, "reaper: warning: --home %s is reaper's own HOME: leftovers are not found "
-				"by it, only by the run's marker and by descent\n", r->home);
+		warn("warning: --home %s is reaper's own HOME: leftovers are not found by it, only by the run's "
+		     "marker and by descent", r->home);
 	else
 		r->finders[r->nfinders++] = reaper_find_env(r->home_marker);
 	return 0;
@@ -589,13 +591,13 @@ static int setup_cgroup(struct run *r)
 		cgroup_why(e, why, sizeof why);
 		r->cgroup[0] = 0;
 		if (r->cgroup_mode == CGROUP_ON) {
-			fprintf(stderr, "reaper: --cgroup on: the run cannot have a cgroup: %s\n", why);
+			warn("--cgroup on: the run cannot have a cgroup: %s", why);
 			return -1;
 		}
 		/* said when something is wrong, not for the usual case of a user without a delegated
 		 * cgroup or a system without cgroup2 (the summary still says "tracking: proc") */
 		if (e != -EACCES && e != -EPERM && e != -ENOENT)
-			fprintf(stderr, "reaper: note: %s; tracking the run by its marker and by descent\n", why);
+			warn("note: %s; tracking the run by its marker and by descent", why);
 		return 0;
 	}
 	/* The cgroup takes the run marker's place as a finder: everything that carries
@@ -616,7 +618,7 @@ static void drop_cgroup(struct run *r)
 		return;
 	int e = reaper_cgroup_release(r->cgroup);
 	if (e < 0)
-		fprintf(stderr, "reaper: warning: cannot remove the run's cgroup %s: %s\n", r->cgroup, strerror(-e));
+		warn("warning: cannot remove the run's cgroup %s: %s", r->cgroup, strerror(-e));
 	r->cgroup[0] = 0;
 }
 
@@ -788,173 +790,234 @@ static void drop_command(struct run *r, struct reaper_report *rep)
 	}
 }
 
+/* COMMAND's status is taken from the reap when the reap collected it; every other process
+ * the reap collected was an orphan of the run. */
+static void fold_report(struct run *r, const struct reaper_report *rep)
+{
+	for (size_t i = 0; i < rep->n; i++) {
+		const struct reaper_proc *p = &rep->procs[i];
+		if (p->exit_status < 0)
+			continue;
+		if (p->pid != r->cmd.pid) {
+			r->st.reaped_children_total++;
+			r->st.reaped_orphans_total++;
+		} else if (!r->cmd_done && p->start_time == r->cmd.start_time) {
+			r->cmd_status = p->exit_status;
+			r->cmd_done = 1;
+			r->st.reaped_children_total++;
+		}
+	}
+}
+
+/* After supervise: a cancelled run is terminated, a finished one drained; what the reap says
+ * is folded into the counters. 0, or the reap's negative errno (rep is NULL then). */
+static int reap_leftovers(struct run *r, struct reaper_report **rep)
+{
+	int rr = r->cancels ? terminate_run(r, rep) : drain_run(r, rep);
+	if (rr < 0)
+		return rr;
+	fold_report(r, *rep);
+	drop_command(r, *rep);
+	return 0;
+}
+
+/* The reap failed or could not see COMMAND (no pidfd to spare, say), or supervise() gave up
+ * on a poll error: COMMAND still ends. It is our unwaited child, so its pid cannot have been
+ * reused and a late pidfd is still its own. */
+static void kill_command(struct run *r)
+{
+	struct pidref late;
+	if (r->cmd.fd < 0 && pidref_open(&late, r->procfd, r->cmd.pid, r->cmd.start_time) == 0) {
+		pidref_done(&r->cmd);
+		r->cmd = late; /* on failure r->cmd keeps the pid the wait needs */
+	}
+	if (!pidref_exited(&r->cmd, r->procfd)) {
+		if (pidref_signal_group(&r->cmd, r->procfd, SIGKILL) < 0)
+			pidref_signal(&r->cmd, r->procfd, SIGKILL);
+		r->st.escalated = 1;
+	}
+}
+
+/* Make sure COMMAND is dead and collected, within the settle bound, and take the terminal
+ * back: the reports and a Ctrl-C are ours from here on. */
+static void end_command(struct run *r)
+{
+	if (!r->cmd_done)
+		kill_command(r);
+	double settle = r->opts.settle > 0 ? r->opts.settle : REAPER_SETTLE;
+	int w = r->cmd_done ? 1 : wait_command(r, settle);
+	if (w == 0)
+		warn("COMMAND (pid %d) is still there %g s after SIGKILL (uninterruptible sleep?); not waiting for it",
+		     (int)r->cmd.pid, settle);
+	else if (w < 0)
+		warn("cannot wait for COMMAND (pid %d): %s", (int)r->cmd.pid, strerror(-w));
+	if (w <= 0) {
+		r->cmd_status = W_EXITCODE(0, SIGKILL); /* EXIT_KILLED: it had to be killed, its end unseen */
+		r->st.escalated = 1;
+	}
+	r->cmd_done = 1;
+	reap_children(r);
+	if (r->tty >= 0)
+		tcsetpgrp(r->tty, getpgrp());
+	r->st.runner_exit_code = status_to_code(r->cmd_status);
+}
+
+/* COMMAND's status, unless it succeeded and something else went wrong: a leak, an incomplete
+ * or failed reap, a report file that cannot be written (reaper(1), EXIT STATUS). The reports
+ * are written here. */
+static int choose_exit(struct run *r, int rr, const struct reaper_report *rep)
+{
+	int code = status_to_code(r->cmd_status);
+	if (rr < 0) {
+		warn("the reap failed: %s", strerror(-rr));
+		/* out of descriptors or memory: what was left may still run, nothing says it leaked */
+		int incomplete = rr == -EMFILE || rr == -ENFILE || rr == -ENOMEM;
+		if (code == EXIT_OK || (incomplete && code == r->leak_code))
+			code = incomplete ? EXIT_INCOMPLETE : r->leak_code;
+		return code;
+	}
+	/* a report file that cannot be written decides only what nothing else does */
+	if (output_emit(&r->out, rep, r->finders, r->nfinders, OUT_ALL) < 0 && code == EXIT_OK && !rep->leaks)
+		code = EXIT_REPORT_FAILED;
+	r->st.leaks = rep->leaks;
+	r->st.escalated |= rep->escalated;
+	if (code == EXIT_OK && rep->leaks)
+		code = r->leak_code;
+	if (output_incomplete(rep) && (code == EXIT_OK || code == r->leak_code))
+		code = EXIT_INCOMPLETE;
+	return code;
+}
+
+/* What a step returns to let the run go on; any other value is the status it ends with. */
+#define GO_ON (-1)
+
+static int take_home(struct run *r)
+{
+	const char *why = NULL;
+	int e = r->home ? check_home(r->home, &why) : 0;
+	if (e == EXIT_USAGE)
+		return die(EXIT_USAGE, "--home %s refused: %s", r->home, why);
+	if (e)
+		return die(EXIT_CANNOT_EXEC, "--home %s: %s: %s", r->home, why, strerror(e));
+	return GO_ON;
+}
+
+/* Everything the run needs before COMMAND starts. --isolate: the outer reaper ends here once
+ * the run (in the namespace) has; the run goes on in the namespace. */
+static int set_up(struct run *r)
+{
+	int e, status, code;
+	if (r->isolate && (e = isolate_enter(&status)) != 0)
+		return e < 0 ? EXIT_CANNOT_EXEC : status_to_code(status);
+	if (setup_finders(r) < 0)
+		return die(EXIT_CANNOT_EXEC, "out of memory");
+	if ((code = take_home(r)) != GO_ON)
+		return code;
+	if ((r->procfd = procfs_open()) < 0)
+		return die(EXIT_CANNOT_EXEC, "cannot open /proc: %s", strerror(-r->procfd));
+	if (setup_cgroup(r) < 0)
+		return EXIT_CANNOT_EXEC;
+	/* Before we become a subreaper, so the guardian's orphaned self is not ours. */
+	if (getpid() != 1)
+		r->guardian_fd = guardian_start(r->run_marker, r->cgroup, &r->guardian);
+	r->st.guardian_pid = r->guardian.pid;
+	if ((e = reaper_adopt()) < 0 && getpid() != 1)
+		warn("warning: cannot become a child subreaper: %s; orphans go to init", strerror(-e));
+	getrlimit(RLIMIT_NOFILE, &r->nofile);
+	struct rlimit raised = { r->nofile.rlim_max, r->nofile.rlim_max };
+	setrlimit(RLIMIT_NOFILE, &raised); /* a pidfd per leftover */
+	if ((e = setup_signals(r)) < 0)
+		return die(EXIT_CANNOT_EXEC, "cannot set up signals: %s", strerror(-e));
+	if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp())
+		r->tty = STDIN_FILENO;
+	return GO_ON;
+}
+
+/* Start COMMAND; when it cannot be, its status is the run's (126, 127, or how it ended). */
+static int start(struct run *r)
+{
+	r->state_begun = 1;
+	state_update(r, "starting");
+	int e = start_command(r);
+	if (e == 0)
+		return GO_ON;
+	reap_children(r);
+	r->st.runner_exit_code = r->cmd_done		      ? status_to_code(r->cmd_status)
+				 : -e == ENOENT || -e == ENOTDIR ? EXIT_NOT_FOUND
+								 : EXIT_CANNOT_EXEC;
+	return r->st.runner_exit_code;
+}
+
+/* The run, step by step: set up, start COMMAND, supervise it, reap what is left, make sure
+ * COMMAND is dead, choose the exit status. */
+static int run(struct run *r)
+{
+	int code = set_up(r);
+	if (code == GO_ON)
+		code = start(r);
+	if (code != GO_ON)
+		return code;
+	supervise(r);
+	struct reaper_report *rep = NULL;
+	int rr = reap_leftovers(r, &rep);
+	end_command(r);
+	code = choose_exit(r, rr, rep);
+	reaper_report_free(rep);
+	return code;
+}
+
+static void run_init(struct run *r)
+{
+	*r = (struct run){ .sfd = -1, .procfd = -1, .tty = -1, .guardian_fd = -1, .guardian = PIDREF_NULL,
+			   .cmd = PIDREF_NULL };
+	r->st.runner_exit_code = -1;
+	r->st.phase = "starting";
+	output_init(&r->out, "run");
+}
+
+/* Whatever a run got this far, it gives back: the terminal, the run's cgroup, the guardian;
+ * the state document ends "exited" once it began. */
+static void run_done(struct run *r)
+{
+	if (r->tty >= 0)
+		tcsetpgrp(r->tty, getpgrp());
+	drop_cgroup(r);
+	if (r->state_begun)
+		state_update(r, "exited");
+	guardian_stop(r->guardian_fd, &r->guardian);
+	pidref_done(&r->cmd);
+	free(r->home_marker);
+	sbuf_free(&r->buf);
+	output_done(&r->out);
+	if (r->sfd >= 0)
+		close(r->sfd);
+	if (r->procfd >= 0)
+		close(r->procfd);
+}
+
 int cmd_run(int argc, char **argv)
 {
-	struct run r = { .sfd = -1, .tty = -1, .guardian_fd = -1, .guardian = PIDREF_NULL, .cmd = PIDREF_NULL };
-	r.st.runner_exit_code = -1;
-	r.st.phase = "starting";
-	output_init(&r.out, "run");
-	int pr = parse(&r, argc, argv);
-	if (pr < 0) {
+	struct run r;
+	run_init(&r);
+	int code = parse(&r, argc, argv);
+	if (code < 0) {
 		run_usage(stdout);
 		fputc('\n', stdout);
 		output_usage(stdout);
-		return 0;
+		code = EXIT_OK;
+	} else if (code == 0) {
+		code = run(&r);
 	}
-	if (pr > 0)
-		return pr;
-	if (r.isolate) {
-		/* the outer reaper ends here once the run (in the namespace) has */
-		int status, e = isolate_enter(&status);
-		if (e != 0) {
-			output_done(&r.out);
-			return e < 0 ? EXIT_CANNOT_EXEC : status_to_code(status);
-		}
-	}
-	if (setup_finders(&r) < 0) {
-		fprintf(stderr, "reaper: out of memory\n");
-		return EXIT_CANNOT_EXEC;
-	}
-	if (r.home) {
-		const char *why = NULL;
-		int e = check_home(r.home, &why);
-		if (e == EXIT_USAGE)
-			fprintf(stderr, "reaper run: --home %s refused: %s\n", r.home, why);
-		else if (e)
-			fprintf(stderr, "reaper: --home %s: %s: %s\n", r.home, why, strerror(e));
-		if (e) {
-			free(r.home_marker);
-			return e == EXIT_USAGE ? EXIT_USAGE : EXIT_CANNOT_EXEC;
-		}
-	}
-	r.procfd = procfs_open();
-	if (r.procfd < 0) {
-		fprintf(stderr, "reaper: cannot open /proc: %s\n", strerror(-r.procfd));
-		free(r.home_marker);
-		return EXIT_CANNOT_EXEC;
-	}
-	if (setup_cgroup(&r) < 0) {
-		free(r.home_marker);
-		return EXIT_CANNOT_EXEC;
-	}
-	/* Before we become a subreaper, so the guardian's orphaned self is not ours. */
-	if (getpid() != 1)
-		r.guardian_fd = guardian_start(r.run_marker, r.cgroup, &r.guardian);
-	r.st.guardian_pid = r.guardian.pid;
-	int e = reaper_adopt();
-	if (e < 0 && getpid() != 1)
-		fprintf(stderr, "reaper: warning: cannot become a child subreaper: %s; orphans go to init\n",
-			strerror(-e));
-	getrlimit(RLIMIT_NOFILE, &r.nofile);
-	struct rlimit raised = { r.nofile.rlim_max, r.nofile.rlim_max };
-	setrlimit(RLIMIT_NOFILE, &raised); /* a pidfd per leftover */
-	if ((e = setup_signals(&r)) < 0) {
-		fprintf(stderr, "reaper: cannot set up signals: %s\n", strerror(-e));
-		drop_cgroup(&r);
-		return EXIT_CANNOT_EXEC;
-	}
-	if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp())
-		r.tty = STDIN_FILENO;
-	state_update(&r, "starting");
-	if ((e = start_command(&r)) < 0) {
-		reap_children(&r);
-		r.st.runner_exit_code = r.cmd_done ? status_to_code(r.cmd_status)
-				       : (-e == ENOENT || -e == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
-		if (r.tty >= 0)
-			tcsetpgrp(r.tty, getpgrp());
-		state_update(&r, "exited");
-		drop_cgroup(&r);
-		guardian_stop(r.guardian_fd, &r.guardian);
-		return r.st.runner_exit_code;
-	}
-	supervise(&r);
-	struct reaper_report *rep = NULL;
-	int rr = r.cancels ? terminate_run(&r, &rep) : drain_run(&r, &rep);
-	if (rr == 0 && !r.cmd_done) {
-		/* the reap collected COMMAND itself: take its status from the report */
-		for (size_t i = 0; i < rep->n; i++)
-			if (rep->procs[i].pid == r.cmd.pid && rep->procs[i].start_time == r.cmd.start_time &&
-			    rep->procs[i].exit_status >= 0) {
-				r.cmd_status = rep->procs[i].exit_status;
-				r.cmd_done = 1;
-				r.st.reaped_children_total++;
-			}
-	}
-	if (rr == 0)
-		for (size_t i = 0; i < rep->n; i++)
-			if (rep->procs[i].exit_status >= 0 && rep->procs[i].pid != r.cmd.pid) {
-				r.st.reaped_children_total++;
-				r.st.reaped_orphans_total++;
-			}
-	if (rr == 0)
-		drop_command(&r, rep);
-	if (!r.cmd_done) {
-		/* The reap failed or could not see COMMAND (no pidfd to spare, say), or supervise()
-		 * gave up on a poll error: COMMAND still ends, and we do not wait forever. It is our unwaited
-		 * child, so its pid cannot have been reused and a late pidfd is still its own. */
-		struct pidref late;
-		if (r.cmd.fd < 0 && pidref_open(&late, r.procfd, r.cmd.pid, r.cmd.start_time) == 0) {
-			pidref_done(&r.cmd);
-			r.cmd = late; /* on failure r.cmd keeps the pid the wait below needs */
-		}
-		if (!pidref_exited(&r.cmd, r.procfd)) {
-			if (pidref_signal_group(&r.cmd, r.procfd, SIGKILL) < 0)
-				pidref_signal(&r.cmd, r.procfd, SIGKILL);
-			r.st.escalated = 1;
-		}
-	}
-	double settle = r.opts.settle > 0 ? r.opts.settle : 5.0;
-	int w = r.cmd_done ? 1 : wait_command(&r, settle);
-	if (w <= 0) {
-		if (w == 0)
-			fprintf(stderr, "reaper: COMMAND (pid %d) is still there %g s after SIGKILL "
-					"(uninterruptible sleep?); not waiting for it\n", (int)r.cmd.pid, settle);
-		else
-			fprintf(stderr, "reaper: cannot wait for COMMAND (pid %d): %s\n", (int)r.cmd.pid,
-				strerror(-w));
-		r.cmd_status = SIGKILL; /* reported as 137: it had to be killed, and was not seen to end */
-		r.st.escalated = 1;
-	}
-	r.cmd_done = 1;
-	reap_children(&r);
-	if (r.tty >= 0)
-		tcsetpgrp(r.tty, getpgrp());
-	int code = status_to_code(r.cmd_status);
-	if (rr < 0) {
-		fprintf(stderr, "reaper: the reap failed: %s\n", strerror(-rr));
-		/* out of descriptors or memory: what was left may still run, nothing says it leaked */
-		int incomplete = rr == -EMFILE || rr == -ENFILE || rr == -ENOMEM;
-		if (code == 0 || (incomplete && code == r.leak_code))
-			code = incomplete ? EXIT_INCOMPLETE : r.leak_code;
-	} else {
-		/* a report file that cannot be written decides only what nothing else does */
-		if (output_emit(&r.out, rep, r.finders, r.nfinders, OUT_ALL) < 0 && code == 0 && !rep->leaks)
-			code = EXIT_REPORT_FAILED;
-		r.st.leaks = rep->leaks;
-		r.st.escalated |= rep->escalated;
-		if (code == 0 && rep->leaks)
-			code = r.leak_code;
-		if (output_incomplete("run", rep) && (code == 0 || code == r.leak_code))
-			code = EXIT_INCOMPLETE;
-	}
-	r.st.runner_exit_code = status_to_code(r.cmd_status);
-	drop_cgroup(&r);
-	state_update(&r, "exited");
-	guardian_stop(r.guardian_fd, &r.guardian);
-	reaper_report_free(rep);
-	pidref_done(&r.cmd);
-	free(r.home_marker);
-	sbuf_free(&r.buf);
-	output_done(&r.out);
+	run_done(&r);
 	return code;
 }
 
 int run_check_args(int argc, char **argv)
 {
-	struct run r = { .sfd = -1, .tty = -1, .guardian_fd = -1 };
-	output_init(&r.out, "run");
+	struct run r;
+	run_init(&r);
 	int code = parse(&r, argc, argv);
-	output_done(&r.out);
+	run_done(&r);
 	return code;
 }
 
@@ -967,8 +1030,8 @@ void run_usage(FILE *out)
 		"                       directory of ours, not a symlink, not group/other-writable);\n"
 		"                       find leftovers by it\n"
 		"  --marker NAME=VALUE  also set NAME=VALUE for COMMAND and find leftovers by it (repeatable)\n"
-		"  --timeout S          time leftovers get to exit by themselves (REAPER_TIMEOUT, default 10)\n"
-		"  --grace S            time between SIGTERM and SIGKILL (REAPER_GRACE, default 5)\n"
+		"  --timeout S          time leftovers get to exit by themselves (REAPER_TIMEOUT, default %g)\n"
+		"  --grace S            time between SIGTERM and SIGKILL (REAPER_GRACE, default %g)\n"
 		"  --state FILE         keep a JSON state document at FILE (REAPER_STATE)\n"
 		"  --leak-exit-code N   exit status when COMMAND succeeded but leaked (REAPER_LEAK_EXIT_CODE,\n"
 		"                       default %d; 3..125, not 64)\n"
@@ -980,9 +1043,10 @@ void run_usage(FILE *out)
 		"S: seconds, or a number with ms, s, m, h or d (1.5, 30s, 2m, 1h).\n"
 		"Every process of the run carries REAPER_RUN=<random id> and is found by it, by descent, and\n"
 		"by the run's cgroup (removed when the run ends).\n"
-		"Exit status: COMMAND's own; 128+N when signal N ended it; the leak exit code when it\n"
-		"succeeded but left processes behind; 75 instead of 0 or the leak exit code when the reap\n"
-		"is incomplete (out of descriptors, say); 126 COMMAND cannot be executed; 127 not found;\n"
-		"64 usage error.\n",
-		DEFAULT_LEAK_EXIT);
+		"Exit status: COMMAND's own; %d+N when signal N ended it; the leak exit code when it\n"
+		"succeeded but left processes behind; %d instead of 0 or the leak exit code when the reap\n"
+		"is incomplete (out of descriptors, say); %d COMMAND cannot be executed; %d not found;\n"
+		"%d usage error.\n",
+		CONFIG_TIMEOUT_DEFAULT, CONFIG_GRACE_DEFAULT, EXIT_LEAK_DEFAULT, EXIT_SIGNAL_BASE, EXIT_INCOMPLETE,
+		EXIT_CANNOT_EXEC, EXIT_NOT_FOUND, EXIT_USAGE);
 }

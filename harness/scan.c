@@ -8,10 +8,13 @@
 #include "config.h"
 #include "escape.h"
 #include "json.h"
-#include "output.h"
+#include "msg.h"
+#include "options.h"
+#include "reaper/marker.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -27,30 +30,91 @@ struct cli {
 	size_t nf, nowned;
 	const char *hold_dirs[MAX_FINDERS + 3];
 	int json;
+	const char *timeout_arg, *grace_arg, *leak_arg; /* flag values, NULL when not given */
 	double timeout, grace;
 	int leak_code;
 	struct output out;
 };
 
-static int usage_error(struct cli *c, const char *fmt, const char *arg)
+static const char scan_synopsis[] =
+	"usage: reaper scan [--home DIR] [--env NAME=VALUE] [--tree PID] [--json] [REPORT OPTIONS]\n";
+static const char reap_synopsis[] =
+	"usage: reaper reap [--home DIR] [--env NAME=VALUE] [--tree PID] [--timeout S] [--grace S]\n"
+	"                   [--leak-exit-code N] [REPORT OPTIONS]\n";
+
+__attribute__((format(printf, 2, 3))) static int usage_error(struct cli *c, const char *fmt, ...)
 {
-	fprintf(stderr, "reaper %s: ", c->name);
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
-	if (!strcmp(c->name, "scan"))
-		fprintf(stderr, "usage: reaper scan [--home DIR] [--env NAME=VALUE] [--tree PID] [--json] [REPORT OPTIONS]\n");
-	else
-		fprintf(stderr, "usage: reaper reap [--home DIR] [--env NAME=VALUE] [--tree PID] [--timeout S] [--grace S] "
-				"[--leak-exit-code N] [REPORT OPTIONS]\n");
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	warn("%s", msg);
+	fputs(strcmp(c->name, "scan") ? reap_synopsis : scan_synopsis, stderr);
 	return EXIT_USAGE;
 }
 
 static int add_finder(struct cli *c, struct reaper_finder f)
 {
 	if (c->nf == MAX_FINDERS)
-		return usage_error(c, "too many finders (at most %s)", "32");
+		return usage_error(c, "too many finders (at most %d)", MAX_FINDERS);
 	c->f[c->nf++] = f;
 	return 0;
+}
+
+/* --home DIR: a finder for the marker HOME=DIR, which we own. */
+static int add_home(struct cli *c, const char *dir)
+{
+	char *s;
+	if (dir[0] != '/')
+		return usage_error(c, "--home wants an absolute path, not '%s'", dir);
+	if (add_finder(c, reaper_find_env(NULL)))
+		return EXIT_USAGE;
+	if (asprintf(&s, "HOME=%s", dir) < 0)
+		return usage_error(c, "out of memory");
+	c->owned[c->nowned++] = s;
+	c->f[c->nf - 1].marker = s;
+	return 0;
+}
+
+/* One getopt_long value with its argument: 0, -1 for --help, or EXIT_USAGE (said). */
+static int option(struct cli *c, int opt, char **argv, int reap)
+{
+	long pid;
+	int h;
+	switch (opt) {
+	case OPT_HOME:
+		return add_home(c, optarg);
+	case OPT_ENV:
+		if (marker_check(optarg) < 0)
+			return usage_error(c, "--env wants NAME=VALUE, not '%s'", optarg);
+		return add_finder(c, reaper_find_env(optarg));
+	case OPT_TREE:
+		if (config_parse_int(optarg, &pid) < 0 || pid <= 0 || pid > 0x7fffffff)
+			return usage_error(c, "--tree wants a process id, not '%s'", optarg);
+		return add_finder(c, reaper_find_tree((pid_t)pid));
+	case OPT_JSON:
+		if (reap)
+			return usage_error(c, "--json is for scan; use --report FILE");
+		c->json = 1;
+		return 0;
+	case OPT_TIMEOUT:
+	case OPT_GRACE:
+	case OPT_LEAK:
+		if (!reap)
+			return usage_error(c, "'%s' is for reap, not scan", argv[optind - 1]);
+		*(opt == OPT_TIMEOUT ? &c->timeout_arg : opt == OPT_GRACE ? &c->grace_arg : &c->leak_arg) = optarg;
+		return 0;
+	case 'h':
+	case OPT_HELP:
+		return -1;
+	default:
+		if ((h = output_option(&c->out, opt, optarg)) > 0)
+			return 0;
+		if (h < 0)
+			return usage_error(c, "%s", c->out.err);
+		return usage_error(c, "unknown or incomplete option '%s'", argv[optind - 1]);
+	}
 }
 
 /* 0, -1 for --help, or EXIT_USAGE (message printed). */
@@ -68,69 +132,19 @@ static int parse(struct cli *c, int argc, char **argv, int reap)
 		OUTPUT_LONG_OPTIONS,
 		{ 0, 0, 0, 0 },
 	};
-	const char *timeout = NULL, *grace = NULL, *leak = NULL;
 	char msg[256];
-	int opt, h;
-	long pid;
-	char *s;
+	int opt, r;
 	opterr = 0;
 	optind = 0; /* 0, not 1: getopt forgets a cluster of short options a former parse left */
-	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (opt) {
-		case OPT_HOME:
-			if (optarg[0] != '/')
-				return usage_error(c, "--home wants an absolute path, not '%s'", optarg);
-			if (add_finder(c, reaper_find_env(NULL)))
-				return EXIT_USAGE;
-			if (asprintf(&s, "HOME=%s", optarg) < 0)
-				return usage_error(c, "%s", "out of memory");
-			c->owned[c->nowned++] = s;
-			c->f[c->nf - 1].marker = s;
-			break;
-		case OPT_ENV:
-			if (!strchr(optarg, '=') || optarg[0] == '=')
-				return usage_error(c, "--env wants NAME=VALUE, not '%s'", optarg);
-			if (add_finder(c, reaper_find_env(optarg)))
-				return EXIT_USAGE;
-			break;
-		case OPT_TREE:
-			if (config_parse_int(optarg, &pid) < 0 || pid <= 0 || pid > 0x7fffffff)
-				return usage_error(c, "--tree wants a process id, not '%s'", optarg);
-			if (add_finder(c, reaper_find_tree((pid_t)pid)))
-				return EXIT_USAGE;
-			break;
-		case OPT_JSON:
-			if (reap)
-				return usage_error(c, "%s", "--json is for scan; use --report FILE");
-			c->json = 1;
-			break;
-		case OPT_TIMEOUT:
-		case OPT_GRACE:
-		case OPT_LEAK:
-			if (!reap)
-				return usage_error(c, "'%s' is for reap, not scan", argv[optind - 1]);
-			*(opt == OPT_TIMEOUT ? &timeout : opt == OPT_GRACE ? &grace : &leak) = optarg;
-			break;
-		case 'h':
-		case OPT_HELP:
-			return -1;
-		default:
-			if ((h = output_option(&c->out, opt, optarg)) > 0)
-				break;
-			if (h < 0)
-				return usage_error(c, "%s", c->out.err);
-			return usage_error(c, "unknown or incomplete option '%s'", argv[optind - 1]);
-		}
-	}
+	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1)
+		if ((r = option(c, opt, argv, reap)))
+			return r;
 	if (optind < argc)
 		return usage_error(c, "unexpected argument '%s'", argv[optind]);
 	if (!c->nf)
 		return usage_error(c, "%s", "no finder given: use --home DIR, --env NAME=VALUE or --tree PID");
-	if (reap && (config_seconds(stderr, msg, sizeof msg, "--timeout", timeout, "REAPER_TIMEOUT", 10.0, 0, 86400,
-				    &c->timeout) < 0 ||
-		     config_seconds(stderr, msg, sizeof msg, "--grace", grace, "REAPER_GRACE", 5.0, 0, 3600,
-				    &c->grace) < 0 ||
-		     config_leak_exit_code(stderr, msg, sizeof msg, leak, &c->leak_code) < 0))
+	if (reap && (config_reap_times(msg, sizeof msg, c->timeout_arg, c->grace_arg, &c->timeout, &c->grace) < 0 ||
+		     config_leak_exit_code(msg, sizeof msg, c->leak_arg, &c->leak_code) < 0))
 		return usage_error(c, "%s", msg);
 	return 0;
 }
@@ -208,9 +222,8 @@ int cmd_scan(int argc, char **argv)
 	struct reaper_report *rep = NULL;
 	int r = reaper_reap(c.f, c.nf, &o, &rep);
 	if (r < 0) {
-		fprintf(stderr, "reaper scan: cannot scan: %s\n", strerror(-r));
 		cli_done(&c);
-		return EXIT_CANNOT_EXEC;
+		return die(EXIT_CANNOT_EXEC, "cannot scan: %s", strerror(-r));
 	}
 	size_t n = 0;
 	for (size_t i = 0; i < rep->n; i++)
@@ -235,10 +248,10 @@ int cmd_scan(int argc, char **argv)
 	}
 	fflush(stdout);
 	int failed = output_emit(&c.out, rep, c.f, c.nf, OUT_FILES) < 0;
-	int incomplete = output_incomplete("scan", rep);
+	int incomplete = output_incomplete(rep);
 	reaper_report_free(rep);
 	cli_done(&c);
-	return incomplete ? EXIT_INCOMPLETE : failed ? EXIT_REPORT_FAILED : n ? 0 : 1;
+	return incomplete ? EXIT_INCOMPLETE : failed ? EXIT_REPORT_FAILED : n ? EXIT_OK : EXIT_NO_MATCH;
 }
 
 int cmd_reap(int argc, char **argv)
@@ -256,12 +269,14 @@ int cmd_reap(int argc, char **argv)
 	struct reaper_report *rep = NULL;
 	int r = reaper_reap(c.f, c.nf, &o, &rep);
 	if (r < 0) {
-		fprintf(stderr, "reaper reap: the reap failed: %s\n", strerror(-r));
 		cli_done(&c);
-		return 1;
+		return die(EXIT_REAP_FAILED, "the reap failed: %s", strerror(-r));
 	}
 	int failed = output_emit(&c.out, rep, c.f, c.nf, OUT_ALL) < 0;
-	code = output_incomplete("reap", rep) ? EXIT_INCOMPLETE : rep->leaks ? c.leak_code : failed ? EXIT_REPORT_FAILED : 0;
+	code = output_incomplete(rep) ? EXIT_INCOMPLETE
+	       : rep->leaks	      ? c.leak_code
+	       : failed		      ? EXIT_REPORT_FAILED
+				      : EXIT_OK;
 	reaper_report_free(rep);
 	cli_done(&c);
 	return code;
@@ -269,37 +284,38 @@ int cmd_reap(int argc, char **argv)
 
 void scan_usage(FILE *out)
 {
+	fputs(scan_synopsis, out);
 	fprintf(out,
-		"usage: reaper scan [--home DIR] [--env NAME=VALUE] [--tree PID] [--json] [REPORT OPTIONS]\n"
 		"List the live processes the finders match, as 'PID CMDLINE' lines (--json: the JSON\n"
 		"report on stdout). Signals nothing.\n\n"
 		"  --home DIR           processes whose environment holds HOME=DIR\n"
 		"  --env NAME=VALUE     processes whose environment holds NAME=VALUE (repeatable)\n"
 		"  --tree PID           descendants of PID (repeatable)\n"
 		"  --json               print the JSON report (schema reaper-report/1.1) on stdout\n\n"
-		"Exit status: 0 some process matched; 1 none did; 64 usage error; 74 a --report or\n"
-		"--junit file could not be written; 75 the scan is incomplete (out of descriptors, say);\n"
-		"126 /proc could not be scanned.\n");
+		"Exit status: %d some process matched; %d none did; %d usage error; %d a --report or\n"
+		"--junit file could not be written; %d the scan is incomplete (out of descriptors, say);\n"
+		"%d /proc could not be scanned.\n",
+		EXIT_OK, EXIT_NO_MATCH, EXIT_USAGE, EXIT_REPORT_FAILED, EXIT_INCOMPLETE, EXIT_CANNOT_EXEC);
 }
 
 void reap_usage(FILE *out)
 {
+	fputs(reap_synopsis, out);
 	fprintf(out,
-		"usage: reaper reap [--home DIR] [--env NAME=VALUE] [--tree PID] [--timeout S] [--grace S]\n"
-		"                   [--leak-exit-code N] [REPORT OPTIONS]\n"
 		"Wait for the processes the finders match to exit, then SIGTERM, then SIGKILL them, and\n"
 		"report them: the reap phase of 'reaper run' on its own.\n\n"
 		"  --home DIR           processes whose environment holds HOME=DIR\n"
 		"  --env NAME=VALUE     processes whose environment holds NAME=VALUE (repeatable)\n"
 		"  --tree PID           descendants of PID (repeatable)\n"
-		"  --timeout S          time to exit by themselves (REAPER_TIMEOUT, default 10)\n"
-		"  --grace S            time between SIGTERM and SIGKILL (REAPER_GRACE, default 5)\n"
+		"  --timeout S          time to exit by themselves (REAPER_TIMEOUT, default %g)\n"
+		"  --grace S            time between SIGTERM and SIGKILL (REAPER_GRACE, default %g)\n"
 		"  --leak-exit-code N   exit status when something leaked (REAPER_LEAK_EXIT_CODE,\n"
 		"                       default %d; 3..125, not 64)\n"
 		"S: seconds, or a number with ms, s, m, h or d (1.5, 30s, 2m, 1h).\n\n"
-		"Exit status: 0 nothing leaked; the leak exit code when something did; 64 usage error;\n"
-		"74 nothing leaked but a --report or --junit file could not be written; 75 the reap is\n"
+		"Exit status: %d nothing leaked; the leak exit code when something did; %d usage error;\n"
+		"%d nothing leaked but a --report or --junit file could not be written; %d the reap is\n"
 		"incomplete (processes may have been missed or left running: out of descriptors, say);\n"
-		"1 the reap failed.\n",
-		DEFAULT_LEAK_EXIT);
+		"%d the reap failed.\n",
+		CONFIG_TIMEOUT_DEFAULT, CONFIG_GRACE_DEFAULT, EXIT_LEAK_DEFAULT, EXIT_OK, EXIT_USAGE, EXIT_REPORT_FAILED,
+		EXIT_INCOMPLETE, EXIT_REAP_FAILED);
 }

@@ -4,9 +4,11 @@
 #define _GNU_SOURCE
 #include "state.h"
 
+#include "msg.h"
 #include "replace.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -28,7 +30,7 @@ void state_phase(struct run_state *s, const char *phase)
 	s->phase = phase;
 }
 
-void state_write(struct run_state *s, FILE *err)
+void state_write(struct run_state *s)
 {
 	if (!s->path || s->failed)
 		return;
@@ -67,7 +69,7 @@ void state_write(struct run_state *s, FILE *err)
 	/* a cut document is no JSON: not written (the fields are bounded, so this is latent) */
 	int r = len < 0 ? -EOVERFLOW : replace_file(s->path, doc, (size_t)len, REPLACE_PRIVATE);
 	if (r < 0) {
-		fprintf(err, "reaper: warning: process state unavailable: %s: %s\n", s->path, strerror(-r));
+		warn("warning: process state unavailable: %s: %s", s->path, strerror(-r));
 		s->failed = 1;
 	}
 }

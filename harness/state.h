@@ -3,7 +3,6 @@
 #ifndef HARNESS_STATE_H
 #define HARNESS_STATE_H
 
-#include <stdio.h>
 #include <sys/types.h>
 
 struct run_state {
@@ -28,8 +27,8 @@ struct run_state {
 
 /* Enter phase (recorded once in phases[] when it differs from the current one). */
 void state_phase(struct run_state *s, const char *phase);
-/* Write the document now (when a path is set). A failure is warned about once on err, with
+/* Write the document now (when a path is set). A failure is warned about once, with
  * "process state unavailable", and never changes the exit status. */
-void state_write(struct run_state *s, FILE *err);
+void state_write(struct run_state *s);
 
 #endif

@@ -432,7 +432,7 @@ void reaper_opts_init(struct reaper_opts *o)
 {
 	memset(o, 0, sizeof *o);
 	o->event_fd = -1;
-	o->settle = 5.0;
+	o->settle = REAPER_SETTLE;
 }
 
 int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reaper_opts *opts,
@@ -486,7 +486,7 @@ int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reap
 		if (w != DONE && w != FAILED) {
 			if ((r = quiesce(&rp, FREEZE, SIGSTOP)) < 0 || (r = quiesce(&rp, KILL, SIGKILL)) < 0)
 				goto failed;
-			double settle = opts->settle > 0 ? opts->settle : 5.0;
+			double settle = opts->settle > 0 ? opts->settle : REAPER_SETTLE;
 			w = wait_until(&rp, now() + settle);
 		}
 	}

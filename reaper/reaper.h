@@ -197,7 +197,7 @@ struct reaper_pattern {
 struct reaper_opts {
 	double timeout;              /* seconds to exit by themselves (default 0: none) */
 	double grace;                /* > 0: SIGTERM, then this long, then SIGKILL; 0: SIGKILL */
-	double settle;               /* bound on waiting for the killed to be gone (0: 5 s) */
+	double settle;               /* bound on waiting for the killed to be gone (0: REAPER_SETTLE) */
 	int report_only;             /* find, wait up to timeout, report; signal nothing */
 	int term_signal;             /* sent at the end of timeout when grace > 0 (0: SIGTERM) */
 	pid_t term_skip_pgrp;        /* members of this group get no term_signal (the caller
@@ -235,7 +235,11 @@ struct reaper_opts {
 	size_t nhost_children;
 };
 
-/* Fill opts with the defaults (event_fd -1). */
+/* How long a reap waits for what it killed to be gone (seconds): SIGKILL ends a process at
+ * once unless it is in uninterruptible sleep, which may never end. */
+#define REAPER_SETTLE 5.0
+
+/* Fill opts with the defaults (event_fd -1, settle REAPER_SETTLE). */
 REAPER_EXPORT void reaper_opts_init(struct reaper_opts *opts);
 
 /* Find what the finders match, now; signal nothing. *out is allocated (free with
