@@ -7,6 +7,8 @@
 #include "scanner.h"
 #include "array.h"
 
+#include "marker.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -109,13 +111,13 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 		return -E2BIG;
 	for (size_t i = 0; i < nf; i++) {
 		if (f[i].kind == REAPER_FIND_ENV) {
-			if (!f[i].marker || !strchr(f[i].marker, '=') || f[i].marker[0] == '=')
+			if (marker_check(f[i].marker) < 0)
 				return -EINVAL;
 			sc->elen[i] = strlen(f[i].marker);
 			sc->env_mask |= 1u << i;
 		} else if (f[i].kind == REAPER_FIND_TREE) {
 			if (f[i].root < 0 || (f[i].nskip && !f[i].skip) ||
-			    (f[i].marker && (!strchr(f[i].marker, '=') || f[i].marker[0] == '=')))
+			    (f[i].marker && marker_check(f[i].marker) < 0))
 				return -EINVAL;
 			sc->elen[i] = f[i].marker ? strlen(f[i].marker) : 0;
 			sc->tree_mask |= 1u << i;
