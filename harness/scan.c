@@ -205,78 +205,87 @@ static void set_hold_dirs(struct cli *c, struct reaper_opts *o)
 	o->nhold_dirs = n;
 }
 
+/* The reap's options for c: its deadlines (0 for a scan), the report flags', the hold
+ * directories; the command adds its own. */
+static void reap_opts(struct cli *c, struct reaper_opts *o)
+{
+	reaper_opts_init(o);
+	o->timeout = c->timeout;
+	o->grace = c->grace;
+	output_reap_opts(&c->out, o);
+	set_hold_dirs(c, o);
+}
+
+/* What a scan found, as 'PID CMDLINE' lines or the JSON report on stdout, and the files
+ * asked for; the scan's exit status. */
+static int list(struct cli *c, const struct reaper_report *rep)
+{
+	struct sbuf b = { 0 };
+	size_t n = 0;
+	for (size_t i = 0; i < rep->n; i++)
+		n += output_shown(&rep->procs[i]);
+	if (c->json) {
+		json_report(&b, &c->out, rep, c->f, c->nf);
+		fwrite(sbuf_str(&b), 1, b.len, stdout);
+	}
+	for (size_t i = 0; i < rep->n && !c->json; i++) {
+		const struct reaper_proc *p = &rep->procs[i];
+		if (!output_shown(p))
+			continue;
+		b.len = 0;
+		sbuf_printf(&b, "%d ", (int)p->pid);
+		escape_text(&b, p->cmdline, strlen(p->cmdline), 0);
+		printf("%s\n", sbuf_str(&b));
+	}
+	sbuf_free(&b);
+	fflush(stdout);
+	int failed = output_emit(&c->out, rep, c->f, c->nf, OUT_FILES) < 0;
+	if (output_incomplete(rep))
+		return EXIT_INCOMPLETE;
+	return failed ? EXIT_REPORT_FAILED : n ? EXIT_OK : EXIT_NO_MATCH;
+}
+
 int cmd_scan(int argc, char **argv)
 {
 	struct cli c;
+	struct reaper_opts o;
+	struct reaper_report *rep = NULL;
 	int code = start(&c, "scan", argc, argv);
 	if (code >= 0)
 		return code;
-	struct reaper_opts o;
-	reaper_opts_init(&o);
-	output_reap_opts(&c.out, &o);
-	set_hold_dirs(&c, &o);
+	reap_opts(&c, &o);
 	/* the pgrep-like listing shows no holdings: they cost a read of every fd per match */
 	o.holdings = c.json || c.out.report_path || c.out.junit_path;
 	o.report_only = 1; /* a scan never signals */
 	o.on_progress = NULL;
-	struct reaper_report *rep = NULL;
 	int r = reaper_reap(c.f, c.nf, &o, &rep);
-	if (r < 0) {
-		cli_done(&c);
-		return die(EXIT_CANNOT_EXEC, "cannot scan: %s", strerror(-r));
-	}
-	size_t n = 0;
-	for (size_t i = 0; i < rep->n; i++)
-		n += output_shown(&rep->procs[i]);
-	if (c.json) {
-		struct sbuf b = { 0 };
-		json_report(&b, &c.out, rep, c.f, c.nf);
-		fwrite(sbuf_str(&b), 1, b.len, stdout);
-		sbuf_free(&b);
-	} else {
-		struct sbuf b = { 0 };
-		for (size_t i = 0; i < rep->n; i++) {
-			const struct reaper_proc *p = &rep->procs[i];
-			if (!output_shown(p))
-				continue;
-			b.len = 0;
-			sbuf_printf(&b, "%d ", (int)p->pid);
-			escape_text(&b, p->cmdline, strlen(p->cmdline), 0);
-			printf("%s\n", sbuf_str(&b));
-		}
-		sbuf_free(&b);
-	}
-	fflush(stdout);
-	int failed = output_emit(&c.out, rep, c.f, c.nf, OUT_FILES) < 0;
-	int incomplete = output_incomplete(rep);
+	code = r < 0 ? die(EXIT_CANNOT_EXEC, "cannot scan: %s", strerror(-r)) : list(&c, rep);
 	reaper_report_free(rep);
 	cli_done(&c);
-	return incomplete ? EXIT_INCOMPLETE : failed ? EXIT_REPORT_FAILED : n ? EXIT_OK : EXIT_NO_MATCH;
+	return code;
+}
+
+/* Every output of a reap; its exit status: incomplete, then a leak, then a report file that
+ * could not be written. */
+static int report(struct cli *c, const struct reaper_report *rep)
+{
+	int failed = output_emit(&c->out, rep, c->f, c->nf, OUT_ALL) < 0;
+	if (output_incomplete(rep))
+		return EXIT_INCOMPLETE;
+	return rep->leaks ? c->leak_code : failed ? EXIT_REPORT_FAILED : EXIT_OK;
 }
 
 int cmd_reap(int argc, char **argv)
 {
 	struct cli c;
+	struct reaper_opts o;
+	struct reaper_report *rep = NULL;
 	int code = start(&c, "reap", argc, argv);
 	if (code >= 0)
 		return code;
-	struct reaper_opts o;
-	reaper_opts_init(&o);
-	o.timeout = c.timeout;
-	o.grace = c.grace;
-	output_reap_opts(&c.out, &o);
-	set_hold_dirs(&c, &o);
-	struct reaper_report *rep = NULL;
+	reap_opts(&c, &o);
 	int r = reaper_reap(c.f, c.nf, &o, &rep);
-	if (r < 0) {
-		cli_done(&c);
-		return die(EXIT_REAP_FAILED, "the reap failed: %s", strerror(-r));
-	}
-	int failed = output_emit(&c.out, rep, c.f, c.nf, OUT_ALL) < 0;
-	code = output_incomplete(rep) ? EXIT_INCOMPLETE
-	       : rep->leaks	      ? c.leak_code
-	       : failed		      ? EXIT_REPORT_FAILED
-				      : EXIT_OK;
+	code = r < 0 ? die(EXIT_REAP_FAILED, "the reap failed: %s", strerror(-r)) : report(&c, rep);
 	reaper_report_free(rep);
 	cli_done(&c);
 	return code;
