@@ -66,6 +66,29 @@ def test_run_takes_the_report_flags(home, tmp_path):
     assert r.returncode == 64 and b"usage: reaper run" in r.stderr
 
 
+def test_every_message_begins_with_the_tool_name(tmp_path):
+    """Each line reaper writes on stderr starts 'reaper: ', for run, scan and reap alike: usage
+    errors, refusals and failures (the usage synopsis that follows a usage error aside)."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    cases = [
+        (("run", "--marker", "=x", "--", "true"), 64),
+        (("run", "--home", "relative", "--", "true"), 64),
+        (("run", "--home", str(shared), "--", "true"), 64),
+        (("run", "--", str(tmp_path / "missing")), 127),
+        (("scan", "--env", "x"), 64),
+        (("scan", "--timeout", "1", "--env", "A=b"), 64),
+        (("reap", "--json", "--env", "A=b"), 64),
+        (("reap", "--bogus"), 64),
+    ]
+    for args, code in cases:
+        r = reaper(*args)
+        assert r.returncode == code, (args, r.stderr)
+        said = [x for x in r.stderr.decode().splitlines() if not x.startswith(("usage: ", " "))]
+        assert said and all(x.startswith("reaper: ") for x in said), (args, r.stderr)
+
+
 def man_options(path):
     """Every \\fB\\-\\-name\\fR the page sets in bold."""
     text = open(path).read()
