@@ -31,7 +31,7 @@ __all__ = [
     "REAP_TIMEOUT", "Finder", "Process", "ReapReport", "ReaperError", "ReaperIncomplete", "adopt_orphans",
     "release_orphans", "adopted", "with_home", "with_env", "descendants", "reap",
     "reap_report", "scan", "library_path", "stat", "start_time", "cmdline", "all_stats",
-    "kill_identified", "now_ticks",
+    "kill_identified", "now_ticks", "with_cgroup",
 ]
 
 REAP_TIMEOUT = 30.0
@@ -103,20 +103,23 @@ class Finder:
     """What to look for; pass several to ``reap`` to combine them. Calling one scans now and
     returns ``{(pid, start_time): cmdline}``, as a hand-written ``_reaper.py``'s finders do."""
 
-    __slots__ = ("kind", "marker", "root", "since", "skip")
+    __slots__ = ("kind", "marker", "root", "since", "skip", "cgroup")
 
     def __init__(self, kind: int, marker: Optional[str] = None, root: int = 0, since: int = 0,
-                 skip: Tuple[int, ...] = ()):
+                 skip: Tuple[int, ...] = (), cgroup: Optional[str] = None):
         self.kind = kind
         self.marker = marker
         self.root = root
         self.since = since
         self.skip = skip
+        self.cgroup = cgroup
 
     def describe(self) -> str:
         # the names reaper_matched_by gives
         if self.kind == _lib.FIND_ENV:
             return f"env {self.marker}"
+        if self.kind == _lib.FIND_CGROUP:
+            return "cgroup"
         return f"descendant of PID {self.root}" if self.root else "descendant of the run"
 
     def __repr__(self) -> str:
@@ -156,6 +159,12 @@ def descendants(pid: Optional[int] = None, since: int = 0, unless_env: Optional[
         marker = with_env(*unless_env).marker
     return Finder(_lib.FIND_TREE, marker=marker, root=pid or 0, since=int(since),
                   skip=tuple(int(p) for p in skip))
+
+
+def with_cgroup(path: "os.PathLike[str] | str") -> Finder:
+    """Every process in the cgroup v2 directory ``path`` and in the cgroups below it (see
+    ``reaper.cgroup``); a reap with one waits on the cgroup's events and ends it at once."""
+    return Finder(_lib.FIND_CGROUP, cgroup=os.fspath(path))
 
 
 def now_ticks() -> int:
@@ -275,6 +284,7 @@ def _finder_array(finders: Tuple[Finder, ...]):
         arr[i].marker = f.marker.encode("utf-8", errors="surrogateescape") if f.marker else None
         arr[i].root = f.root
         arr[i].since = f.since
+        arr[i].cgroup = os.fsencode(f.cgroup) if f.cgroup else None
         if f.skip:
             skip = _pids(f.skip)
             keep.append(skip)

@@ -210,6 +210,16 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
         "reaper_hold_kind_name": (ctypes.c_char_p, [c_enum]),
         "reaper_proc_is_leak": (ctypes.c_int, [ctypes.POINTER(Proc)]),
         "reaper_version": (ctypes.c_char_p, []),
+        "reaper_cgroup_current": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t]),
+        "reaper_cgroup_usable": (ctypes.c_int, [ctypes.c_char_p]),
+        "reaper_cgroup_create": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                                ctypes.c_size_t]),
+        "reaper_cgroup_enter": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
+        "reaper_cgroup_populated": (ctypes.c_int, [ctypes.c_char_p]),
+        "reaper_cgroup_wait": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_double]),
+        "reaper_cgroup_kill": (ctypes.c_int, [ctypes.c_char_p]),
+        "reaper_cgroup_remove": (ctypes.c_int, [ctypes.c_char_p]),
+        "reaper_cgroup_release": (ctypes.c_int, [ctypes.c_char_p]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)

@@ -32,6 +32,7 @@ with ``-p reaper.pytest_plugin`` (the same form works installed too) and enable 
 
 from __future__ import annotations
 
+import errno
 import functools
 import gc
 import json
@@ -43,6 +44,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from typing import Dict, List, Optional
 
 import pytest
@@ -53,6 +55,14 @@ DEFAULT_TIMEOUT = 3.0
 DEFAULT_GRACE = 1.0
 SCHEMA = "reaper-pytest/1"
 COLLECT_PERIOD = 0.1  # seconds between two looks for zombies of adopted orphans
+CGROUP_MODES = ("auto", "on", "off")
+
+
+class ReaperIncompleteWarning(pytest.PytestWarning):
+    """A test's leak check could not be completed (something outside the test, such as another
+    process held in an exec, or no descriptors left): what it found is reported and cleaned up
+    as usual, but processes may have been missed. ``-W error::reaper.pytest_plugin.
+    ReaperIncompleteWarning`` makes it an error."""
 
 
 def pytest_addoption(parser):
@@ -73,10 +83,14 @@ def pytest_addoption(parser):
                     help="check even inside a test of another checking session (testing plugins)")
     group.addoption("--reaper-disable", action="store_true", default=False,
                     help="check nothing, even when the ini file enables the plugin")
+    group.addoption("--reaper-cgroup", default=None, choices=CGROUP_MODES,
+                    help="a cgroup v2 per test: auto (when one can be made, the default), on (an error "
+                         "when none can), off (markers and descent only); or the reaper_cgroup ini value")
     parser.addini("reaper", "check every test for the processes it leaves behind", type="bool", default=False)
     parser.addini("reaper_timeout", "default for --reaper-timeout", default=None)
     parser.addini("reaper_grace", "default for --reaper-grace", default=None)
     parser.addini("reaper_gc", "collect garbage before each check (default true)", type="bool", default=True)
+    parser.addini("reaper_cgroup", "default for --reaper-cgroup (auto, on, off)", default=None)
 
 
 @pytest.hookimpl
@@ -189,9 +203,39 @@ def _stat(pid: int):
 
 # ---- children this process starts itself ----------------------------------------------------
 
+class _Scope:
+    """Whose a process started now is: a test's (its marker, its cgroup) or the session's
+    (wider fixtures, hooks, multiprocessing's helpers). A thread belongs to the scope in
+    force where it was started; once its test has ended, what it starts is the session's."""
+
+    __slots__ = ("marker", "test", "cgroup", "session", "live")
+
+    def __init__(self, marker: str, test: str, cgroup: Optional[str], session: "Optional[_Scope]" = None):
+        self.marker = marker
+        self.test = test
+        self.cgroup = cgroup  # where its processes go (None: no cgroup, markers and descent)
+        self.session = session
+        self.live = True
+
+    def env(self) -> Dict[str, Optional[str]]:
+        return {MARKER: self.marker, "REAPER_TEST": self.test}
+
+
+def _move(cgroup: str, pid: int) -> None:
+    """Put pid (0: this process) into cgroup; a child that is already gone is no error."""
+    try:
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+    except OSError:
+        pass
+
+
 class _HostChildren:
     """Every child this process starts while a session is active, as (pid -> start time,
-    the test marker in force then): their exit statuses belong to whoever started them."""
+    the marker of the scope it was started for): their exit statuses belong to whoever
+    started them. A child started by a thread of another scope than the main thread's (a
+    worker a session-scoped multiprocessing.Pool replaces while a test runs) is moved into its
+    scope's cgroup and given its scope's marker, so no test is blamed for it."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -199,8 +243,22 @@ class _HostChildren:
         self.users = 0
         self.saved: List[tuple] = []
         self.system_calls = 0  # os.system() running: its child is not tracked by pid
+        self.main: Optional[_Scope] = None  # the scope of the thread running the tests
+        self.local = threading.local()  # .scope: a scope forced on this thread; .forking
+        self.moving = threading.Condition()
+        self.inflight = 0  # forks under way whose child must be moved
+        self.at_fork = False
 
-    def add(self, pid: int) -> None:
+    def scope_here(self) -> Optional[_Scope]:
+        """The scope of what the calling thread starts now."""
+        s = getattr(self.local, "scope", None)
+        if s is None:
+            s = getattr(threading.current_thread(), "_reaper_scope", None)
+        while s is not None and not s.live:
+            s = s.session
+        return s or self.main
+
+    def add(self, pid: int, scope: Optional[_Scope] = None) -> None:
         if pid <= 0:
             if pid == 0:  # the child of a fork: none of these are its children
                 self.children = {}
@@ -208,7 +266,51 @@ class _HostChildren:
         st = _stat(pid)
         if st:
             with self.lock:
-                self.children[pid] = (st[2], os.environ.get(MARKER))
+                self.children[pid] = (st[2], scope.marker if scope else os.environ.get(MARKER))
+
+    def settle(self, timeout: float = 30.0) -> None:
+        """Wait for the forks under way whose child must be moved out of where this process
+        is: a check that lists its test's cgroup after this sees none of them in it."""
+        with self.moving:
+            self.moving.wait_for(lambda: self.inflight == 0, timeout)
+
+    def _after_fork_child(self) -> None:
+        # in the child of os.fork/forkpty, before it returns to Python code: the marker and
+        # cgroup of the scope it was started for, before it can start anything itself
+        s = getattr(self.local, "forking", None)
+        if s is None or not self.users:
+            return
+        self.local.forking = None
+        self.main = s
+        for name, value in s.env().items():
+            os.environ[name] = value
+        if s.cgroup:
+            _move(s.cgroup, 0)
+
+    def _fork(self, fn, pid_of, args, kwargs):
+        scope = self.scope_here()
+        main = self.main
+        away = scope is not None and main is not None and scope is not main and \
+            (scope.cgroup != main.cgroup or scope.marker != main.marker)
+        if not away:
+            result = fn(*args, **kwargs)
+            self.add(pid_of(result), scope)
+            return result
+        with self.moving:
+            self.inflight += 1
+        self.local.forking = scope
+        try:
+            result = fn(*args, **kwargs)
+            pid = pid_of(result)
+            if pid > 0 and scope.cgroup:
+                _move(scope.cgroup, pid)  # a child that runs no Python code (exec) moves here
+            self.add(pid, scope)
+            return result
+        finally:
+            self.local.forking = None
+            with self.moving:
+                self.inflight -= 1
+                self.moving.notify_all()
 
     def current(self) -> Dict[int, tuple]:
         """The tracked children that are still ours and not waited for; forget the others."""
@@ -224,18 +326,33 @@ class _HostChildren:
         got = self.children.get(pid)
         return got is not None and got[0] == start
 
-    def install(self) -> None:
+    def install(self, session: _Scope) -> None:
         self.users += 1
         if self.users > 1:
             return
         import _posixsubprocess
+        if not self.at_fork:  # cannot be unregistered: does nothing while no session runs
+            os.register_at_fork(after_in_child=self._after_fork_child)
+            self.at_fork = True
+        # threads already running (a plugin's, a conftest's) are the session's
+        for t in threading.enumerate():
+            if t is not threading.current_thread():
+                t._reaper_scope = session
 
         def returns_pid(fn, pid_of):
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
-                result = fn(*args, **kwargs)
-                self.add(pid_of(result))
-                return result
+                return self._fork(fn, pid_of, args, kwargs)
+            return wrapper
+
+        def start(fn):
+            @functools.wraps(fn)
+            def wrapper(thread, *args, **kwargs):
+                try:
+                    thread._reaper_scope = self.scope_here()
+                except AttributeError:  # a subclass with __slots__
+                    pass
+                return fn(thread, *args, **kwargs)
             return wrapper
 
         def system(fn):
@@ -260,6 +377,8 @@ class _HostChildren:
                 setattr(mod, name, returns_pid(fn, pid_of))
         self.saved.append((os, "system", os.system))
         os.system = system(os.system)
+        self.saved.append((threading.Thread, "start", threading.Thread.start))
+        threading.Thread.start = start(threading.Thread.start)
 
     def uninstall(self) -> None:
         self.users -= 1
@@ -335,11 +454,12 @@ def _collect(pid: int, start: int) -> int:
         os.close(fd)
 
 
-def _mark_helpers(env: Dict[str, Optional[str]]) -> List[tuple]:
+def _mark_helpers(scope: _Scope) -> List[tuple]:
     """multiprocessing starts its resource tracker and fork server once, in whichever test
     first needs them, and they serve the interpreter until it exits (which ends them): they
-    are started with a marker no check looks for, so no test is blamed for them and none
-    kills them under the tests that follow. Returns (class, original) pairs to restore."""
+    are started with a marker no check looks for, outside the session's cgroup, so no test is
+    blamed for them and none kills them under the tests that follow. Returns (class,
+    original) pairs to restore."""
     try:
         from multiprocessing import forkserver, resource_tracker
     except ImportError:
@@ -351,10 +471,12 @@ def _mark_helpers(env: Dict[str, Optional[str]]) -> List[tuple]:
             continue
 
         def ensure_running(self, *args, _fn=fn, **kwargs):
-            before = _swap_env(env)
+            before, forced = _swap_env(scope.env()), getattr(HOST.local, "scope", None)
+            HOST.local.scope = scope
             try:
                 return _fn(self, *args, **kwargs)
             finally:
+                HOST.local.scope = forced
                 _swap_env(before)
         cls.ensure_running = functools.wraps(fn)(ensure_running)
         saved.append((cls, fn))
@@ -362,6 +484,92 @@ def _mark_helpers(env: Dict[str, Optional[str]]) -> List[tuple]:
 
 
 # ---- the session -------------------------------------------------------------------------
+
+class _Cgroups:
+    """The session's cgroup (wider fixtures, hooks, whatever runs between tests) and one below
+    it per test. pytest moves itself (the whole process) into the running test's cgroup for the
+    test's function fixtures and call, into the session's while wider fixtures are set up and
+    torn down, and out of both before it reaps them: what stays in a test's cgroup is what the
+    test left."""
+
+    def __init__(self, own: str, prefix: str):
+        from . import cgroup
+        self.cg = cgroup
+        self.own = own
+        self.session = cgroup.create(own, f"reaper-pytest-{prefix}")
+        self.where = own
+        try:
+            self.goto(self.session)
+        except BaseException:
+            self.drop(self.session)
+            raise
+
+    def goto(self, path: str) -> None:
+        if path != self.where:
+            self.cg.enter(path)
+            self.where = path
+
+    def drop(self, path: str) -> Optional[str]:
+        """Remove path (a reaped cgroup); what it still holds (unkillable) moves up a level.
+        Never raises: a sentence when something stayed."""
+        try:
+            self.cg.remove(path)
+            return None
+        except OSError as e:
+            if e.errno != errno.EBUSY:
+                return f"cannot remove the cgroup {path}: {e.strerror}"
+        try:
+            n = self.cg.release(path)
+            return f"{n} process{'es' if n != 1 else ''} still in {path} moved to its parent cgroup"
+        except OSError as e:
+            return f"cannot release the cgroup {path}: {e.strerror}"
+
+    def close(self, timeout: float) -> Optional[str]:
+        """Last resort (the session ended without its check): back where pytest was, the
+        session's cgroup ended and removed."""
+        try:
+            self.goto(self.own)
+        except OSError:
+            pass
+        if not os.path.isdir(self.session):
+            return None
+        try:
+            self.cg.kill(self.session)
+            self.cg.wait(self.session, timeout)
+        except OSError:
+            pass
+        return self.drop(self.session)
+
+
+def _tracking(config, prefix: str):
+    """(cgroup tracking or None, the header's words for it)."""
+    mode = config.getoption("reaper_cgroup") or config.getini("reaper_cgroup") or "auto"
+    if mode not in CGROUP_MODES:
+        raise pytest.UsageError(f"the reaper_cgroup ini value must be one of {', '.join(CGROUP_MODES)}, "
+                                f"not {mode!r}")
+    if mode == "off":
+        return None, "proc (markers and descent; --reaper-cgroup off)"
+    from . import cgroup
+    import reaper
+    try:
+        own = cgroup.current()
+        err = cgroup.usable(own)
+    except reaper.ReaperError as e:
+        own, err = "?", e.errno
+    if not err and config.pluginmanager.has_plugin("dsession"):
+        # an xdist controller runs no test: each worker makes its own cgroups
+        return None, "cgroup (each xdist worker's own)"
+    if not err:
+        try:
+            cg = _Cgroups(own, prefix)
+            return cg, f"cgroup (one per test below {cg.session})"
+        except reaper.ReaperError as e:
+            err = e.errno
+    why = cgroup.why_not(err, own)
+    if mode == "on":
+        raise pytest.UsageError(f"--reaper-cgroup on: the tests cannot have cgroups: {why}")
+    return None, f"proc (markers and descent: {why})"
+
 
 class _Session:
     def __init__(self, config):
@@ -376,7 +584,7 @@ class _Session:
         self.prefix = f"{secrets.token_hex(6)}-{self.worker}"
         self.shared_marker = f"{self.prefix}-shared"
         self.count = 0
-        self.current: Optional[str] = None  # the running test's marker
+        self.test: Optional[_Scope] = None  # the running test's scope
         self.since = 0                      # when it began (clock ticks since boot)
         self.session_since = 0
         self.records: List[dict] = []       # from teardown reports (controller side under xdist)
@@ -386,13 +594,21 @@ class _Session:
         self.outer: Dict[str, Optional[str]] = {}
         self.collector: Optional[_Collector] = None
         self.helpers: List[tuple] = []
+        self.cgroups: Optional[_Cgroups] = None
+        self.tracking = "proc"
+        self.scope: Optional[_Scope] = None
+        self.outer_scope: Optional[_Scope] = None
 
     # -- session ------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session):
+        self.cgroups, self.tracking = _tracking(self.config, self.prefix)
+        self.scope = _Scope(self.shared_marker, "the session (outside any test)",
+                            self.cgroups.session if self.cgroups else None)
         self.reaper.adopt_orphans()
         self.adopted = True
-        HOST.install()
+        HOST.install(self.scope)
+        self.outer_scope, HOST.main = HOST.main, self.scope
         # children started before the session (a conftest, a plugin's configure hook) are the
         # host's own as well: their owners wait for them later
         for pid in _children():
@@ -402,31 +618,34 @@ class _Session:
         self.session_since = self.reaper.now_ticks()
         # What starts outside any test (session fixtures, plugins) carries the shared marker.
         self.outer = _swap_env({MARKER: self.shared_marker, SESSION_VAR: self.prefix})
-        self.helpers = _mark_helpers({MARKER: f"{self.prefix}-multiprocessing",
-                                      "REAPER_TEST": "multiprocessing's helper process"})
+        self.helpers = _mark_helpers(_Scope(f"{self.prefix}-multiprocessing", "multiprocessing's helper process",
+                                            self.cgroups.own if self.cgroups else None))
+
+    def pytest_report_header(self):
+        return f"reaper: tracking: {self.tracking}"
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session):
-        # Processes of wider-scoped fixtures: nobody's test; cleaned up, reported apart.
-        finders = [self.reaper.with_env(MARKER, self.shared_marker)]
-        # an xdist controller's children are its workers, which xdist itself ends
-        if not self.config.pluginmanager.has_plugin("dsession"):
-            finders.append(self.reaper.descendants(since=self.session_since,
-                                                   unless_env=(MARKER, self.shared_marker)))
-        rep = self.reaper.reap_report(*finders, timeout=self.timeout, grace=self.grace,
-                                      host_children=HOST.current())
-        self.shared_leaks = [_record(p, p.test) for p in rep.leaks]
-        _swap_env(self.outer)
-        for cls, fn in self.helpers:
-            cls.ensure_running = fn
-        self.helpers = []
-        if self.collector:
-            self.collector.finish()
-            self.collector = None
-        HOST.uninstall()
-        if self.adopted:
-            self.reaper.release_orphans()
-            self.adopted = False
+        cgroups, self.cgroups = self.cgroups, None
+        try:
+            self._finish(cgroups)
+        finally:
+            if cgroups:
+                left = cgroups.close(self.timeout + self.grace + 5)
+                if left:
+                    warnings.warn(ReaperIncompleteWarning(f"reaper: {left}"))
+            _swap_env(self.outer)
+            HOST.main = self.outer_scope
+            for cls, fn in self.helpers:
+                cls.ensure_running = fn
+            self.helpers = []
+            if self.collector:
+                self.collector.finish()
+                self.collector = None
+            HOST.uninstall()
+            if self.adopted:
+                self.reaper.release_orphans()
+                self.adopted = False
         path = self.config.getoption("reaper_report")
         if path and not os.environ.get("PYTEST_XDIST_WORKER"):
             try:
@@ -437,6 +656,44 @@ class _Session:
                 print(f"reaper: error: cannot write the report {path}: {e.strerror or e}", file=sys.stderr)
                 if session.exitstatus == 0:
                     session.exitstatus = 74
+
+    def _finish(self, cgroups: Optional[_Cgroups]) -> None:
+        # Processes of wider-scoped fixtures: nobody's test; cleaned up, reported apart.
+        finders = [self.reaper.with_env(MARKER, self.shared_marker)]
+        if cgroups:
+            cgroups.goto(cgroups.own)  # out of the cgroup before it is ended
+            HOST.settle()
+            finders.append(self.reaper.with_cgroup(cgroups.session))
+        elif not self.config.pluginmanager.has_plugin("dsession"):
+            # an xdist controller's children are its workers, which xdist itself ends
+            finders.append(self.reaper.descendants(since=self.session_since,
+                                                   unless_env=(MARKER, self.shared_marker)))
+        rep = self._reap(finders, "the session's own processes", timeout=self.timeout, grace=self.grace,
+                         host_children=HOST.current())
+        self.shared_leaks = [_record(p, p.test) for p in rep.leaks]
+        if cgroups:
+            left = cgroups.drop(cgroups.session)
+            if left:
+                warnings.warn(ReaperIncompleteWarning(f"reaper: {left}"))
+
+    def pytest_unconfigure(self, config):
+        # a session that ended without its check (an error in another plugin's sessionfinish)
+        # still leaves no cgroup behind
+        if self.cgroups:
+            cgroups, self.cgroups = self.cgroups, None
+            cgroups.close(self.timeout + self.grace + 5)
+
+    def _reap(self, finders, what: str, **kw):
+        """The reap; an incomplete result is a warning (something outside the checked code,
+        such as another process held in an exec under heavy load, or no descriptors left):
+        what was found is still reported and cleaned up."""
+        try:
+            return self.reaper.reap_report(*finders, **kw)
+        except self.reaper.ReaperIncomplete as e:
+            warnings.warn(ReaperIncompleteWarning(
+                f"reaper: the check of {what} is incomplete, processes may have been missed: "
+                f"{e.strerror.replace('reaper: the result is incomplete: ', '')}"), stacklevel=2)
+            return e.report
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node):
@@ -459,6 +716,7 @@ class _Session:
             "reaper_version": self.reaper.__version__,
             "marker": MARKER,
             "session": self.prefix,
+            "tracking": self.tracking.split()[0],
             "tests_checked": self.checked,
             "leaks": leaks,
             "allowed": [r for r in self.records if r["allowed"]],
@@ -487,39 +745,80 @@ class _Session:
     # -- per test -----------------------------------------------------------------------
     @pytest.hookimpl(hookwrapper=True)
     def pytest_fixture_setup(self, fixturedef, request):
-        # A wider fixture outlives the test that first asked for it: its processes get the
-        # session marker, not the test's, and are reaped when the session ends.
+        # A wider fixture outlives the test that first asked for it: its processes (and what
+        # the threads it starts start later) are the session's, in the session's cgroup and with
+        # the session's marker, not the test's; they are reaped when the session ends.
         if fixturedef.scope == "function":
             yield
             return
-        before = _swap_env({MARKER: self.shared_marker,
-                            "REAPER_TEST": f"{fixturedef.argname} ({fixturedef.scope}-scoped fixture)"})
+        scope = _Scope(self.shared_marker, f"{fixturedef.argname} ({fixturedef.scope}-scoped fixture)",
+                       self.scope.cgroup, self.scope)
+        before, main = _swap_env(scope.env()), HOST.main
+        where = self.cgroups.where if self.cgroups else None
+        HOST.main = scope
         try:
+            if where:
+                self.cgroups.goto(self.cgroups.session)
             yield
         finally:
+            HOST.main = main
             _swap_env(before)
+            if where:
+                self.cgroups.goto(where)
 
     def begin(self, item) -> Dict[str, Optional[str]]:
         self.count += 1
-        self.current = f"{self.prefix}-{self.count}"
+        marker = f"{self.prefix}-{self.count}"
+        cgroup = None
+        if self.cgroups:
+            try:
+                cgroup = self.cgroups.cg.create(self.cgroups.session, f"test-{self.count}")
+                self.cgroups.goto(cgroup)
+            except OSError as e:
+                # this test is checked by its marker and by descent
+                if cgroup:
+                    self.cgroups.drop(cgroup)
+                    cgroup = None
+                warnings.warn(ReaperIncompleteWarning(f"reaper: no cgroup for this test ({e}); checked by its "
+                                                      "marker and by descent"))
+        self.test = _Scope(marker, item.nodeid, cgroup, self.scope)
         self.since = self.reaper.now_ticks()
-        return _swap_env({MARKER: self.current, "REAPER_TEST": item.nodeid})
+        HOST.main = self.test
+        return _swap_env(self.test.env())
 
     def end(self, item, before: Dict[str, Optional[str]]) -> None:
-        marker, self.current = self.current, None
+        test, self.test = self.test, None
+        test.live = False
+        HOST.main = self.scope
         _swap_env(before)
+        try:
+            if test.cgroup:
+                self.cgroups.goto(self.cgroups.session)  # out of it before it is reaped
+                HOST.settle()
+            self._check(item, test)
+        finally:
+            if test.cgroup:
+                left = self.cgroups.drop(test.cgroup)
+                if left:
+                    warnings.warn(ReaperIncompleteWarning(f"reaper: {left}"))
+
+    def _check(self, item, test: _Scope) -> None:
+        marker = test.marker
         if self.gc:
             gc.collect()
         mark = item.get_closest_marker("reaper")
         kw = dict(mark.kwargs) if mark else {}
         host = HOST.current()
-        # children forked while a wider fixture was set up are that fixture's
-        others = [pid for pid, (_, owner) in host.items() if owner != marker]
-        finders = (self.reaper.with_env(MARKER, marker),
-                   self.reaper.descendants(since=self.since, unless_env=(MARKER, marker), skip=others))
+        if test.cgroup:
+            finders = (self.reaper.with_env(MARKER, marker), self.reaper.with_cgroup(test.cgroup))
+        else:
+            # children forked for another scope (a wider fixture, its threads) are not the test's
+            others = [pid for pid, (_, owner) in host.items() if owner != marker]
+            finders = (self.reaper.with_env(MARKER, marker),
+                       self.reaper.descendants(since=self.since, unless_env=(MARKER, marker), skip=others))
         if kw.get("check", True) is False:
             # still cleaned up, never reported
-            self.reaper.reap_report(*finders, timeout=self.timeout, grace=self.grace, host_children=host)
+            self._reap(finders, "this test", timeout=self.timeout, grace=self.grace, host_children=host)
             return
         # a bad timeout of the marker must not stop the cleanup: the test's processes are
         # reaped with the session's timeout, then the test fails naming the value
@@ -532,8 +831,8 @@ class _Session:
         allow = kw.get("allow", ())
         allow = (allow,) if isinstance(allow, str) else tuple(allow)
         started = time.monotonic()
-        rep = self.reaper.reap_report(*finders, timeout=timeout, grace=self.grace, allow=allow,
-                                      host_children=host, holdings=True)
+        rep = self._reap(finders, "this test", timeout=timeout, grace=self.grace, allow=allow,
+                         host_children=host, holdings=True)
         found = [p for p in rep.processes if p.leaked or (p.allowed and p.fate != "exited")]
         if found:
             item.__dict__["_reaper_found"] = [_record(p, item.nodeid) for p in found]
