@@ -32,6 +32,7 @@ with ``-p reaper.pytest_plugin`` (the same form works installed too) and enable 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import gc
@@ -247,6 +248,7 @@ class _HostChildren:
         self.local = threading.local()  # .scope: a scope forced on this thread; .forking
         self.moving = threading.Condition()
         self.inflight = 0  # forks under way whose child must be moved
+        self.closed = False  # forks for another scope wait (a check by descent is listing)
         self.at_fork = False
 
     def scope_here(self) -> Optional[_Scope]:
@@ -274,6 +276,20 @@ class _HostChildren:
         with self.moving:
             self.moving.wait_for(lambda: self.inflight == 0, timeout)
 
+    @contextlib.contextmanager
+    def closed_for_others(self):
+        """While a test is checked by descent, which a child of another scope's thread would
+        look like until its pid is known: such forks wait, those under way are finished."""
+        with self.moving:
+            self.closed = True
+        try:
+            self.settle()
+            yield
+        finally:
+            with self.moving:
+                self.closed = False
+                self.moving.notify_all()
+
     def _after_fork_child(self) -> None:
         # in the child of os.fork/forkpty, before it returns to Python code: the marker and
         # cgroup of the scope it was started for, before it can start anything itself
@@ -290,13 +306,16 @@ class _HostChildren:
     def _fork(self, fn, pid_of, args, kwargs):
         scope = self.scope_here()
         main = self.main
-        away = scope is not None and main is not None and scope is not main and \
-            (scope.cgroup != main.cgroup or scope.marker != main.marker)
+        # the running test's own forks are where the process is; any other scope's child is
+        # put in its place (also when the same as where the process is now: that may change
+        # while the fork is under way)
+        away = scope is not None and main is not None and scope is not main
         if not away:
             result = fn(*args, **kwargs)
             self.add(pid_of(result), scope)
             return result
         with self.moving:
+            self.moving.wait_for(lambda: not self.closed, 60)
             self.inflight += 1
         self.local.forking = scope
         try:
@@ -598,6 +617,9 @@ class _Session:
         self.tracking = "proc"
         self.scope: Optional[_Scope] = None
         self.outer_scope: Optional[_Scope] = None
+        self.running = False  # inside a test's runtest protocol (else: torn down at the session's end)
+        self.late_leaks: List[dict] = []
+        self.notes: List[str] = []  # the session's own check: said in the terminal summary
 
     # -- session ------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -633,7 +655,7 @@ class _Session:
             if cgroups:
                 left = cgroups.close(self.timeout + self.grace + 5)
                 if left:
-                    warnings.warn(ReaperIncompleteWarning(f"reaper: {left}"))
+                    self.notes.append(left)
             _swap_env(self.outer)
             HOST.main = self.outer_scope
             for cls, fn in self.helpers:
@@ -668,13 +690,17 @@ class _Session:
             # an xdist controller's children are its workers, which xdist itself ends
             finders.append(self.reaper.descendants(since=self.session_since,
                                                    unless_env=(MARKER, self.shared_marker)))
-        rep = self._reap(finders, "the session's own processes", timeout=self.timeout, grace=self.grace,
-                         host_children=HOST.current())
+        try:
+            rep = self.reaper.reap_report(*finders, timeout=self.timeout, grace=self.grace,
+                                          host_children=HOST.current())
+        except self.reaper.ReaperIncomplete as e:
+            self.notes.append(f"the check of the session's own processes is incomplete: {_why(e)}")
+            rep = e.report
         self.shared_leaks = [_record(p, p.test) for p in rep.leaks]
         if cgroups:
             left = cgroups.drop(cgroups.session)
             if left:
-                warnings.warn(ReaperIncompleteWarning(f"reaper: {left}"))
+                self.notes.append(left)
 
     def pytest_unconfigure(self, config):
         # a session that ended without its check (an error in another plugin's sessionfinish)
@@ -683,16 +709,16 @@ class _Session:
             cgroups, self.cgroups = self.cgroups, None
             cgroups.close(self.timeout + self.grace + 5)
 
-    def _reap(self, finders, what: str, **kw):
-        """The reap; an incomplete result is a warning (something outside the checked code,
-        such as another process held in an exec under heavy load, or no descriptors left):
-        what was found is still reported and cleaned up."""
+    def _reap(self, finders, **kw):
+        """A test's reap; an incomplete result is a warning on the test (something outside the
+        test, such as another process held in an exec under heavy load, or no descriptors
+        left): what was found is still reported and cleaned up."""
         try:
             return self.reaper.reap_report(*finders, **kw)
         except self.reaper.ReaperIncomplete as e:
             warnings.warn(ReaperIncompleteWarning(
-                f"reaper: the check of {what} is incomplete, processes may have been missed: "
-                f"{e.strerror.replace('reaper: the result is incomplete: ', '')}"), stacklevel=2)
+                f"reaper: the check of this test is incomplete, processes may have been missed: {_why(e)}"),
+                stacklevel=3)
             return e.report
 
     @pytest.hookimpl(optionalhook=True)
@@ -700,7 +726,23 @@ class _Session:
         # the workers this xdist controller starts check their own tests (see pytest_configure)
         node.workerinput["reaper_controller"] = self.prefix
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        self.running = True
+        try:
+            yield
+        finally:
+            self.running = False
+
     def pytest_terminal_summary(self, terminalreporter):
+        for note in self.notes:
+            terminalreporter.line(f"reaper: warning: {note}", yellow=True)
+        if self.late_leaks:
+            # an interrupted session tears its last test down after the protocol: no report
+            # can carry an error any more, so the leaks are listed here
+            terminalreporter.section("reaper: left by tests torn down at the session's end", red=True)
+            for r in self.late_leaks:
+                terminalreporter.line(f"{r['pid']}: {r['cmdline'][:160]}  [{r['fate']}, {r['test']}]")
         if self.shared_leaks:
             terminalreporter.section("reaper: left by fixtures wider than a test", yellow=True)
             for r in self.shared_leaks:
@@ -795,16 +837,21 @@ class _Session:
             if test.cgroup:
                 self.cgroups.goto(self.cgroups.session)  # out of it before it is reaped
                 HOST.settle()
-            self._check(item, test)
+                self._check(item, test)
+            else:
+                if self.gc:
+                    gc.collect()  # finalizers may need the threads held back below
+                with HOST.closed_for_others():
+                    self._check(item, test, gc_done=True)
         finally:
             if test.cgroup:
                 left = self.cgroups.drop(test.cgroup)
                 if left:
                     warnings.warn(ReaperIncompleteWarning(f"reaper: {left}"))
 
-    def _check(self, item, test: _Scope) -> None:
+    def _check(self, item, test: _Scope, gc_done: bool = False) -> None:
         marker = test.marker
-        if self.gc:
+        if self.gc and not gc_done:
             gc.collect()
         mark = item.get_closest_marker("reaper")
         kw = dict(mark.kwargs) if mark else {}
@@ -818,7 +865,7 @@ class _Session:
                        self.reaper.descendants(since=self.since, unless_env=(MARKER, marker), skip=others))
         if kw.get("check", True) is False:
             # still cleaned up, never reported
-            self._reap(finders, "this test", timeout=self.timeout, grace=self.grace, host_children=host)
+            self._reap(finders, timeout=self.timeout, grace=self.grace, host_children=host)
             return
         # a bad timeout of the marker must not stop the cleanup: the test's processes are
         # reaped with the session's timeout, then the test fails naming the value
@@ -831,12 +878,16 @@ class _Session:
         allow = kw.get("allow", ())
         allow = (allow,) if isinstance(allow, str) else tuple(allow)
         started = time.monotonic()
-        rep = self._reap(finders, "this test", timeout=timeout, grace=self.grace, allow=allow,
+        rep = self._reap(finders, timeout=timeout, grace=self.grace, allow=allow,
                          host_children=host, holdings=True)
         found = [p for p in rep.processes if p.leaked or (p.allowed and p.fate != "exited")]
         if found:
             item.__dict__["_reaper_found"] = [_record(p, item.nodeid) for p in found]
         leaks = rep.leaks
+        if leaks and not self.running:
+            self.late_leaks.extend(_record(p, item.nodeid) for p in leaks)
+            self.records.extend(item.__dict__.pop("_reaper_found", ()))
+            return
         if leaks:
             waited = time.monotonic() - started
             lines = [f"reaper: {item.nodeid} left {len(leaks)} process{'es' if len(leaks) > 1 else ''} "
@@ -865,6 +916,10 @@ class _Session:
             yield
         finally:
             self.end(request.node, before)
+
+def _why(e) -> str:
+    return e.strerror.replace("reaper: the result is incomplete: ", "")
+
 
 def _holdings_lines(p) -> List[str]:
     """What a leak held when it was found still running (the port the next test cannot bind,

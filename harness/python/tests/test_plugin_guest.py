@@ -30,13 +30,34 @@ def inner(pytester, spawner, monkeypatch):
     assert with_tag(spawner.tag) == [], "a process of the inner suite outlived it"
 
 
+def cgroup_usable():
+    """Why per-test cgroups cannot be made here (None: they can)."""
+    import reaper.cgroup
+    try:
+        err = reaper.cgroup.usable(reaper.cgroup.current())
+    except OSError as e:
+        err = e.errno
+    return None if not err else reaper.cgroup.why_not(err, "this process's cgroup")
+
+
+@pytest.fixture(params=["cgroup", "proc"])
+def tracked(request, inner, monkeypatch):
+    """inner, its sessions tracking tests by a cgroup each, or by markers and descent."""
+    if request.param == "cgroup" and (why := cgroup_usable()):
+        if os.geteuid() == 0:
+            pytest.fail(f"root, but no cgroup per test: {why}")
+        pytest.skip(f"per-test cgroups need a writable cgroup2 (root or a delegated cgroup): {why}")
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--reaper-cgroup=" + ("on" if request.param == "cgroup" else "off"))
+    yield inner
+
+
 def run_sub(pytester, *args, timeout=120):
     """The inner suite in a pytest process of its own (its children are not ours)."""
     return pytester.runpytest_subprocess(*args, timeout=timeout)
 
 
-def test_fork_without_exec_and_multiprocessing_leaks_are_the_tests(inner, tmp_path):
-    inner.makepyfile(test_fork=f"""
+def test_fork_without_exec_and_multiprocessing_leaks_are_the_tests(tracked, tmp_path):
+    tracked.makepyfile(test_fork=f"""
 import multiprocessing, os, time
 def test_os_fork():
     pid = os.fork()
@@ -53,7 +74,7 @@ def test_multiprocessing_fork():
 def test_after():
     pass
 """)
-    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
     result.assert_outcomes(passed=3, errors=2)
     for name in ("fork", "mp"):
         pid = int((tmp_path / f"{name}.pid").read_text())
@@ -63,10 +84,10 @@ def test_after():
     assert "ERROR at teardown of test_after" not in out
 
 
-def test_a_child_caught_between_fork_and_exec_is_the_tests(inner, tmp_path):
+def test_a_child_caught_between_fork_and_exec_is_the_tests(tracked, tmp_path):
     # the child execs only after the check has begun: its environment is still the one pytest
     # was started with, so no marker can find it, only descent
-    inner.makepyfile(test_window=f"""
+    tracked.makepyfile(test_window=f"""
 import os, sys, time
 def test_window():
     pid = os.fork()
@@ -75,14 +96,14 @@ def test_window():
         os.execv(sys.executable, [sys.executable, {LEAKER!r}, "late-exec"])
     open({str(tmp_path / "w.pid")!r}, "w").write(str(pid))
 """)
-    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0", "--reaper-grace", "0")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0", "--reaper-grace", "0")
     result.assert_outcomes(passed=1, errors=1)
     pid = int((tmp_path / "w.pid").read_text())
     result.stdout.fnmatch_lines(["*reaper: test_window.py::test_window left 1 process running*", f"*  {pid}: *"])
 
 
-def test_popen_and_pty_children_keep_their_exit_status_for_their_owner(inner):
-    inner.makepyfile(test_status=f"""
+def test_popen_and_pty_children_keep_their_exit_status_for_their_owner(tracked):
+    tracked.makepyfile(test_status=f"""
 import os, signal, subprocess, sys
 kept = []
 def test_leaves_a_popen():
@@ -100,13 +121,13 @@ def test_pty_owner_waits():
     assert got == pid and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
     os.close(fd)
 """)
-    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0.2")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0.2")
     result.assert_outcomes(passed=4, errors=2)
     result.stdout.fnmatch_lines(["*popen-child*", "*killed*a child of pytest: its exit status is left for its owner*"])
 
 
-def test_adopted_orphans_are_collected_while_the_test_runs(inner, tmp_path):
-    inner.makepyfile(test_orphans=f"""
+def test_adopted_orphans_are_collected_while_the_test_runs(tracked, tmp_path):
+    tracked.makepyfile(test_orphans=f"""
 import os, subprocess, sys, time
 def daemon(n):
     pidfile = {str(tmp_path)!r} + "/d%d.pid" % n
@@ -127,13 +148,13 @@ def test_many():
     for pid in [daemon(n) for n in range(2, 12)]:
         assert gone(pid)
 """)
-    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "1")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "1")
     result.assert_outcomes(passed=2)
 
 
-def test_a_nested_session_leaves_the_check_to_the_enclosing_one(inner, tmp_path):
+def test_a_nested_session_leaves_the_check_to_the_enclosing_one(tracked, tmp_path):
     pidfile = tmp_path / "left.pid"
-    inner.makepyfile(test_outer=f"""
+    tracked.makepyfile(test_outer=f"""
 import os, time
 pytest_plugins = ["pytester"]
 def test_outer(pytester):
@@ -152,7 +173,7 @@ def test_leaves_it_for_the_outer_test():
     state = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0]
     assert state not in "ZX", "the nested session killed what it left for this test"
 """)
-    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
     result.assert_outcomes(passed=1, errors=1)  # the enclosing session's check got it
     result.stdout.fnmatch_lines(["*reaper: test_outer.py::test_outer left 1 process running*", "*for-outer*"])
 
@@ -172,10 +193,10 @@ def test_cycle():
 """
 
 
-def test_garbage_collection_before_the_check_closes_what_cycles_hold(inner):
-    inner.makepyfile(test_gc=CYCLE)
-    run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2").assert_outcomes(passed=1)
-    off = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-no-gc")
+def test_garbage_collection_before_the_check_closes_what_cycles_hold(tracked):
+    tracked.makepyfile(test_gc=CYCLE)
+    run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2").assert_outcomes(passed=1)
+    off = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-no-gc")
     off.assert_outcomes(passed=1, errors=1)
     off.stdout.fnmatch_lines(["*held-by-a-cycle*"])
 
@@ -193,10 +214,10 @@ while True:
 
 
 @pytest.mark.parametrize("grace, clean", [("5", True), ("0", False)])
-def test_sigterm_grace_lets_a_leaked_server_shut_down_cleanly(inner, tmp_path, grace, clean):
+def test_sigterm_grace_lets_a_leaked_server_shut_down_cleanly(tracked, tmp_path, grace, clean):
     (tmp_path / "server.py").write_text(SERVER)
     done = tmp_path / "done"
-    inner.makepyfile(test_srv=f"""
+    tracked.makepyfile(test_srv=f"""
 import os, subprocess, sys, time
 def test_leaves_a_server():
     subprocess.Popen([sys.executable, {str(tmp_path / "server.py")!r}, {str(done)!r}], start_new_session=True)
@@ -204,7 +225,7 @@ def test_leaves_a_server():
     while not os.path.exists({str(done) + ".ready"!r}) and time.monotonic() < deadline:
         time.sleep(0.01)
 """)
-    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0", "--reaper-grace", grace)
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0", "--reaper-grace", grace)
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*" + ("terminated" if clean else "killed") + ", state*"])
     assert done.exists() == clean
@@ -273,11 +294,11 @@ def test_junitxml_stays_valid_under_both_families(inner, family):
     assert "conventions-leak" in leaky.find("error").get("message", "") + (leaky.find("error").text or "")
 
 
-def test_xdist_workers_check_their_own_tests_without_the_nested_option(inner, monkeypatch, tmp_path):
+def test_xdist_workers_check_their_own_tests_without_the_nested_option(tracked, monkeypatch, tmp_path):
     # the workers inherit the controller's session variable; they are not nested sessions
     pytest.importorskip("xdist")
     monkeypatch.delenv("REAPER_PYTEST_SESSION", raising=False)
-    inner.makepyfile(test_x=f"""
+    tracked.makepyfile(test_x=f"""
 import os, time
 def test_fork():
     pid = os.fork()
@@ -288,7 +309,7 @@ def test_fork():
 def test_clean():
     pass
 """)
-    result = run_sub(inner, "-p", "reaper.pytest_plugin", "--reaper", "-n", "2",
+    result = run_sub(tracked, "-p", "reaper.pytest_plugin", "--reaper", "-n", "2",
                      "--reaper-timeout", "0.2", "--reaper-grace", "0")
     result.assert_outcomes(passed=2, errors=1)
     pid = int((tmp_path / "fork.pid").read_text())
@@ -296,10 +317,10 @@ def test_clean():
     assert "left by fixtures wider than a test" not in result.stdout.str()
 
 
-def test_multiprocessing_helper_processes_are_no_tests_leak(inner, spawner):
+def test_multiprocessing_helper_processes_are_no_tests_leak(tracked, spawner):
     # the resource tracker (spawn, forkserver) and the fork server serve the whole
     # interpreter: a pool closed properly leaves nothing of the test's
-    inner.makepyfile(test_mp="""
+    tracked.makepyfile(test_mp="""
 import multiprocessing, pytest
 def square(x):
     return x * x
@@ -309,7 +330,7 @@ def test_pool(method):
         assert pool.map(square, range(3)) == [0, 1, 4]
     pool.join()
 """)
-    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0", "-W", "error")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0", "-W", "error")
     result.assert_outcomes(passed=4)
     assert "left by fixtures wider than a test" not in result.stdout.str()
     # the helpers end on their own once the interpreter they serve has exited
@@ -318,17 +339,17 @@ def test_pool(method):
         time.sleep(0.05)
 
 
-def test_children_started_before_the_session_keep_their_exit_status(inner):
+def test_children_started_before_the_session_keep_their_exit_status(tracked):
     # a conftest starts them at import, before the session: they are the host's, and the
     # zombie collector must leave their statuses to the code that waits for them later
-    inner.makeconftest("""
+    tracked.makeconftest("""
 import os, subprocess, time
 P = subprocess.Popen(["sh", "-c", "exit 7"])
 PID = os.fork()
 if PID == 0:
     os._exit(5)
 """)
-    inner.makepyfile(test_late="""
+    tracked.makepyfile(test_late="""
 import os, time, conftest
 def test_wait_later():
     deadline = time.monotonic() + 60
@@ -339,4 +360,96 @@ def test_wait_later():
 def test_waitpid_later():
     assert os.waitstatus_to_exitcode(os.waitpid(conftest.PID, 0)[1]) == 5
 """)
-    run_sub(inner, *PLUGIN).assert_outcomes(passed=2)
+    run_sub(tracked, *PLUGIN).assert_outcomes(passed=2)
+
+
+def test_what_a_wider_fixtures_thread_starts_during_a_test_is_not_the_tests(tracked, tmp_path):
+    # a session-scoped Pool replaces its worker (maxtasksperchild) from its handler thread
+    # while a test runs; a session fixture's thread forks while another test runs: neither
+    # is the running test's (marker, cgroup, descent), and the Pool keeps working
+    inner = tracked
+    inner.makepyfile(test_pool=f"""
+import multiprocessing, os, threading, time, pytest
+def where(_):
+    cg = [l for l in open("/proc/self/cgroup").read().splitlines() if l.startswith("0::")][0][3:]
+    return os.getpid(), cg, os.environ.get("REAPER_TEST"), os.environ.get("REAPER_PYTEST")
+@pytest.fixture(scope="session")
+def pool():
+    p = multiprocessing.get_context("fork").Pool(1, maxtasksperchild=1)
+    yield p
+    p.close()
+    p.join()
+@pytest.fixture(scope="session")
+def forker():
+    go = threading.Event()
+    def run():
+        go.wait()
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(600)
+            os._exit(0)
+        open({str(tmp_path / "forked.pid")!r}, "w").write(str(pid))
+    t = threading.Thread(target=run)
+    t.start()
+    yield go
+    t.join()
+seen = []
+@pytest.mark.parametrize("n", range(3))
+def test_pool(pool, n, request):
+    seen.append(pool.map_async(where, [n]).get(timeout=60))
+    pid, cg, test, marker = seen[-1][0]
+    assert test != request.node.nodeid, seen
+    assert marker == os.environ["REAPER_PYTEST"].rsplit("-", 1)[0] + "-shared", seen
+    if os.environ["PYTEST_ADDOPTS"].endswith("=on"):  # not in this test's cgroup: the session's
+        assert cg != where(0)[1] and where(0)[1].startswith(cg + "/test-"), seen
+def test_replaced():
+    assert len(set(s[0][0] for s in seen)) == 3, seen  # a new worker each time
+def test_thread_forks(forker):
+    forker.set()
+    deadline = time.monotonic() + 60
+    while not os.path.exists({str(tmp_path / "forked.pid")!r}) and time.monotonic() < deadline:
+        time.sleep(0.01)
+""")
+    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=5)
+    forked = int((tmp_path / "forked.pid").read_text())
+    result.stdout.fnmatch_lines(["*reaper: left by fixtures wider than a test*",
+                                 f"{forked}: *"])
+
+
+INCOMPLETE = """
+import errno, reaper
+real = reaper.reap_report
+def incomplete(*args, **kwargs):
+    # the result a reap gives while a foreign process sits in an exec past the bound
+    rep = real(*args, **kwargs)
+    raise reaper.ReaperIncomplete(errno.EAGAIN, "an environment under an exec could not be judged in time", rep)
+reaper.reap_report = incomplete
+"""
+
+
+def test_an_incomplete_check_is_a_warning_and_what_it_found_still_an_error(inner, tmp_path):
+    inner.makeconftest(INCOMPLETE)
+    inner.makepyfile(test_inc=f"""
+import os, time
+def test_clean():
+    pass
+def test_fork():
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(600)
+        os._exit(0)
+    open({str(tmp_path / "fork.pid")!r}, "w").write(str(pid))
+""")
+    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=2, errors=1, warnings=2)
+    pid = int((tmp_path / "fork.pid").read_text())
+    result.stdout.fnmatch_lines(["*reaper: test_inc.py::test_fork left 1 process running*", f"*  {pid}: *",
+                                 "*ReaperIncompleteWarning: reaper: the check of this test is incomplete, "
+                                 "processes may have been missed: an environment under an exec could not be "
+                                 "judged in time*"])
+    result.stdout.fnmatch_lines(["reaper: warning: the check of the session's own processes is incomplete: *"])
+    assert "Traceback" not in result.stdout.str()
+    strict = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0",
+                     "-W", "error::reaper.pytest_plugin.ReaperIncompleteWarning", "-k", "clean")
+    strict.assert_outcomes(passed=1, errors=1)

@@ -1,0 +1,257 @@
+# SPDX-License-Identifier: MIT
+"""The plugin with a cgroup per test: pytest moves itself into the running test's cgroup for
+the test's function fixtures and call, into the session's while wider fixtures are set up and
+torn down, and out before it reaps; every cgroup it makes is gone when pytest ends, whichever
+way the session ends; a read-only or missing cgroup2 means markers and descent."""
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_plugin_guest import PLUGIN, cgroup_usable, inner, run_sub  # noqa: F401 (inner: a fixture)
+
+import reaper
+import reaper.cgroup
+
+needs_cgroup = pytest.mark.skipif(os.geteuid() != 0 and cgroup_usable() is not None,
+                                  reason="per-test cgroups need a writable cgroup2 (root or a delegated cgroup)")
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="a private mount namespace needs root")
+
+CG = """
+def cg():
+    return [l for l in open("/proc/self/cgroup").read().splitlines() if l.startswith("0::")][0][3:]
+"""
+
+
+def mount_of(path: str) -> str:
+    """The cgroup2 mount point path lies under (the longest one that is a prefix)."""
+    best = ""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, right = line.split(" - ")
+        if right.split()[0] == "cgroup2":
+            point = left.split()[4]
+            if (path == point or path.startswith(point.rstrip("/") + "/")) and len(point) > len(best):
+                best = point
+    return best
+
+
+@pytest.fixture
+def box():
+    """A cgroup of this test's own for an inner pytest to start in: what the inner session
+    leaves below it is visible, and nothing else is there."""
+    path = reaper.cgroup.create(None, f"plugin-test-{secrets.token_hex(4)}")
+    yield path
+    try:
+        if reaper.cgroup.populated(path):
+            reaper.cgroup.kill(path)
+            reaper.cgroup.wait(path, 30)
+    finally:
+        reaper.cgroup.remove(path)
+
+
+def left_below(box: str):
+    return sorted(os.path.relpath(d, box) for d, _, _ in os.walk(box) if d != box)
+
+
+def run_in(pytester, box: str, *args, wrap=(), timeout=120):
+    """The inner suite in a pytest process started inside the cgroup box (wrap: a command
+    prefix run after the move, such as unshare)."""
+    return pytester.run("sh", "-c", 'echo 0 > "$0/cgroup.procs" && exec "$@"', box, *wrap,
+                        sys.executable, "-m", "pytest", f"--basetemp={pytester.path / 'inner-tmp'}",
+                        "-p", "no:cacheprovider", *args, timeout=timeout)
+
+
+@needs_cgroup
+def test_a_test_runs_in_its_own_cgroup_and_wider_fixtures_in_the_sessions(inner, box, tmp_path):
+    log = tmp_path / "where"
+    inner.makepyfile(test_where=CG + f"""
+import pytest
+def note(what):
+    with open({str(log)!r}, "a") as f:
+        f.write(what + " " + cg() + "\\n")
+@pytest.fixture(scope="module")
+def mod():
+    note("module-setup")
+    yield
+    note("module-teardown")
+@pytest.fixture(scope="session")
+def lazy():
+    note("lazy-setup")
+@pytest.fixture
+def fn():
+    note("fn-setup")
+    yield
+    note("fn-teardown")
+def test_a(mod, fn):
+    note("call-a")
+def test_b(fn, request):
+    request.getfixturevalue("lazy")
+    note("call-b")
+""")
+    result = run_in(inner, box, *PLUGIN)
+    result.assert_outcomes(passed=2)
+    where = dict(line.split(" ", 1) for line in log.read_text().splitlines())
+    header = [l for l in result.outlines if l.startswith("reaper: tracking: ")]
+    assert len(header) == 1 and header[0].startswith("reaper: tracking: cgroup (one per test below "), header
+    session = where["module-setup"]
+    rel = "/" + os.path.relpath(box, mount_of(box))
+    assert os.path.dirname(session) == rel and os.path.basename(session).startswith("reaper-pytest-"), where
+    assert where["fn-setup"] != session
+    assert where["call-a"] == session + "/test-1"
+    assert where["call-b"] == session + "/test-2"
+    assert where["lazy-setup"] == session and where["module-teardown"] == session
+    assert left_below(box) == []
+
+
+ENDINGS = {
+    "clean": ("", ()),
+    "leaks": ("""
+import os, subprocess, time, pytest
+@pytest.fixture(scope="session")
+def server():
+    p = subprocess.Popen(["sleep", "600"])  # never stopped: the session's leak
+    yield p
+def test_fork(server):
+    if os.fork() == 0:
+        time.sleep(600)
+        os._exit(0)
+def test_popen():
+    subprocess.Popen(["sleep", "600"])
+""", ()),
+    "first-failure": ("""
+import subprocess
+def test_fails():
+    subprocess.Popen(["sleep", "600"])
+    assert False
+def test_not_run():
+    pass
+""", ("-x",)),
+    "interrupted-in-a-test": ("""
+import subprocess
+def test_interrupted():
+    subprocess.Popen(["sleep", "600"])
+    raise KeyboardInterrupt
+""", ()),
+    "interrupted-in-a-session-fixture": ("""
+import subprocess, pytest
+@pytest.fixture(scope="session")
+def slow():
+    subprocess.Popen(["sleep", "600"])
+    raise KeyboardInterrupt
+def test_a():
+    pass
+def test_b(slow):
+    pass
+""", ()),
+    "internal-error": ("""
+import subprocess
+def test_a():
+    subprocess.Popen(["sleep", "600"])
+""", ()),
+    "another-plugin-fails-at-the-end": ("""
+import subprocess
+def test_a():
+    subprocess.Popen(["sleep", "600"])
+""", ()),
+}
+CONFTESTS = {
+    "internal-error": """
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        raise RuntimeError("a broken plugin")
+""",
+    "another-plugin-fails-at-the-end": """
+import pytest
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish():
+    raise RuntimeError("a broken plugin at the end")
+""",
+}
+
+
+@needs_cgroup
+@pytest.mark.parametrize("ending", sorted(ENDINGS))
+def test_no_cgroup_and_no_process_is_left_behind(inner, box, ending):
+    source, args = ENDINGS[ending]
+    inner.makepyfile(test_end=source or "def test_ok():\n    pass\n")
+    if ending in CONFTESTS:
+        inner.makeconftest(CONFTESTS[ending])
+    result = run_in(inner, box, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0", *args)
+    out = result.stdout.str() + result.stderr.str()
+    assert "reaper: tracking: cgroup" in out
+    if ending == "leaks":
+        result.assert_outcomes(passed=2, errors=2)
+        result.stdout.fnmatch_lines(["*reaper: left by fixtures wider than a test*", "*sleep 600*server*"])
+    elif ending == "first-failure":
+        result.assert_outcomes(failed=1, errors=1)
+    elif ending.startswith("interrupted"):
+        assert "KeyboardInterrupt" in out and result.ret == pytest.ExitCode.INTERRUPTED
+        if ending == "interrupted-in-a-test":  # torn down after the protocol: listed, no traceback
+            result.stdout.fnmatch_lines(["*reaper: left by tests torn down at the session's end*",
+                                         "*sleep 600*test_end.py::test_interrupted*"])
+            assert "Traceback" not in out
+    elif ending == "internal-error":
+        assert "INTERNALERROR" in out and "a broken plugin" in out
+    assert left_below(box) == [], out
+    assert not reaper.cgroup.populated(box), "a process of the inner session outlived it"
+
+
+@needs_root
+def test_a_read_only_cgroup2_means_markers_and_descent(inner, box, tmp_path):
+    # a private mount namespace in which the cgroup2 mount is read-only; the fork without exec
+    # is still the test's (descent)
+    mount = mount_of(box)
+    ro = ("unshare", "-m", "--propagation", "private", "sh", "-c", 'mount -o remount,bind,ro "$0" && exec "$@"', mount)
+    inner.makepyfile(test_ro="""
+import os, time
+def test_fork():
+    if os.fork() == 0:
+        time.sleep(600)
+        os._exit(0)
+def test_clean():
+    pass
+""")
+    result = run_in(inner, box, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0", wrap=ro)
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines([f"reaper: tracking: proc (markers and descent: the cgroup2 mount at {box} is read-only)",
+                                 "*reaper: test_ro.py::test_fork left 1 process running*"])
+    on = run_in(inner, box, *PLUGIN, "--reaper-cgroup", "on", wrap=ro)
+    assert on.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"--reaper-cgroup on: the tests cannot have cgroups: the cgroup2 mount at {box} is read-only" \
+        in on.stderr.str()
+    assert left_below(box) == [] and not reaper.cgroup.populated(box)
+
+
+@needs_root
+def test_a_unified_hierarchy_at_sys_fs_cgroup(inner, box):
+    # where cgroup2 is the only hierarchy it is mounted at /sys/fs/cgroup itself (this machine
+    # may be hybrid: a private mount namespace shows it that way)
+    rel = os.path.relpath(box, mount_of(box))
+    unified = ("unshare", "-m", "--propagation", "private", "sh", "-c",
+               'umount -R -l /sys/fs/cgroup 2>/dev/null; mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec "$@"', "sh")
+    inner.makepyfile(test_u=CG + """
+import subprocess
+def test_popen():
+    assert cg().endswith("/test-1")
+    subprocess.Popen(["sleep", "600"])
+""")
+    result = run_in(inner, box, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0", wrap=unified)
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines([f"reaper: tracking: cgroup (one per test below /sys/fs/cgroup/{rel}/reaper-pytest-*)",
+                                 "*sleep 600*"])
+    assert left_below(box) == [] and not reaper.cgroup.populated(box)
+
+
+def test_proc_tracking_when_asked_for(inner):
+    inner.makepyfile(test_off="def test_ok():\n    pass\n")
+    result = run_sub(inner, *PLUGIN, "--reaper-cgroup", "off")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["reaper: tracking: proc (markers and descent; --reaper-cgroup off)"])
+    inner.makeini("[pytest]\nreaper_cgroup = sometimes\n")
+    bad = run_sub(inner, *PLUGIN)
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    assert "the reaper_cgroup ini value must be one of auto, on, off, not 'sometimes'" in bad.stderr.str()
