@@ -8,6 +8,7 @@
 #include "config.h"
 #include "exec.h"
 #include "guardian.h"
+#include "home.h"
 #include "isolate.h"
 #include "msg.h"
 #include "options.h"
@@ -191,139 +192,6 @@ static void on_escalate(void *ctx, int sig)
 	if (sig == SIGKILL)
 		r->st.escalated = 1;
 	state_update(r, "terminating");
-}
-
-/* May a directory on the way to HOME be trusted: owned by root or the caller, and writable by
- * nobody else unless sticky (like /tmp: there only an entry's owner can rename or remove it)? */
-static const char *untrusted_parent(const struct stat *sb)
-{
-	if (!S_ISDIR(sb->st_mode))
-		return "a parent directory is not a directory";
-	if (sb->st_uid != 0 && sb->st_uid != geteuid())
-		return "a parent directory is owned by another user (who could swap DIR after the check)";
-	if ((sb->st_mode & (S_IWGRP | S_IWOTH)) && !(sb->st_mode & S_ISVTX))
-		return "a parent directory is writable by group or others (and not sticky)";
-	return NULL;
-}
-
-/* Resolves the parents of home from / one component at a time, without trusting anything
- * another user could change: each directory on the way must be trusted (untrusted_parent), a
- * symlink on the way is followed only when it is ours or root's (in a trusted directory), and a
- * missing level is created 0700. The last component is created when missing and otherwise
- * left to check_home's checks. Walking down from / keeps this free of races with other users:
- * nobody else can change an entry of a directory already found trusted. */
-static int walk_home(const char *home, const char **why)
-{
-	char path[PATH_MAX] = "", rest[PATH_MAX], tmp[PATH_MAX];
-	struct stat sb;
-	int links = 0;
-	if (snprintf(rest, sizeof rest, "%s", home) >= (int)sizeof rest) {
-		*why = "cannot open it";
-		return ENAMETOOLONG;
-	}
-	if (lstat("/", &sb) < 0) {
-		*why = "cannot open it";
-		return errno;
-	}
-	if ((*why = untrusted_parent(&sb)))
-		return EXIT_USAGE;
-	for (;;) {
-		char *c = rest + strspn(rest, "/");
-		size_t len = strcspn(c, "/");
-		int last = !c[len + strspn(c + len, "/")];
-		if (!len)
-			return 0;
-		if (len == 1 && c[0] == '.') {
-			memmove(rest, c + len, strlen(c + len) + 1);
-			continue;
-		}
-		if (len == 2 && c[0] == '.' && c[1] == '.') {
-			char *slash = strrchr(path, '/'); /* path holds no symlink: its parent is lexical */
-			if (slash)
-				*slash = 0;
-			memmove(rest, c + len, strlen(c + len) + 1);
-			continue;
-		}
-		size_t plen = strlen(path);
-		if (plen + 1 + len >= sizeof path) {
-			*why = "cannot open it";
-			return ENAMETOOLONG;
-		}
-		path[plen] = '/';
-		memcpy(path + plen + 1, c, len);
-		path[plen + 1 + len] = 0;
-		memmove(rest, c + len, strlen(c + len) + 1);
-		if (lstat(path, &sb) < 0 && (errno != ENOENT || (mkdir(path, 0700) < 0 && errno != EEXIST) ||
-					     lstat(path, &sb) < 0)) {
-			*why = "cannot create it";
-			return errno;
-		}
-		if (last)
-			return 0;
-		if (S_ISLNK(sb.st_mode)) {
-			if (sb.st_uid != 0 && sb.st_uid != geteuid()) {
-				*why = "a parent directory is another user's symlink";
-				return EXIT_USAGE;
-			}
-			ssize_t n = readlink(path, tmp, sizeof tmp - 1);
-			if (n < 0 || ++links > 40 || (size_t)n + 1 + strlen(rest) >= sizeof rest) {
-				*why = "cannot open it";
-				return n < 0 ? errno : ELOOP;
-			}
-			tmp[n] = 0;
-			strcat(tmp, "/");
-			strcat(tmp, rest);
-			strcpy(rest, tmp);
-			if (tmp[0] == '/')
-				path[0] = 0;
-			else
-				path[plen] = 0;
-			continue;
-		}
-		if ((*why = untrusted_parent(&sb)))
-			return EXIT_USAGE;
-	}
-}
-
-/* --home DIR becomes COMMAND's HOME (rc files run from it) and a kill marker, so only a
- * directory nobody else controls is taken: a real directory (not a symlink), owned by us, not
- * writable by group or others, reached through parents nobody else controls (walk_home).
- * 0, or a positive errno-like code with *why set:
- * EXIT_USAGE when DIR breaks a rule, otherwise the errno of a failed create or open. */
-static int check_home(const char *home, const char **why)
-{
-	int w = walk_home(home, why);
-	if (w)
-		return w;
-	int fd = open(home, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat sb;
-	if (fd < 0) {
-		int e = errno;
-		if (lstat(home, &sb) == 0 && S_ISLNK(sb.st_mode))
-			*why = "it is a symlink (a real directory is needed)";
-		else if (e == ENOTDIR)
-			*why = "it is not a directory";
-		else {
-			*why = "cannot open it";
-			return e;
-		}
-		return EXIT_USAGE;
-	}
-	int r = fstat(fd, &sb) < 0 ? errno : 0;
-	close(fd);
-	if (r) {
-		*why = "cannot open it";
-		return r;
-	}
-	if (sb.st_uid != geteuid()) {
-		*why = geteuid() == 0 ? "it is not owned by root (the caller)" : "it is not owned by the caller";
-		return EXIT_USAGE;
-	}
-	if (sb.st_mode & (S_IWGRP | S_IWOTH)) {
-		*why = "it is writable by group or others";
-		return EXIT_USAGE;
-	}
-	return 0;
 }
 
 extern char **environ;
@@ -894,11 +762,11 @@ static int choose_exit(struct run *r, int rr, const struct reaper_report *rep)
 static int take_home(struct run *r)
 {
 	const char *why = NULL;
-	int e = r->home ? check_home(r->home, &why) : 0;
-	if (e == EXIT_USAGE)
+	int e = r->home ? home_check(r->home, &why) : 0;
+	if (e == HOME_REFUSED)
 		return die(EXIT_USAGE, "--home %s refused: %s", r->home, why);
-	if (e)
-		return die(EXIT_CANNOT_EXEC, "--home %s: %s: %s", r->home, why, strerror(e));
+	if (e < 0)
+		return die(EXIT_CANNOT_EXEC, "--home %s: %s: %s", r->home, why, strerror(-e));
 	return GO_ON;
 }
 
