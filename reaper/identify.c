@@ -167,8 +167,11 @@ ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mas
 	pi->age = up - (double)st.start_time / (double)sc->ticks;
 	if (pi->age < 0)
 		pi->age = 0;
-	/* as root, a match by a marker alone is another user's or not at once (foreign) */
+	/* as root, a match by a marker alone is another user's or not at once (foreign); the uid
+	 * read is its own only if the pin still holds after the read (-1: gone, nobody's) */
 	pi->uid = sc->want_uid && !(mask & ~sc->env_mask) ? owner_of(sc, pid) : (uid_t)-1;
+	if (pi->uid != (uid_t)-1 && pidref_held(&c.ref, sc->procfd) < 0)
+		pi->uid = (uid_t)-1;
 	/* a tree finder with a marker keeps it or not by its environment */
 	if (!env && (mask & sc->tree_marked)) {
 		envlen = scanner_environ(sc, pid);
@@ -241,7 +244,9 @@ int scanner_describe(struct scanner *sc, struct cand *c)
 	}
 	char *cmd = cmdline_of(sc, pi->pid, st.comm), *comm = strdup(st.comm);
 	char *exe = procfs_link(sc->procfd, pi->pid, "exe"), *cwd = procfs_link(sc->procfd, pi->pid, "cwd");
-	uid_t uid = fresh && pi->uid != (uid_t)-1 ? pi->uid : owner_of(sc, pi->pid);
+	/* the uid it was found with stays: it is what judged it ours or foreign, and a uid
+	 * taken since (a privilege drop, an exec through su) does not make it another user's */
+	uid_t uid = pi->uid != (uid_t)-1 ? pi->uid : owner_of(sc, pi->pid);
 	/* Found early (by descent, in its cgroup, or by a marker it inherited), it may carry the
 	 * markers and its test only since its exec; a test read before the exec may be its
 	 * parent's. The environment of its last exec names the test, when it names one. */

@@ -57,10 +57,10 @@ static double now(void)
 
 /* Another user's process that only a marker matched: a marker such as HOME=/tmp/x is a
  * string anyone can put in their own environment. A descendant or a cgroup member is ours
- * whoever it runs as. */
+ * whoever it runs as; one gone before its uid could be read (-1) is nobody's. */
 static int foreign(const struct reap *rp, const struct cand *c)
 {
-	return rp->guard_users && c->info.uid != 0 && c->info.matched_by &&
+	return rp->guard_users && c->info.uid != 0 && c->info.uid != (uid_t)-1 && c->info.matched_by &&
 	       !(c->info.matched_by & ~rp->sc.env_mask);
 }
 

@@ -87,8 +87,8 @@ void scanner_done(struct scanner *sc);
 /* One pass of every finder; adds what is new. Returns how many were added, or -errno. */
 int scanner_scan(struct scanner *sc, struct candset *cs);
 /* Describe a candidate that goes into a report or is about to be signalled: its cmdline,
- * exe, cwd, uid and test as they are now (it may have exec'd since it was found), plus its
- * state and comm when it was pinned by an earlier scan. Read through its pinned identity: when
+ * exe, cwd and test as they are now (it may have exec'd since it was found), its uid unless
+ * read already, plus its state and comm when it was pinned by an earlier scan. Read through its pinned identity: when
  * it is no longer the process pinned after the reads, nothing read is used. 0 or -ENOMEM. */
 int scanner_describe(struct scanner *sc, struct cand *c);
 

@@ -4,7 +4,8 @@
  * found; the leftover is then killed and collected, /proc/sys/kernel/ns_last_pid makes an
  * unrelated process take its pid, and the reaper is let go. The unrelated process must never
  * be signalled: through reaper_reap, through `reaper run`'s cancellation (SIGTERM to reaper),
- * and through the owner-death guardian (reaper SIGKILLed). */
+ * and through the owner-death guardian (reaper SIGKILLed). Held the same way between finding a
+ * leftover and reading what it tells about it, the reaper describes only what it pinned. */
 #include "check_hard.h"
 
 #include <sched.h>
@@ -439,9 +440,10 @@ static pid_t reaper_child(const struct reaper_finder *f, size_t nf, const struct
 		int e = reaper_reap(f, nf, &o, &rep);
 		dprintf(r[1], "%d\n", e);
 		for (size_t i = 0; e == 0 && i < rep->n; i++)
-			dprintf(r[1], "%d %llu %s cmdline=%s exe=%s cwd=%s\n", (int)rep->procs[i].pid,
+			dprintf(r[1], "%d %llu %s cmdline=%s exe=%s cwd=%s uid=%ld test=%s\n", (int)rep->procs[i].pid,
 				(unsigned long long)rep->procs[i].start_time, reaper_fate_name(rep->procs[i].fate),
-				rep->procs[i].cmdline, rep->procs[i].exe, rep->procs[i].cwd);
+				rep->procs[i].cmdline, rep->procs[i].exe, rep->procs[i].cwd,
+				rep->procs[i].uid == (uid_t)-1 ? -1L : (long)rep->procs[i].uid, rep->procs[i].test);
 		reaper_report_free(rep);
 		_exit(0);
 	}
@@ -701,12 +703,11 @@ static int path_marker_rechecked(void)
 	return unrelated_untouched(&u);
 }
 
-/* Let tracee run until it enters openat() of "VICTIM/what" (a /proc read about victim): it
- * stays stopped there, the file not opened yet. */
-static int trace_until_open(pid_t tracee, pid_t victim, const char *what)
+/* Let tracee run until it enters system call nr with want as its path (second argument): it
+ * stays stopped there, the call not made yet. */
+static int trace_until_path(pid_t tracee, long nr, const char *want)
 {
-	char want[64], mem[64], path[64];
-	snprintf(want, sizeof want, "%d/%s", (int)victim, what);
+	char mem[64], path[64];
 	snprintf(mem, sizeof mem, "/proc/%d/mem", (int)tracee);
 	int fd = open(mem, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -723,7 +724,7 @@ static int trace_until_open(pid_t tracee, pid_t victim, const char *what)
 			struct __ptrace_syscall_info si;
 			memset(&si, 0, sizeof si);
 			if (ptrace(PTRACE_GET_SYSCALL_INFO, tracee, sizeof si, &si) > 0 &&
-			    si.op == PTRACE_SYSCALL_INFO_ENTRY && si.entry.nr == SYS_openat) {
+			    si.op == PTRACE_SYSCALL_INFO_ENTRY && si.entry.nr == (unsigned long long)nr) {
 				ssize_t n = pread(fd, path, sizeof path - 1, (off_t)si.entry.args[1]);
 				path[n > 0 ? n : 0] = 0;
 				if (!strcmp(path, want)) {
@@ -739,6 +740,36 @@ static int trace_until_open(pid_t tracee, pid_t victim, const char *what)
 			return -errno;
 		}
 	}
+}
+
+/* Let tracee run until it enters openat() of "VICTIM/what" (a /proc read about victim): it
+ * stays stopped there, the file not opened yet. */
+static int trace_until_open(pid_t tracee, pid_t victim, const char *what)
+{
+	char want[64];
+	snprintf(want, sizeof want, "%d/%s", (int)victim, what);
+	return trace_until_path(tracee, SYS_openat, want);
+}
+
+/* Until pid runs what (its cmdline starts with a word holding it), as uid (-1: any), bounded:
+ * an exec under way is over then. 0 or -ETIMEDOUT. */
+static int runs_as(pid_t pid, const char *what, long uid)
+{
+	char path[64], line[64];
+	for (int i = 0; i < 6000; i++) {
+		struct stat sb;
+		snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+		int c = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = c >= 0 ? read(c, line, sizeof line - 1) : -1;
+		line[n > 0 ? n : 0] = 0;
+		if (c >= 0)
+			close(c);
+		snprintf(path, sizeof path, "/proc/%d", (int)pid);
+		if (strstr(line, what) && (uid < 0 || (stat(path, &sb) == 0 && (long)sb.st_uid == uid)))
+			return 0;
+		hard_nap(0.005);
+	}
+	return -ETIMEDOUT;
 }
 
 /* A leftover is pinned when it is found and described (cmdline, exe, cwd) later. Held at
@@ -768,18 +799,7 @@ static int path_describe_rechecked(void)
 	pid_t u = hard_spawn_raw(uargv, uenv, -1);
 	NS_CHECK(u == v.pid, "could not put a sleep on pid %d (got %d)", (int)v.pid, (int)u);
 	/* the sleep's exec is over once its cmdline shows */
-	char line[64] = "";
-	for (int i = 0; i < 2000 && !strstr(line, "sleep"); i++) {
-		char path[64];
-		snprintf(path, sizeof path, "/proc/%d/cmdline", (int)u);
-		int c = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t n = c >= 0 ? read(c, line, sizeof line - 1) : -1;
-		line[n > 0 ? n : 0] = 0;
-		if (c >= 0)
-			close(c);
-		if (!strstr(line, "sleep"))
-			hard_nap(0.005);
-	}
+	NS_CHECK(runs_as(u, "sleep", -1) == 0, "the sleep %d never ran", (int)u);
 	fprintf(stderr, "hard: reaper held at reading %d/cmdline; the pid now holds a sleep\n", (int)u);
 	NS_CHECK(ptrace(PTRACE_DETACH, reaper, 0, 0) == 0, "detach: %s", strerror(errno));
 	char out[4096];
@@ -790,6 +810,107 @@ static int path_describe_rechecked(void)
 	if (failed)
 		return 1;
 	NS_CHECK(!strstr(out, "sleep"), "the sleep on the leftover's pid was described as the leftover:\n%s", out);
+	return 0;
+}
+
+/* A leftover found by its marker while it was root's is the run's, whatever uid it takes
+ * afterwards (a privilege drop, an exec through setpriv or su): it is signalled like the rest.
+ * Held at the reaper's first look at its cmdline (its description before the signal), the
+ * leftover execs as nobody. */
+static int path_described_uid_as_found(void)
+{
+	char m[128];
+	tu_unique_marker(m, sizeof m, "HARD_NS", "setuid");
+	char *venv[] = { "PATH=/usr/bin:/bin", m, NULL };
+	char *vargv[] = { "/bin/sh", "-c",
+			  "read go <&3; exec setpriv --reuid=65534 --regid=65534 --clear-groups /bin/sleep 1000", NULL };
+	int g[2], go, res, r, st;
+	NS_CHECK(pipe2(g, O_CLOEXEC) == 0, "pipe");
+	pid_t v = hard_spawn_raw(vargv, venv, g[0]);
+	close(g[0]);
+	NS_CHECK(v > 0 && runs_as(v, "sh", 0) == 0, "spawn the leftover");
+	struct reaper_finder f = reaper_find_env(m);
+	pid_t reaper = reaper_child(&f, 1, NULL, 0, 1.0, &go, &res);
+	NS_CHECK(reaper > 0, "fork the reaper");
+	NS_CHECK(trace_begin(reaper) == 0, "trace the reaper: %s", strerror(errno));
+	NS_CHECK(write(go, "g", 1) == 1, "go");
+	NS_CHECK((r = trace_until_open(reaper, v, "cmdline")) == 0, "never caught the reaper reading %d/cmdline: %s",
+		 (int)v, strerror(-r));
+	NS_CHECK(write(g[1], "g\n", 2) == 2, "let the leftover go on");
+	close(g[1]);
+	NS_CHECK(runs_as(v, "sleep", 65534) == 0, "the leftover %d never ran as nobody", (int)v);
+	fprintf(stderr, "hard: reaper held at reading %d/cmdline; the leftover now runs as nobody\n", (int)v);
+	NS_CHECK(ptrace(PTRACE_DETACH, reaper, 0, 0) == 0, "detach: %s", strerror(errno));
+	char out[4096];
+	int failed = reaper_result(reaper, res, out, sizeof out);
+	pid_t w = waitpid(v, &st, WNOHANG);
+	if (w == 0) {
+		kill(v, SIGKILL);
+		waitpid(v, NULL, 0);
+	}
+	if (failed)
+		return 1;
+	NS_CHECK(w == v && WIFSIGNALED(st), "the leftover %d was left running (%d, status %#x):\n%s", (int)v, (int)w, st,
+		 out);
+	char want[32];
+	snprintf(want, sizeof want, "\n%d ", (int)v);
+	const char *line = strstr(out, want);
+	NS_CHECK(line && strstr(line, " terminated "), "the leftover %d is not reported terminated:\n%s", (int)v, out);
+	return 0;
+}
+
+/* A leftover found by its marker is gone by the time its uid is read, and another user's
+ * process holds its pid: it is told as what it was (it exited), not with that process's uid
+ * (another user's: foreign). */
+static int path_uid_read_rechecked(void)
+{
+	char m[128];
+	tu_unique_marker(m, sizeof m, "HARD_NS", "uid");
+	char *venv[] = { "PATH=/usr/bin:/bin", m, NULL };
+	struct sigproc v;
+	NS_CHECK(ns_sig_spawn(&v, venv) == 0, "spawn the leftover");
+	uint64_t vst = tu_start_time(v.pid);
+	struct reaper_finder f = reaper_find_env(m);
+	int go, res, r, st;
+	pid_t reaper = reaper_child(&f, 1, NULL, 0, 5, &go, &res);
+	NS_CHECK(reaper > 0, "fork the reaper");
+	NS_CHECK(trace_begin(reaper) == 0, "trace the reaper: %s", strerror(errno));
+	NS_CHECK(write(go, "g", 1) == 1, "go");
+	char dir[16];
+	snprintf(dir, sizeof dir, "%d", (int)v.pid);
+	NS_CHECK((r = trace_until_path(reaper, SYS_newfstatat, dir)) == 0, "never caught the reaper reading %d's uid: %s",
+		 (int)v.pid, strerror(-r));
+	NS_CHECK(kill(v.pid, SIGKILL) == 0 && waitpid(v.pid, &st, 0) == v.pid, "end the leftover");
+	close(v.rd);
+	NS_CHECK(next_pid_is(v.pid) == 0, "ns_last_pid");
+	pid_t u = fork();
+	if (u == 0) {
+		char *uargv[] = { "/bin/sleep", "1000", NULL }, *uenv[] = { "PATH=/usr/bin:/bin", NULL };
+		if (setgroups(0, NULL) == 0 && setresgid(65534, 65534, 65534) == 0 && setresuid(65534, 65534, 65534) == 0)
+			execve(uargv[0], uargv, uenv);
+		_exit(127);
+	}
+	NS_CHECK(u == v.pid, "could not put a process on pid %d (got %d)", (int)v.pid, (int)u);
+	r = runs_as(u, "sleep", 65534);
+	fprintf(stderr, "hard: reaper held at reading %d's uid; the pid now holds nobody's sleep\n", (int)u);
+	NS_CHECK(ptrace(PTRACE_DETACH, reaper, 0, 0) == 0, "detach: %s", strerror(errno));
+	char out[4096];
+	int failed = reaper_result(reaper, res, out, sizeof out);
+	int alive = waitpid(u, &st, WNOHANG) == 0;
+	kill(u, SIGKILL);
+	waitpid(u, &st, 0);
+	if (failed)
+		return 1;
+	NS_CHECK(r == 0, "nobody's sleep %d never ran", (int)u);
+	NS_CHECK(alive, "nobody's sleep on pid %d was signalled", (int)u);
+	char want[64];
+	snprintf(want, sizeof want, "\n%d %llu ", (int)v.pid, (unsigned long long)vst);
+	const char *line = strstr(out, want);
+	NS_CHECK(line, "the leftover %d is not in the report:\n%s", (int)v.pid, out);
+	char told[1024];
+	snprintf(told, sizeof told, "%.*s", (int)strcspn(line + 1, "\n"), line + 1);
+	NS_CHECK(!strncmp(line + strlen(want), "exited ", 7), "the leftover that exited is told otherwise: %s", told);
+	NS_CHECK(!strstr(told, " uid=65534 "), "the leftover is told with the uid of the process now on its pid: %s", told);
 	return 0;
 }
 
@@ -1021,6 +1142,20 @@ START_TEST(described_through_its_identity)
 }
 END_TEST
 
+START_TEST(described_uid_as_found)
+{
+	if (need_root("described_uid_as_found"))
+		in_pid_namespace(path_described_uid_as_found);
+}
+END_TEST
+
+START_TEST(uid_read_rechecked)
+{
+	if (need_root("uid_read_rechecked"))
+		in_pid_namespace(path_uid_read_rechecked);
+}
+END_TEST
+
 START_TEST(cgroup_member_rechecked_after_pinning)
 {
 	if (need_root("cgroup_member_rechecked_after_pinning"))
@@ -1058,6 +1193,8 @@ int main(void)
 	tcase_add_test(tc, setsid_sleep_found_mid_exec);
 	tcase_add_test(tc, marker_rechecked_after_pinning);
 	tcase_add_test(tc, described_through_its_identity);
+	tcase_add_test(tc, described_uid_as_found);
+	tcase_add_test(tc, uid_read_rechecked);
 	tcase_add_test(tc, cgroup_member_rechecked_after_pinning);
 	tcase_add_test(tc, release_member_rechecked_after_pinning);
 	suite_add_tcase(s, tc);
