@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#define PF_FORKNOEXEC 0x00000040 /* stat flags: forked, has not exec'd since */
+
 static int host_zombie(const struct scanner *sc, pid_t pid)
 {
 	for (size_t i = 0; i < sc->nhost_zombies; i++)
@@ -188,6 +190,7 @@ ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mas
 	pi->host_child = st.ppid == sc->self && pid_in_list(sc->host, sc->nhost, pid);
 	/* an environment read in this scan names its test; the others are read when described */
 	c.env_read = env && envlen >= 0;
+	c.unexeced = (st.flags & PF_FORKNOEXEC) != 0;
 	pi->environ_unreadable = env && (envlen == -EACCES || envlen == -EPERM);
 	size_t vlen = 0;
 	const char *test = env && envlen > 0 ? reaper_environ_get(env, (size_t)envlen, "REAPER_TEST", &vlen) : NULL;
@@ -232,9 +235,11 @@ int scanner_describe(struct scanner *sc, struct cand *c)
 	struct reaper_proc *pi = &c->info;
 	if (c->ref.pid <= 0)
 		return 0;
-	/* Pinned by the scan that just ran: its stat and (when read then) its environment are
-	 * that recent. Else it may have exec'd since: what it is now is read again. */
-	int fresh = c->gen == sc->gen;
+	/* Pinned by the scan that just ran, after its exec: its stat and (when read then) its
+	 * environment are that recent. Else it may have exec'd since (one pinned between its fork
+	 * and its exec showed its parent's comm and environment, its parent's test): what it is
+	 * now is read again. */
+	int fresh = c->gen == sc->gen && !c->unexeced;
 	struct reaper_stat st;
 	if (fresh) {
 		st.state = pi->state;

@@ -142,6 +142,88 @@ START_TEST(unreadable_environment_judged)
 }
 END_TEST
 
+/* A call finder that runs after the marker finder in the same scan: it lets the leftover
+ * exec and waits until the exec is over (its environment names the test "second"). */
+struct exec_now {
+	int go;
+	pid_t pid;
+	int calls;
+};
+
+static int let_it_exec(void *ctx, struct reaper_ident *ids, size_t cap)
+{
+	(void)ids, (void)cap;
+	struct exec_now *e = ctx;
+	if (e->calls++ || write(e->go, "g\n", 2) != 2)
+		return 0;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/environ", (int)e->pid);
+	for (int i = 0; i < 6000; i++) {
+		char env[4096];
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, env, sizeof env - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (n > 0 && memmem(env, (size_t)n, "REAPER_TEST=second", 19))
+			return 0;
+		hard_nap(0.005);
+	}
+	return 0;
+}
+
+static int runs_301(pid_t pid)
+{
+	char path[64], line[64];
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, line, sizeof line - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	return n > 0 && memmem(line, (size_t)n, "301", 3) != NULL;
+}
+
+/* A leftover found between its fork and its exec shows its parent's environment (its test)
+ * and comm. Told after its exec, even by the scan that found it, it is told as the program it
+ * runs then: cmdline, comm and test all of that exec. */
+START_TEST(described_after_exec_in_the_scan_that_found_it)
+{
+	char m[128];
+	tu_unique_marker(m, sizeof m, "HARD_EXEC", "described");
+	char *argv[] = { "/bin/sh", "-c", "(read go <&3; REAPER_TEST=second exec /bin/sleep 300) & exec /bin/sleep 301", NULL };
+	int g[2];
+	ck_assert_int_eq(pipe2(g, O_CLOEXEC), 0);
+	struct tu_proc sh;
+	pid_t pid = hard_spawn_raw(argv, hard_env(m, suite_marker, "REAPER_TEST=first", NULL), g[0]);
+	close(g[0]);
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(tu_pin(&sh, pid, 0), 0);
+	/* its parent runs sleep 301, the child waits unexec'd */
+	pid_t both[4];
+	int n = 0;
+	for (int i = 0; i < 2000 && (n != 2 || !runs_301(pid)); i++) {
+		hard_nap(0.005);
+		n = tu_marked(m, both, 4);
+	}
+	ck_assert_msg(n == 2 && runs_301(pid), "the leftover did not start (%d marked)", n);
+	struct exec_now e = { g[1], both[0] == pid ? both[1] : both[0], 0 };
+	struct reaper_finder f[2] = { reaper_find_env(m), reaper_find_call(let_it_exec, &e) };
+	struct reaper_report *r = NULL;
+	int scanned = reaper_scan(f, 2, &r);
+	const struct reaper_proc *pr = scanned == 0 ? hard_find(r, e.pid, 0) : NULL;
+	char told[512] = "";
+	if (pr)
+		snprintf(told, sizeof told, "cmdline '%s', comm '%s', test '%s'", pr->cmdline, pr->comm, pr->test);
+	reaper_report_free(r);
+	close(g[1]);
+	ck_assert_int_eq(tu_kill_wait(&sh), 0);
+	ck_assert_int_eq(tu_kill_marked(m), 1);
+	ck_assert_int_eq(scanned, 0);
+	ck_assert_msg(pr, "the leftover %d was not found", (int)e.pid);
+	ck_assert_msg(strstr(told, "cmdline '/bin/sleep 300', comm 'sleep', test 'second'"), "%d is told as %s",
+		      (int)e.pid, told);
+}
+END_TEST
+
 /* ---- more leftovers than descriptors ---------------------------------------------------- */
 
 #define NLEFT 40
@@ -273,6 +355,7 @@ int main(void)
 	tcase_add_test(tc, run_zombie_leader_is_a_leak);
 	tcase_add_test(tc, exec_loop_never_missed);
 	tcase_add_test(tc, unreadable_environment_judged);
+	tcase_add_test(tc, described_after_exec_in_the_scan_that_found_it);
 	tcase_add_test(tc, nothing_left_behind);
 	suite_add_tcase(s, tc);
 	/* "pidfd": the leftovers are not the reaper's children, which only a pidfd may signal
