@@ -319,15 +319,28 @@ static int test_finish(void)
 	return r < 0 ? r : 0;
 }
 
+/* A test whose teardown never ran (CK_NOFORK: a checked setup after ours or a teardown
+ * before ours failed): what it left is killed at once and listed on stderr. */
+static void test_abandon(int slot)
+{
+	char msg[4096];
+	struct reaper_report *rep = NULL;
+	test_leave();
+	int r = reap(cur.entry, cur.since, cur.cg, 0, &rep);
+	test_finish();
+	if (r == 0 && rep->leaks) {
+		snprintf(msg, sizeof msg, "reaper: tcase %s: killed %zu process%s left by a test whose teardown did not run:",
+			 names[slot], rep->leaks, rep->leaks > 1 ? "es" : "");
+		list_leaks(rep, msg, sizeof msg);
+		fprintf(stderr, "%s\n", msg);
+	}
+	reaper_report_free(rep);
+}
+
 static void checked_setup(int slot)
 {
-	if (cur.open) { /* CK_NOFORK: a setup after ours failed, so no teardown ran */
-		struct reaper_report *rep = NULL;
-		test_leave();
-		if (reap(cur.entry, cur.since, cur.cg, 0, &rep) == 0)
-			reaper_report_free(rep);
-		test_finish();
-	}
+	if (cur.open) /* CK_NOFORK: a setup after ours failed, so no teardown ran */
+		test_abandon(slot);
 	char rnd[17], value[128];
 	random_hex(rnd, sizeof rnd);
 	snprintf(value, sizeof value, "%s.%d.%lu.%s", run_value, (int)getpid(), ++seq, rnd);
@@ -388,13 +401,8 @@ static void unchecked_teardown(int slot)
 {
 	char entry[96], msg[4096];
 	struct reaper_report *rep = NULL;
-	if (cur.open) { /* CK_NOFORK: the last test's teardown never ran */
-		test_leave();
-		if (reap(cur.entry, cur.since, cur.cg, 0, &rep) == 0)
-			reaper_report_free(rep);
-		rep = NULL;
-		test_finish();
-	}
+	if (cur.open) /* CK_NOFORK: the last test's teardown never ran */
+		test_abandon(slot);
 	snprintf(entry, sizeof entry, RUN_MARKER "=%s", run_value);
 	int r = reap(entry, 0, session_cg, 0, &rep);
 	if (r < 0) {

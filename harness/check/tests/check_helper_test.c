@@ -146,17 +146,23 @@ START_TEST(env_is_set)
 }
 END_TEST
 
+/* env -i setsid -f sleep SECONDS.TAG: an orphan with no marker, running when this returns. */
+static void leave_unmarked(int seconds)
+{
+	char arg[32];
+	snprintf(arg, sizeof arg, "%d.%d", seconds, tag);
+	char *argv[] = { "env", "-i", "setsid", "-f", "sleep", arg, NULL };
+	ck_assert_int_eq(run(argv), 0);
+	for (int i = 0; i < 30000 && count_procs(arg) == 0; i++)
+		usleep(1000);
+}
+
 /* A test that clears the environment of what it leaves and fails: in CK_FORK mode its
  * teardown never runs and the leftover is neither marked nor a descendant of the runner;
  * only the test's cgroup still holds it for the TCase's sweep. */
 START_TEST(fails_and_leaks_without_env)
 {
-	char arg[32];
-	snprintf(arg, sizeof arg, "3602.%d", tag);
-	char *argv[] = { "env", "-i", "setsid", "-f", "sleep", arg, NULL };
-	ck_assert_int_eq(run(argv), 0);
-	for (int i = 0; i < 30000 && count_procs(arg) == 0; i++)
-		usleep(1000);
+	leave_unmarked(3602);
 	ck_abort_msg("body failed on purpose, its leftover unmarked");
 }
 END_TEST
@@ -165,12 +171,7 @@ END_TEST
  * CK_FORK mode only. */
 START_TEST(crashes_and_leaks_without_env)
 {
-	char arg[32];
-	snprintf(arg, sizeof arg, "3605.%d", tag);
-	char *argv[] = { "env", "-i", "setsid", "-f", "sleep", arg, NULL };
-	ck_assert_int_eq(run(argv), 0);
-	for (int i = 0; i < 30000 && count_procs(arg) == 0; i++)
-		usleep(1000);
+	leave_unmarked(3605);
 	raise(SIGKILL);
 }
 END_TEST
@@ -296,6 +297,17 @@ START_TEST(owns_an_allowed_child)
 }
 END_TEST
 
+/* A checked setup after the helper's that leaves a process and fails: the test never runs
+ * and no teardown runs (in CK_NOFORK mode the runner itself is left set up for the test). */
+static void failing_checked_setup(void)
+{
+	if (with_cgroups)
+		leave_unmarked(3606);
+	else
+		detach_sleep(3606, NULL);
+	ck_abort_msg("setup failed on purpose");
+}
+
 /* Marks which TCase it ran in (REAPER_TEST holds the name given to reaper_check_tcase). */
 START_TEST(names_its_tcase)
 {
@@ -311,6 +323,7 @@ static Suite *inner(enum fork_status mode)
 {
 	Suite *s = suite_create("inner");
 	TCase *leaky = tcase_create("leaky"), *clean = tcase_create("clean"), *own = tcase_create("own");
+	TCase *badsetup = tcase_create("badsetup");
 	static char allow_glob[32];
 	snprintf(allow_glob, sizeof allow_glob, "sleep 3604.%d", tag);
 	EXPECT(reaper_check_allow(allow_glob) == 0, "reaper_check_allow(%s)", allow_glob);
@@ -323,6 +336,10 @@ static Suite *inner(enum fork_status mode)
 	tcase_set_timeout(leaky, 60);
 	tcase_set_timeout(clean, 60);
 	tcase_set_timeout(own, 60);
+	EXPECT(reaper_check_tcase(badsetup, "badsetup") == 0, "reaper_check_tcase(badsetup)");
+	tcase_add_checked_fixture(badsetup, failing_checked_setup, NULL);
+	tcase_set_timeout(badsetup, 60);
+	tcase_add_test(badsetup, waits_for_child);
 	tcase_add_test(leaky, leaks_daemon);
 	tcase_add_test(leaky, clean_after);
 	tcase_add_test(leaky, fails_and_leaks);
@@ -340,6 +357,7 @@ static Suite *inner(enum fork_status mode)
 	suite_add_tcase(s, leaky);
 	suite_add_tcase(s, clean);
 	suite_add_tcase(s, own);
+	suite_add_tcase(s, badsetup);
 	return s;
 }
 
@@ -437,6 +455,8 @@ static void run_mode(enum fork_status mode, const char *name)
 	char log[128], errpath[128], arg[32];
 	snprintf(log, sizeof log, "%s/%s.log", workdir, name);
 	snprintf(errpath, sizeof errpath, "%s/%s.err", workdir, name);
+	char cg_before[PATH_MAX], cg_after[PATH_MAX];
+	own_cgroup_line(cg_before, sizeof cg_before);
 	SRunner *sr = srunner_create(inner(mode));
 	srunner_set_fork_status(sr, mode);
 	srunner_set_log(sr, log);
@@ -451,10 +471,19 @@ static void run_mode(enum fork_status mode, const char *name)
 	close(saved);
 	int nfailed = srunner_ntests_failed(sr), nrun = srunner_ntests_run(sr);
 	srunner_free(sr);
+	own_cgroup_line(cg_after, sizeof cg_after);
 
 	char *text = slurp(log), *err = slurp(errpath);
+	/* the failed setup: its leftover swept, the runner back where it was */
+	EXPECT(line_has(line_of(text, ":badsetup:"), "setup failed on purpose"), "%s: badsetup:\n%s", name, text);
+	snprintf(arg, sizeof arg, "3606.%d", tag);
+	EXPECT(strstr(err, arg) && count_procs(arg) == 0, "%s: the failed setup's `sleep %s` was not swept:\n%s", name,
+	       arg, err);
+	EXPECT(!strcmp(cg_before, cg_after), "%s: the runner was in %s, is in %s now", name, cg_before, cg_after);
+	EXPECT(!getenv("REAPER_CHECK") && !getenv("REAPER_TEST") && !getenv("REAPER_CHECK_RUN"),
+	       "%s: the runner keeps a test's environment: REAPER_CHECK=%s", name, getenv("REAPER_CHECK"));
 	int crash = with_cgroups && mode == CK_FORK;
-	int want_run = 10 + with_cgroups + crash, want_failed = 4 + with_cgroups + crash;
+	int want_run = 11 + with_cgroups + crash, want_failed = 5 + with_cgroups + crash;
 	EXPECT(nrun == want_run && nfailed == want_failed, "%s: %d run, %d failed (want %d, %d)\n%s", name, nrun,
 	       nfailed, want_run, want_failed, text);
 	const char *l = line_of(text, ":leaky:leaks_daemon:");
