@@ -231,6 +231,31 @@ def _move(cgroup: str, pid: int) -> None:
         pass
 
 
+def _env_for(env, main: _Scope, scope: _Scope):
+    """The environment a program started for scope execs with, from the one it was given:
+    the markers in os.environ (None: it is os.environ) are the running test's, not scope's."""
+    if env is None:  # _posixsubprocess's "inherit"
+        env = [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in os.environ.items()]
+    theirs = main.env()
+    if isinstance(env, (list, tuple)):  # _posixsubprocess: b"NAME=VALUE" entries
+        out = []
+        for entry in env:
+            name, _, value = bytes(entry).partition(b"=")
+            key = os.fsdecode(name)
+            if key in theirs and os.fsdecode(value) == theirs[key]:
+                entry = name + b"=" + os.fsencode(scope.env()[key])
+            out.append(entry)
+        return out
+    try:
+        out = dict(env)
+    except (TypeError, ValueError):
+        return env
+    for key, value in theirs.items():
+        if out.get(key) == value:
+            out[key] = scope.env()[key]
+    return out
+
+
 class _HostChildren:
     """Every child this process starts while a session is active, as (pid -> start time,
     the marker of the scope it was started for): their exit statuses belong to whoever
@@ -303,7 +328,7 @@ class _HostChildren:
         if s.cgroup:
             _move(s.cgroup, 0)
 
-    def _fork(self, fn, pid_of, args, kwargs):
+    def _fork(self, fn, pid_of, args, kwargs, env_at=None):
         scope = self.scope_here()
         main = self.main
         # the running test's own forks are where the process is; any other scope's child is
@@ -318,6 +343,8 @@ class _HostChildren:
             self.moving.wait_for(lambda: not self.closed, 60)
             self.inflight += 1
         self.local.forking = scope
+        if env_at is not None and len(args) > env_at:
+            args = args[:env_at] + (_env_for(args[env_at], main, scope),) + args[env_at + 1:]
         try:
             result = fn(*args, **kwargs)
             pid = pid_of(result)
@@ -358,10 +385,10 @@ class _HostChildren:
             if t is not threading.current_thread():
                 t._reaper_scope = session
 
-        def returns_pid(fn, pid_of):
+        def returns_pid(fn, pid_of, env_at=None):
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
-                return self._fork(fn, pid_of, args, kwargs)
+                return self._fork(fn, pid_of, args, kwargs, env_at)
             return wrapper
 
         def start(fn):
@@ -386,14 +413,17 @@ class _HostChildren:
                         self.system_calls -= 1
             return wrapper
 
-        targets = [(os, "fork", lambda r: r), (os, "forkpty", lambda r: r[0]),
-                   (os, "posix_spawn", lambda r: r), (os, "posix_spawnp", lambda r: r),
-                   (subprocess, "_fork_exec", lambda r: r), (_posixsubprocess, "fork_exec", lambda r: r)]
-        for mod, name, pid_of in targets:
+        # (module, function, the pid from its result, the position of the environment it
+        # execs with: a thread of another scope than the running test's gets its scope's
+        # markers there; an os.fork child gets them in _after_fork_child)
+        targets = [(os, "fork", lambda r: r, None), (os, "forkpty", lambda r: r[0], None),
+                   (os, "posix_spawn", lambda r: r, 2), (os, "posix_spawnp", lambda r: r, 2),
+                   (subprocess, "_fork_exec", lambda r: r, 5), (_posixsubprocess, "fork_exec", lambda r: r, 5)]
+        for mod, name, pid_of, env_at in targets:
             fn = getattr(mod, name, None)
             if fn is not None:
                 self.saved.append((mod, name, fn))
-                setattr(mod, name, returns_pid(fn, pid_of))
+                setattr(mod, name, returns_pid(fn, pid_of, env_at))
         self.saved.append((os, "system", os.system))
         os.system = system(os.system)
         self.saved.append((threading.Thread, "start", threading.Thread.start))

@@ -369,7 +369,7 @@ def test_what_a_wider_fixtures_thread_starts_during_a_test_is_not_the_tests(trac
     # is the running test's (marker, cgroup, descent), and the Pool keeps working
     inner = tracked
     inner.makepyfile(test_pool=f"""
-import multiprocessing, os, threading, time, pytest
+import multiprocessing, os, subprocess, threading, time, pytest
 def where(_):
     cg = [l for l in open("/proc/self/cgroup").read().splitlines() if l.startswith("0::")][0][3:]
     return os.getpid(), cg, os.environ.get("REAPER_TEST"), os.environ.get("REAPER_PYTEST")
@@ -388,6 +388,8 @@ def forker():
         if pid == 0:
             time.sleep(600)
             os._exit(0)
+        p = subprocess.Popen(["sleep", "600"])  # execs with the session's markers
+        open({str(tmp_path / "popen.pid")!r}, "w").write(str(p.pid))
         open({str(tmp_path / "forked.pid")!r}, "w").write(str(pid))
     t = threading.Thread(target=run)
     t.start()
@@ -412,9 +414,10 @@ def test_thread_forks(forker):
 """)
     result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
     result.assert_outcomes(passed=5)
-    forked = int((tmp_path / "forked.pid").read_text())
-    result.stdout.fnmatch_lines(["*reaper: left by fixtures wider than a test*",
-                                 f"{forked}: *"])
+    forked, popen = (int((tmp_path / f"{name}.pid").read_text()) for name in ("forked", "popen"))
+    result.stdout.fnmatch_lines(["*reaper: left by fixtures wider than a test*"])
+    result.stdout.fnmatch_lines([f"{forked}: *"])
+    result.stdout.fnmatch_lines([f"{popen}: sleep 600  [[]*, forker (session-scoped fixture)]"])
 
 
 INCOMPLETE = """
