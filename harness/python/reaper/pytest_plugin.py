@@ -9,12 +9,19 @@ with ``-p reaper.pytest_plugin`` (the same form works installed too) and enable 
   a background thread collects the zombies of adopted orphans as they exit (never a child
   this process started itself, see below), so none piles up and code waiting for a pid to
   vanish does not wait in vain.
+* With a writable cgroup2 (``--reaper-cgroup auto``, the default), each test has a cgroup
+  below the session's: pytest moves itself into it for the test's function fixtures and call,
+  into the session's for wider fixtures and between tests, and out before the check, which
+  reaps what stays in the test's cgroup plus what carries its marker. Otherwise:
 * What a test leaves is found three ways: its marker (``REAPER_PYTEST=<session>-<n>``, with
   ``REAPER_TEST=<nodeid>``, in ``os.environ`` from its first function-scoped fixture to its
   last teardown, so every program it starts carries them); descent (every process under
   pytest started after the test began that carries no other test's marker: children forked
   without exec, ``multiprocessing`` workers, and processes caught between fork and exec);
-  and what wider-scoped fixtures start meanwhile belongs to the session, not the test.
+  and what wider-scoped fixtures (and the threads they started) start meanwhile belongs to
+  the session, not the test.
+* A check that cannot be completed is a ``ReaperIncompleteWarning``; what it found is still
+  the test's error.
 * Children pytest itself started (what ``os.fork``, ``os.forkpty``, ``os.posix_spawn`` or
   ``subprocess.Popen`` returned while the plugin is active) are signalled when they leak but
   never waited for: their exit status stays for their owner (a ``Popen`` object reads
