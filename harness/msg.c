@@ -3,13 +3,12 @@
 #define _GNU_SOURCE
 #include "msg.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 /* One write per message where memory allows: a line of ours must not interleave with the
  * run's own stderr. */
-static void say(const char *fmt, va_list ap)
+void vwarn(const char *fmt, va_list ap)
 {
 	char *line;
 	va_list copy;
@@ -29,7 +28,7 @@ void warn(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	say(fmt, ap);
+	vwarn(fmt, ap);
 	va_end(ap);
 }
 
@@ -37,7 +36,7 @@ int die(int code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	say(fmt, ap);
+	vwarn(fmt, ap);
 	va_end(ap);
 	return code;
 }

@@ -44,12 +44,10 @@ static const char reap_synopsis[] =
 
 __attribute__((format(printf, 2, 3))) static int usage_error(struct cli *c, const char *fmt, ...)
 {
-	char msg[512];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	vwarn(fmt, ap);
 	va_end(ap);
-	warn("%s", msg);
 	fputs(strcmp(c->name, "scan") ? reap_synopsis : scan_synopsis, stderr);
 	return EXIT_USAGE;
 }
