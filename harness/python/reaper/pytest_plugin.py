@@ -263,6 +263,31 @@ def _env_for(env, main: _Scope, scope: _Scope):
     return out
 
 
+def _cgroup_of(pid) -> Optional[str]:
+    """The cgroup v2 of pid ("self": this process), as /proc says it; None if gone."""
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            return next((line[3:].rstrip("\n") for line in f if line.startswith("0::")), None)
+    except OSError:
+        return None
+
+
+def _move_forked(cgroup: str, pid: int, here: Optional[str]) -> None:
+    """An exec'd child is moved only once it runs its program, which may have forked by then
+    (a shell script): what it started in the cgroup this process was in (here) moves to
+    cgroup too, until a look finds none left there."""
+    for _ in range(100):
+        left, todo = [], [pid]
+        while todo:
+            kids = _children(todo.pop())
+            todo.extend(kids)
+            left.extend(k for k in kids if _cgroup_of(k) == here)
+        if not left:
+            return
+        for k in left:
+            _move(cgroup, k)
+
+
 class _HostChildren:
     """Every child this process starts while a session is active, as (pid -> start time,
     the marker of the scope it was started for): their exit statuses belong to whoever
@@ -350,6 +375,7 @@ class _HostChildren:
             self.moving.wait_for(lambda: not self.closed, 60)
             self.inflight += 1
         self.local.forking = scope
+        here = _cgroup_of("self") if scope.cgroup else None
         if env_at is not None and len(args) > env_at:
             args = args[:env_at] + (_env_for(args[env_at], main, scope),) + args[env_at + 1:]
         try:
@@ -357,6 +383,7 @@ class _HostChildren:
             pid = pid_of(result)
             if pid > 0 and scope.cgroup:
                 _move(scope.cgroup, pid)  # a child that runs no Python code (exec) moves here
+                _move_forked(scope.cgroup, pid, here)
             self.add(pid, scope)
             return result
         finally:
@@ -479,15 +506,15 @@ class _Collector(threading.Thread):
         self.join(timeout=10)
 
 
-def _children() -> List[int]:
+def _children(pid="self") -> List[int]:
     out = []
     try:
-        tasks = os.listdir("/proc/self/task")
+        tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return out
     for tid in tasks:
         try:
-            with open(f"/proc/self/task/{tid}/children", "rb") as f:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
                 out.extend(int(p) for p in f.read().split())
         except OSError:
             pass

@@ -369,7 +369,8 @@ def test_what_a_wider_fixtures_thread_starts_during_a_test_is_not_the_tests(trac
     # is the running test's (marker, cgroup, descent), and the Pool keeps working
     inner = tracked
     inner.makepyfile(test_pool=f"""
-import multiprocessing, os, subprocess, threading, time, pytest
+import multiprocessing, os, subprocess, sys, threading, time, pytest
+done = False
 def where(_):
     cg = [l for l in open("/proc/self/cgroup").read().splitlines() if l.startswith("0::")][0][3:]
     return os.getpid(), cg, os.environ.get("REAPER_TEST"), os.environ.get("REAPER_PYTEST")
@@ -389,8 +390,13 @@ def forker():
             time.sleep(600)
             os._exit(0)
         p = subprocess.Popen(["sleep", "600"])  # execs with the session's markers
+        # a program that forks before this thread gets the GIL back to move it
+        sh = os.posix_spawn("/bin/sh", ["sh", "-c", "sleep 600; :"], dict(os.environ))
+        open({str(tmp_path / "spawned.pid")!r}, "w").write(str(sh))
         open({str(tmp_path / "popen.pid")!r}, "w").write(str(p.pid))
         open({str(tmp_path / "forked.pid")!r}, "w").write(str(pid))
+        global done
+        done = True
     t = threading.Thread(target=run)
     t.start()
     yield go
@@ -407,10 +413,17 @@ def test_pool(pool, n, request):
 def test_replaced():
     assert len(set(s[0][0] for s in seen)) == 3, seen  # a new worker each time
 def test_thread_forks(forker):
-    forker.set()
-    deadline = time.monotonic() + 60
-    while not os.path.exists({str(tmp_path / "forked.pid")!r}) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    # the test holds the GIL a second at a time: what the forker starts runs a while before
+    # the forker can move it
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1.0)
+    try:
+        forker.set()
+        deadline = time.monotonic() + 120
+        while not done and time.monotonic() < deadline:
+            pass
+    finally:
+        sys.setswitchinterval(before)
 """)
     result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
     result.assert_outcomes(passed=5)
@@ -418,6 +431,7 @@ def test_thread_forks(forker):
     result.stdout.fnmatch_lines(["*reaper: left by fixtures wider than a test*"])
     result.stdout.fnmatch_lines([f"{forked}: *"])
     result.stdout.fnmatch_lines([f"{popen}: sleep 600  [[]*, forker (session-scoped fixture)]"])
+    result.stdout.fnmatch_lines([f"{int((tmp_path / 'spawned.pid').read_text())}: sh -c sleep 600*"])
 
 
 INCOMPLETE = """
