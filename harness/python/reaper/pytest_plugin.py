@@ -39,6 +39,7 @@ with ``-p reaper.pytest_plugin`` (the same form works installed too) and enable 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import functools
@@ -47,6 +48,7 @@ import json
 import math
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import tempfile
@@ -71,6 +73,11 @@ class ReaperIncompleteWarning(pytest.PytestWarning):
     process held in an exec, or no descriptors left): what it found is reported and cleaned up
     as usual, but processes may have been missed. ``-W error::reaper.pytest_plugin.
     ReaperIncompleteWarning`` makes it an error."""
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM while the session runs: it stops as on Ctrl-C (the tests torn down and checked,
+    the cgroups removed), then pytest ends by SIGTERM all the same."""
 
 
 def pytest_addoption(parser):
@@ -684,6 +691,7 @@ class _Session:
         self.running = False  # inside a test's runtest protocol (else: torn down at the session's end)
         self.late_leaks: List[dict] = []
         self.notes: List[str] = []  # the session's own check: said in the terminal summary
+        self.on_sigterm = 0  # our SIGTERM handler is in place (in this pid)
 
     # -- session ------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -706,6 +714,24 @@ class _Session:
         self.outer = _swap_env({MARKER: self.shared_marker, SESSION_VAR: self.prefix})
         self.helpers = _mark_helpers(_Scope(f"{self.prefix}-multiprocessing", "multiprocessing's helper process",
                                             self.cgroups.own if self.cgroups else None))
+        # SIGTERM (a CI job's timeout) would end pytest at once, leaving the running test's
+        # processes and the cgroups behind: unless the host handles it, the session is
+        # interrupted instead, and pytest ends by the signal once it is cleaned up
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, self._sigterm)
+            self.on_sigterm = os.getpid()
+
+    def _sigterm(self, signum, frame):
+        if os.getpid() != self.on_sigterm:
+            # a child forked without exec inherited the handler: it ends as it would have
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.raise_signal(signal.SIGTERM)
+            return
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second one ends pytest at once
+        self.on_sigterm = 0
+        atexit.register(signal.raise_signal, signal.SIGTERM)
+        raise _Terminated("SIGTERM: the session stops; pytest ends by SIGTERM once its tests are cleaned up")
 
     def pytest_report_header(self):
         return f"reaper: tracking: {self.tracking}"
@@ -720,6 +746,9 @@ class _Session:
                 left = cgroups.close(self.timeout + self.grace + 5)
                 if left:
                     self.notes.append(left)
+            if self.on_sigterm:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                self.on_sigterm = 0
             _swap_env(self.outer)
             HOST.main = self.outer_scope
             for cls, fn in self.helpers:

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -255,3 +258,35 @@ def test_proc_tracking_when_asked_for(inner):
     bad = run_sub(inner, *PLUGIN)
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     assert "the reaper_cgroup ini value must be one of auto, on, off, not 'sometimes'" in bad.stderr.str()
+
+
+@needs_cgroup
+def test_sigterm_ends_the_session_as_an_interruption_then_pytest_dies_by_it(inner, box, tmp_path):
+    # `timeout` and CI runners stop a run with SIGTERM: the test is interrupted, torn down and
+    # reaped, the cgroups removed, and pytest still ends by SIGTERM
+    ready = tmp_path / "ready"
+    inner.makepyfile(test_term=f"""
+import subprocess, time
+def test_waits():
+    subprocess.Popen(["sleep", "600"])
+    open({str(ready)!r}, "w").close()
+    time.sleep(600)
+""")
+    p = subprocess.Popen(["sh", "-c", 'echo 0 > "$0/cgroup.procs" && exec "$@"', box, sys.executable, "-m",
+                          "pytest", "-p", "no:cacheprovider", *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0"],
+                         cwd=inner.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists(), "the inner test never started"
+        p.send_signal(signal.SIGTERM)
+        out = p.communicate(timeout=120)[0]
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == -signal.SIGTERM, out
+    assert "reaper: left by tests torn down at the session's end" in out and "sleep 600" in out, out
+    assert left_below(box) == [], out
+    assert not reaper.cgroup.populated(box), "a process of the inner session outlived it"

@@ -470,3 +470,24 @@ def test_fork():
     strict = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0",
                      "-W", "error::reaper.pytest_plugin.ReaperIncompleteWarning", "-k", "clean")
     strict.assert_outcomes(passed=1, errors=1)
+
+
+def test_a_child_forked_without_exec_ends_by_sigterm_as_without_the_plugin(inner, tmp_path):
+    # the plugin's SIGTERM handler (the session stops, then pytest ends by the signal) is
+    # inherited by os.fork() children: in one of them it ends the child as SIGTERM would have,
+    # no exception runs the child's finally blocks (and pytest's own, in the child)
+    unwound = tmp_path / "unwound"
+    inner.makepyfile(test_term=f"""
+import os, time
+def test_fork():
+    if os.fork() == 0:
+        try:
+            time.sleep(600)
+        finally:
+            open({str(unwound)!r}, "w").close()
+            os._exit(0)
+""")
+    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "60")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*test_term.py::test_fork left 1 process running*", "      terminated, *"])
+    assert not unwound.exists()
