@@ -70,15 +70,14 @@ static uint64_t parse_u64(const char **s, const char *end, int *ok)
 	return neg ? (uint64_t)0 - v : v;
 }
 
-int reaper_parse_stat(const char *buf, size_t len, struct reaper_stat *st)
+/* "PID (COMM)": comm may hold ')' and spaces, so it ends at the last ')' in the text. Returns
+ * where field 3 starts, or NULL. */
+static const char *stat_head(const char *buf, size_t len, struct reaper_stat *st)
 {
-	memset(st, 0, sizeof *st);
-	const char *end = buf + len;
 	const char *open = memchr(buf, '(', len);
-	/* comm may hold ')' and spaces: the real end of comm is the last ')' in the line. */
 	const char *close = len ? memrchr(buf, ')', len) : NULL;
 	if (!open || !close || close < open)
-		return -EINVAL;
+		return NULL;
 	int ok = 1;
 	const char *p = buf;
 	st->pid = (pid_t)parse_u64(&p, open, &ok);
@@ -87,22 +86,28 @@ int reaper_parse_stat(const char *buf, size_t len, struct reaper_stat *st)
 		clen = sizeof st->comm - 1;
 	memcpy(st->comm, open + 1, clen);
 	st->comm[clen] = 0;
-	p = close + 1;
-	/* fields 3..22: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
-	 * utime stime cutime cstime priority nice num_threads itrealvalue starttime */
+	return ok ? close + 1 : NULL;
+}
+
+/* Fields 3..22: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime
+ * stime cutime cstime priority nice num_threads itrealvalue starttime. Returns where field
+ * 23 starts, or NULL. */
+static const char *stat_fields(const char *p, const char *end, struct reaper_stat *st)
+{
+	int ok = 1;
 	for (int field = 3; field <= 22; field++) {
 		if (p >= end || *p != ' ')
-			return -EINVAL;
+			return NULL;
 		p++;
 		if (field == 3) {
 			if (p >= end || *p == ' ')
-				return -EINVAL;
+				return NULL;
 			st->state = *p++;
 			continue;
 		}
 		uint64_t v = parse_u64(&p, end, &ok);
 		if (!ok)
-			return -EINVAL;
+			return NULL;
 		if (field == 4)
 			st->ppid = (pid_t)v;
 		else if (field == 5)
@@ -122,14 +127,13 @@ int reaper_parse_stat(const char *buf, size_t len, struct reaper_stat *st)
 		else if (field == 22)
 			st->start_time = v;
 	}
-	/* the kernel always writes fields after 22: a text that ends inside it was cut short,
-	 * and a cut start time would be another process's identity */
-	if (p >= end || (*p != ' ' && *p != '\n'))
-		return -EINVAL;
-	if (!ok)
-		return -EINVAL;
-	/* 23..51: only the resident size and the environment's bounds are kept; an older
-	 * kernel's shorter line leaves them 0 */
+	return p;
+}
+
+/* Fields 23..51: only the resident size and the environment's bounds are kept; an older
+ * kernel's shorter line leaves them 0. */
+static void stat_tail(const char *p, const char *end, struct reaper_stat *st)
+{
 	uint64_t env[2] = { 0, 0 };
 	for (int field = 23; field <= 51 && p < end && *p == ' '; field++) {
 		p++;
@@ -146,6 +150,19 @@ int reaper_parse_stat(const char *buf, size_t len, struct reaper_stat *st)
 			st->env_end = env[1];
 		}
 	}
+}
+
+int reaper_parse_stat(const char *buf, size_t len, struct reaper_stat *st)
+{
+	memset(st, 0, sizeof *st);
+	const char *end = buf + len, *p = stat_head(buf, len, st);
+	if (!p || !(p = stat_fields(p, end, st)))
+		return -EINVAL;
+	/* the kernel always writes fields after 22: a text that ends inside it was cut short,
+	 * and a cut start time would be another process's identity */
+	if (p >= end || (*p != ' ' && *p != '\n'))
+		return -EINVAL;
+	stat_tail(p, end, st);
 	return 0;
 }
 
