@@ -100,6 +100,55 @@ int pid_in_list(const pid_t *v, size_t n, pid_t pid)
 	return 0;
 }
 
+/* A root is walked only while it is the process it was when the reap began: each tree
+ * finder's root is pinned now (one already gone stays unpinned). */
+static int pin_roots(struct scanner *sc)
+{
+	for (size_t i = 0; i < sc->nf; i++) {
+		struct reaper_stat st;
+		if (sc->f[i].kind != REAPER_FIND_TREE || !sc->f[i].root)
+			continue;
+		int r = pidref_open_stat(&sc->roots[i], sc->procfd, sc->f[i].root, &st);
+		if (r == -EMFILE || r == -ENFILE)
+			r = pidref_pin_stat(&sc->roots[i], sc->procfd, sc->f[i].root, &st);
+		if (r < 0 && r != -ESRCH)
+			return r;
+	}
+	return 0;
+}
+
+/* The caller and its ancestors are never candidates. */
+static void ancestors(struct scanner *sc)
+{
+	pid_t p = sc->self;
+	while (p > 0 && sc->nanc < 64) {
+		sc->ancestors[sc->nanc++] = p;
+		struct reaper_stat st;
+		if (procfs_stat(sc->procfd, p, &st) < 0)
+			break;
+		p = st.ppid;
+	}
+}
+
+/* The caller's zombie children now: the host's, whose statuses are never ours. */
+static int host_zombies(struct scanner *sc)
+{
+	pid_t *kids = NULL;
+	size_t nk = 0, ck = 0;
+	int r = scanner_children(sc, sc->self, &kids, &nk, &ck);
+	if (r < 0) {
+		free(kids);
+		return r;
+	}
+	for (size_t i = 0; i < nk; i++) {
+		struct reaper_stat st;
+		if (procfs_stat(sc->procfd, kids[i], &st) == 0 && st.state == 'Z' && st.num_threads <= 1)
+			kids[sc->nhost_zombies++] = kids[i];
+	}
+	sc->host_zombies = kids;
+	return 0;
+}
+
 int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 		 const struct reaper_pattern *patterns, size_t npatterns)
 {
@@ -148,17 +197,8 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 		return r;
 	sc->procfd = r;
 	sc->pidfd_budget = pidfd_budget(sc->procfd);
-	/* a root is walked only while it is the process it was when the reap began */
-	for (size_t i = 0; i < nf; i++) {
-		struct reaper_stat st;
-		if (f[i].kind != REAPER_FIND_TREE || !f[i].root)
-			continue;
-		r = pidref_open_stat(&sc->roots[i], sc->procfd, f[i].root, &st);
-		if (r == -EMFILE || r == -ENFILE)
-			r = pidref_pin_stat(&sc->roots[i], sc->procfd, f[i].root, &st);
-		if (r < 0 && r != -ESRCH)
-			return r;
-	}
+	if ((r = pin_roots(sc)) < 0)
+		return r;
 	int dfd = openat(sc->procfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || !(sc->dir = fdopendir(dfd))) {
 		r = -errno;
@@ -169,25 +209,9 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 	for (size_t i = 0; i < nf; i++)
 		if ((sc->tree_mask & (1u << i)) && f[i].marker && (r = finder_tree_inherit(sc, i)) < 0)
 			return r;
-	/* The caller and its ancestors are never candidates. */
-	pid_t p = sc->self;
-	while (p > 0 && sc->nanc < 64) {
-		sc->ancestors[sc->nanc++] = p;
-		struct reaper_stat st;
-		if (procfs_stat(sc->procfd, p, &st) < 0)
-			break;
-		p = st.ppid;
-	}
-	pid_t *kids = NULL;
-	size_t nk = 0, ck = 0;
-	if ((r = scanner_children(sc, sc->self, &kids, &nk, &ck)) < 0)
+	ancestors(sc);
+	if ((r = host_zombies(sc)) < 0)
 		return r;
-	for (size_t i = 0; i < nk; i++) {
-		struct reaper_stat st;
-		if (procfs_stat(sc->procfd, kids[i], &st) == 0 && st.state == 'Z' && st.num_threads <= 1)
-			kids[sc->nhost_zombies++] = kids[i];
-	}
-	sc->host_zombies = kids;
 	kernel_threads(sc);
 	return 0;
 }
