@@ -428,6 +428,44 @@ static int watch_cgroups(struct reap *rp)
 	return 0;
 }
 
+/* The epoll set the reap waits on: candidates' pidfds join it as they are found, and the
+ * caller's event_fd, when it gave one, wakes the wait. */
+static int open_epoll(struct reap *rp)
+{
+	if ((rp->ep = epoll_create1(EPOLL_CLOEXEC)) < 0)
+		return -errno;
+	if (rp->o->event_fd >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = EVENT_KEY };
+		if (epoll_ctl(rp->ep, EPOLL_CTL_ADD, rp->o->event_fd, &ev) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* Wait until the deadline, then end what is left: SIGTERM and the grace period, then SIGSTOP,
+ * SIGKILL and the settle bound. *w is how the last wait ended; 0, or the -errno of a
+ * signalling pass that failed. */
+static int escalate(struct reap *rp, double t0, enum outcome *w)
+{
+	const struct reaper_opts *o = rp->o;
+	int r = 0;
+	*w = wait_until(rp, t0 + o->timeout);
+	if (*w == FAILED || *w == DONE || o->report_only)
+		return 0;
+	if (*w != ACT_KILL && o->grace > 0) {
+		if ((r = quiesce(rp, TERM, SIGTERM)) < 0)
+			return r;
+		*w = wait_until(rp, now() + o->grace);
+	}
+	if (*w == DONE || *w == FAILED)
+		return 0;
+	if ((r = quiesce(rp, FREEZE, SIGSTOP)) < 0 || (r = quiesce(rp, KILL, SIGKILL)) < 0)
+		return r;
+	double settle = o->settle > 0 ? o->settle : REAPER_SETTLE;
+	*w = wait_until(rp, now() + settle);
+	return 0;
+}
+
 void reaper_opts_init(struct reaper_opts *o)
 {
 	memset(o, 0, sizeof *o);
@@ -463,34 +501,10 @@ int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reap
 	}
 	rp.sc.host = opts->host_children;
 	rp.sc.nhost = opts->nhost_children;
-	if ((rp.ep = epoll_create1(EPOLL_CLOEXEC)) < 0) {
-		r = -errno;
+	if ((r = open_epoll(&rp)) < 0 || (r = watch_cgroups(&rp)) < 0)
 		goto out;
-	}
-	if (opts->event_fd >= 0) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = EVENT_KEY };
-		if (epoll_ctl(rp.ep, EPOLL_CTL_ADD, opts->event_fd, &ev) < 0) {
-			r = -errno;
-			goto out;
-		}
-	}
-	if ((r = watch_cgroups(&rp)) < 0)
-		goto out;
-	enum outcome w = wait_until(&rp, t0 + opts->timeout);
-	if (w != FAILED && w != DONE && !opts->report_only) {
-		if (w != ACT_KILL && opts->grace > 0) {
-			if ((r = quiesce(&rp, TERM, SIGTERM)) < 0)
-				goto failed;
-			w = wait_until(&rp, now() + opts->grace);
-		}
-		if (w != DONE && w != FAILED) {
-			if ((r = quiesce(&rp, FREEZE, SIGSTOP)) < 0 || (r = quiesce(&rp, KILL, SIGKILL)) < 0)
-				goto failed;
-			double settle = opts->settle > 0 ? opts->settle : REAPER_SETTLE;
-			w = wait_until(&rp, now() + settle);
-		}
-	}
-failed:
+	enum outcome w;
+	r = escalate(&rp, t0, &w);
 	if (r < 0 || w == FAILED || rp.err) {
 		/* never leave what we froze stopped: it was about to be killed anyway */
 		if (rp.phase >= FREEZE)
