@@ -5,6 +5,7 @@
  * removing a cgroup. See reaper.h for the contracts. */
 #define _GNU_SOURCE
 #include "cgroup.h"
+#include "clock.h"
 #include "array.h"
 
 #include "pidref.h"
@@ -451,13 +452,6 @@ int reaper_cgroup_populated(const char *path)
 	return r < 0 ? r : pop;
 }
 
-static double mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Wait on cgroup.events until want(populated, frozen) holds or timeout (< 0: no bound). */
 static int events_wait(const char *path, double timeout, int want_frozen)
 {
@@ -466,7 +460,7 @@ static int events_wait(const char *path, double timeout, int want_frozen)
 	int fd = cgroup_events_open(path);
 	if (fd < 0)
 		return fd;
-	double end = mono() + timeout;
+	double end = monotonic_now() + timeout;
 	int r;
 	for (;;) {
 		int pop = 0, frz = 0;
@@ -476,7 +470,7 @@ static int events_wait(const char *path, double timeout, int want_frozen)
 			break;
 		int ms = -1;
 		if (timeout >= 0 && !isinf(timeout)) {
-			double left = end - mono();
+			double left = end - monotonic_now();
 			if (left <= 0) {
 				r = -ETIMEDOUT;
 				break;

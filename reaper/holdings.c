@@ -5,6 +5,7 @@
  * device and inode are those of the caller's fd 1 or 2, or it is the caller's terminal. */
 #define _GNU_SOURCE
 #include "holdings.h"
+#include "clock.h"
 #include "array.h"
 
 #include "procfs.h"
@@ -67,13 +68,6 @@ struct list {
 	size_t n, more;
 	int oom;
 };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void add(struct list *l, enum reaper_hold_kind kind, int fd, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -571,7 +565,7 @@ void holdings_gather(struct holdings *h, int procfd, struct reaper_proc *p)
 	if (!h || p->holdings_read)
 		return;
 	struct list l = { 0 };
-	double t = now();
+	double t = monotonic_now();
 	if (!h->procs)
 		h->deadline = t + HOLD_BUDGET;
 	uint64_t start = 0;

@@ -4,6 +4,7 @@
  * meanwhile, on a backoff, and once more the moment everything known is gone. */
 #define _GNU_SOURCE
 #include "report.h"
+#include "clock.h"
 #include "scanner.h"
 #include "holdings.h"
 #include "cgroup.h"
@@ -47,13 +48,6 @@ struct reap {
 	uint32_t cg_ours, cg_frozen, cg_killed;
 	double marker_scan;
 };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Another user's process that only a marker matched: a marker such as HOME=/tmp/x is a
  * string anyone can put in their own environment. A descendant or a cgroup member is ours
@@ -191,10 +185,10 @@ static int marker_scan(struct reap *rp)
 {
 	if (rp->sc.env_deferred != 1)
 		return 0;
-	double t = now();
+	double t = monotonic_now();
 	rp->sc.env_deferred = 0;
 	int r = scan(rp);
-	rp->marker_scan += now() - t;
+	rp->marker_scan += monotonic_now() - t;
 	rp->sc.env_deferred = r == 0 ? -1 : 0; /* -1: ran and found nothing: stays left out */
 	return r;
 }
@@ -203,10 +197,10 @@ static int marker_scan(struct reap *rp)
  * deadline, or until the host's event asks for more. */
 static enum outcome wait_until(struct reap *rp, double deadline)
 {
-	double interval = RESCAN_MIN, next_scan = now() + interval, next_tick = now() + 1.0;
+	double interval = RESCAN_MIN, next_scan = monotonic_now() + interval, next_tick = monotonic_now() + 1.0;
 	struct epoll_event evs[256];
 	for (;;) {
-		double t = now();
+		double t = monotonic_now();
 		if (rp->cs.live == 0 || t >= next_scan) {
 			int r = scan(rp);
 			if (r < 0) {
@@ -225,7 +219,7 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 			interval = r > 0 || rp->sc.starved || rp->sc.scan_err ? RESCAN_MIN : interval * 2;
 			if (interval > RESCAN_MAX)
 				interval = RESCAN_MAX;
-			next_scan = now() + interval;
+			next_scan = monotonic_now() + interval;
 			continue;
 		}
 		if (t >= deadline) {
@@ -257,7 +251,7 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 				for (size_t k = 0; k < 32; k++)
 					if (rp->cgev[k] >= 0)
 						cgroup_events_read(rp->cgev[k], NULL, NULL);
-				next_scan = now();
+				next_scan = monotonic_now();
 				continue;
 			}
 			if (evs[i].data.u64 == EVENT_KEY) {
@@ -455,14 +449,14 @@ static int escalate(struct reap *rp, double t0, enum outcome *w)
 	if (*w != ACT_KILL && o->grace > 0) {
 		if ((r = quiesce(rp, TERM, SIGTERM)) < 0)
 			return r;
-		*w = wait_until(rp, now() + o->grace);
+		*w = wait_until(rp, monotonic_now() + o->grace);
 	}
 	if (*w == DONE || *w == FAILED)
 		return 0;
 	if ((r = quiesce(rp, FREEZE, SIGSTOP)) < 0 || (r = quiesce(rp, KILL, SIGKILL)) < 0)
 		return r;
 	double settle = o->settle > 0 ? o->settle : REAPER_SETTLE;
-	*w = wait_until(rp, now() + settle);
+	*w = wait_until(rp, monotonic_now() + settle);
 	return 0;
 }
 
@@ -486,7 +480,7 @@ int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reap
 	struct reap rp = { .o = opts, .ep = -1, .guard_users = geteuid() == 0 && !opts->any_user };
 	for (size_t i = 0; i < 32; i++)
 		rp.cgev[i] = -1;
-	double t0 = now();
+	double t0 = monotonic_now();
 	int r = scanner_init(&rp.sc, finders, n, opts->patterns, opts->npatterns);
 	if (r < 0)
 		goto out;
@@ -517,7 +511,7 @@ int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reap
 	r = report_build(&rp.cs, &rp.sc, out);
 	if (r == 0) {
 		(*out)->escalated = rp.escalated;
-		(*out)->waited = now() - t0;
+		(*out)->waited = monotonic_now() - t0;
 		incomplete(&rp, *out);
 		(*out)->marker_scan = rp.marker_scan;
 	}
