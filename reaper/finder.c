@@ -258,6 +258,23 @@ int finder_scan_tree(struct scanner *sc, struct candset *cs)
 	return r < 0 ? r : added;
 }
 
+/* A pid that finder bit listed (want: the start time it named, 0 for any): a candidate
+ * already, of that identity, is marked as found by it too; a new one is identified. 1 when
+ * it was added, 0 when not, -ENOMEM. */
+static int take(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t bit, uint64_t want)
+{
+	if (scanner_excluded(sc, pid))
+		return 0;
+	ssize_t idx = candset_find(cs, pid);
+	if (idx >= 0 && scanner_known(sc, cs, pid)) {
+		if (!want || cs->v[idx].info.start_time == want)
+			cs->v[idx].info.matched_by |= bit;
+		return 0;
+	}
+	ssize_t a = identify(sc, cs, pid, bit, NULL, 0, want, 0, NULL);
+	return a == -ENOMEM ? -ENOMEM : a >= 0;
+}
+
 /* The identities each REAPER_FIND_CALL finder returns, pinned and verified like any match. */
 int finder_scan_call(struct scanner *sc, struct candset *cs)
 {
@@ -277,18 +294,12 @@ int finder_scan_call(struct scanner *sc, struct candset *cs)
 			return n;
 		for (int k = 0; k < n; k++) {
 			const struct reaper_ident *id = &sc->ids[k];
-			if (id->pid <= 0 || !id->start_time || scanner_excluded(sc, id->pid))
+			if (id->pid <= 0 || !id->start_time)
 				continue;
-			ssize_t idx = candset_find(cs, id->pid);
-			if (idx >= 0 && scanner_known(sc, cs, id->pid)) {
-				if (cs->v[idx].info.start_time == id->start_time)
-					cs->v[idx].info.matched_by |= 1u << i;
-				continue;
-			}
-			ssize_t a = identify(sc, cs, id->pid, 1u << i, NULL, 0, id->start_time, 0, NULL);
-			if (a == -ENOMEM)
-				return -ENOMEM;
-			added += a >= 0;
+			int r = take(sc, cs, id->pid, 1u << i, id->start_time);
+			if (r < 0)
+				return r;
+			added += r;
 		}
 	}
 	return added;
@@ -308,17 +319,9 @@ int finder_scan_cgroup(struct scanner *sc, struct candset *cs)
 		if (r == -ENOMEM)
 			return r;
 		for (size_t k = 0; k < n; k++) {
-			pid_t pid = sc->cgpids[k];
-			if (scanner_excluded(sc, pid))
-				continue;
-			if (scanner_known(sc, cs, pid)) {
-				cs->v[candset_find(cs, pid)].info.matched_by |= 1u << i;
-				continue;
-			}
-			ssize_t a = identify(sc, cs, pid, 1u << i, NULL, 0, 0, 0, NULL);
-			if (a == -ENOMEM)
-				return -ENOMEM;
-			added += a >= 0;
+			if ((r = take(sc, cs, sc->cgpids[k], 1u << i, 0)) < 0)
+				return r;
+			added += r;
 		}
 	}
 	return added;

@@ -252,10 +252,7 @@ void scanner_done(struct scanner *sc)
 
 int scanner_excluded(const struct scanner *sc, pid_t pid)
 {
-	for (size_t i = 0; i < sc->nanc; i++)
-		if (sc->ancestors[i] == pid)
-			return 1;
-	return 0;
+	return pid_in_list(sc->ancestors, sc->nanc, pid);
 }
 
 /* A pid is new unless the process holding it now is a candidate already: the same
