@@ -107,6 +107,67 @@ static int pin(struct scanner *sc, struct candset *cs, struct pidref *ref, pid_t
 	return r;
 }
 
+/* A process younger than the scan may hold a pid whose earlier holder the finder read, so
+ * what found it is checked again now that it is pinned: env, its environ as read (marker
+ * finders), is read again (*env and *envlen then show the new read); parent, the process whose
+ * children listed it (tree finders), must still be its parent, and pref (NULL for the caller)
+ * still the process the list was read from; a cgroup member must still be listed. *mask keeps
+ * the finders that still match. 0, or -ENOMEM (and *mask 0). */
+static int recheck(struct scanner *sc, pid_t pid, const struct reaper_stat *st, const struct pidref *ref,
+		   uint32_t *mask, const char **env, ssize_t *envlen, pid_t parent, const struct pidref *pref)
+{
+	if (*env) {
+		*envlen = scanner_environ(sc, pid);
+		*env = sc->buf.p;
+		*mask = *envlen > 0 ? finder_env_bits(sc, *env, (size_t)*envlen) : 0;
+		if (*envlen == -EAGAIN && finder_pend(sc, pid) < 0)
+			*envlen = -ENOMEM;
+		scanner_read_failed(sc, *envlen);
+	} else if (parent && (st->ppid != parent || (pref && pidref_held(pref, sc->procfd) < 0))) {
+		*mask = 0;
+	} else if (*mask & sc->cgroup_mask) {
+		/* listed before it was pinned: the pid may have passed to a process outside */
+		if (finder_in_cgroups(sc, ref, *mask & sc->cgroup_mask) != 1)
+			*mask &= ~sc->cgroup_mask;
+	}
+	return *envlen == -ENOMEM ? -ENOMEM : 0;
+}
+
+/* What its stat says, kept as first seen. */
+static void from_stat(struct scanner *sc, struct reaper_proc *pi, pid_t pid, const struct reaper_stat *st,
+		      uint32_t mask)
+{
+	pi->pid = pid;
+	pi->ppid = st->ppid;
+	pi->pgrp = st->pgrp;
+	pi->exit_status = -1;
+	pi->start_time = st->start_time;
+	pi->state = st->state;
+	pi->matched_by = mask;
+	double up = procfs_uptime(sc->procfd);
+	pi->age = up - (double)st->start_time / (double)sc->ticks;
+	if (pi->age < 0)
+		pi->age = 0;
+}
+
+/* Its fate by the patterns: kept (never signalled; its pidref only says whether it is still
+ * it), or alive (allowed or not), or exited already. */
+static void set_fate(struct scanner *sc, struct cand *c, const struct reaper_stat *st)
+{
+	struct reaper_proc *pi = &c->info;
+	int pol = pattern_match(sc, pi);
+	if (pol == REAPER_KEEP) {
+		pi->fate = REAPER_KEPT;
+		return;
+	}
+	pi->allowed = pol == REAPER_ALLOW;
+	pi->fate = REAPER_ALIVE;
+	/* a leader that has exited while its other threads run on is alive */
+	c->live = (st->state != 'Z' && st->state != 'X') || st->num_threads > 1;
+	if (!c->live)
+		pi->fate = REAPER_EXITED;
+}
+
 /* Identify pid (pidfd + start time) and record what it is. want: the start time it must
  * have (0: any). What found it is checked again for a process younger than the scan (it may
  * hold a pid whose earlier holder was read): env, its environ as read (marker finders), is
@@ -131,23 +192,10 @@ ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mas
 	 * all that is done with it, so its match stands) */
 	int exited = (st.state == 'Z' || st.state == 'X') && st.num_threads <= 1;
 	if (st.start_time >= sc->tick0 && !exited) {
-		if (env) {
-			envlen = scanner_environ(sc, pid);
-			env = sc->buf.p;
-			mask = envlen > 0 ? finder_env_bits(sc, env, (size_t)envlen) : 0;
-			if (envlen == -EAGAIN && finder_pend(sc, pid) < 0)
-				envlen = -ENOMEM;
-			scanner_read_failed(sc, envlen);
-		} else if (parent && (st.ppid != parent || (pref && pidref_held(pref, sc->procfd) < 0))) {
-			mask = 0;
-		} else if (mask & sc->cgroup_mask) {
-			/* listed before it was pinned: the pid may have passed to a process outside */
-			if (finder_in_cgroups(sc, &c.ref, mask & sc->cgroup_mask) != 1)
-				mask &= ~sc->cgroup_mask;
-		}
+		r = recheck(sc, pid, &st, &c.ref, &mask, &env, &envlen, parent, pref);
 		if (!mask) {
 			pidref_done(&c.ref);
-			return envlen == -ENOMEM ? -ENOMEM : -1;
+			return r < 0 ? r : -1;
 		}
 	}
 	/* A zombie child of ours that the host exited and left before the reap: its exit
@@ -158,17 +206,7 @@ ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mas
 	}
 	c.gen = sc->gen;
 	struct reaper_proc *pi = &c.info;
-	pi->pid = pid;
-	pi->ppid = st.ppid;
-	pi->pgrp = st.pgrp;
-	pi->exit_status = -1;
-	pi->start_time = st.start_time;
-	pi->state = st.state;
-	pi->matched_by = mask;
-	double up = procfs_uptime(sc->procfd);
-	pi->age = up - (double)st.start_time / (double)sc->ticks;
-	if (pi->age < 0)
-		pi->age = 0;
+	from_stat(sc, pi, pid, &st, mask);
 	/* as root, a match by a marker alone is another user's or not at once (foreign); the uid
 	 * read is its own only if the pin still holds after the read (-1: gone, nobody's) */
 	pi->uid = sc->want_uid && !(mask & ~sc->env_mask) ? owner_of(sc, pid) : (uid_t)-1;
@@ -209,17 +247,7 @@ ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mas
 		cand_clear(&c);
 		return -ENOMEM;
 	}
-	int pol = pattern_match(sc, pi);
-	if (pol == REAPER_KEEP) {
-		pi->fate = REAPER_KEPT; /* never signalled; its pidref only says whether it is still it */
-	} else {
-		pi->allowed = pol == REAPER_ALLOW;
-		pi->fate = REAPER_ALIVE;
-		/* a leader that has exited while its other threads run on is alive */
-		c.live = (st.state != 'Z' && st.state != 'X') || st.num_threads > 1;
-		if (!c.live)
-			pi->fate = REAPER_EXITED;
-	}
+	set_fate(sc, &c, &st);
 	ssize_t idx = candset_add(cs, &c);
 	if (idx < 0) {
 		cand_clear(&c);
