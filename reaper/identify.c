@@ -16,14 +16,6 @@
 
 #define PF_FORKNOEXEC 0x00000040 /* stat flags: forked, has not exec'd since */
 
-static int host_zombie(const struct scanner *sc, pid_t pid)
-{
-	for (size_t i = 0; i < sc->nhost_zombies; i++)
-		if (sc->host_zombies[i] == pid)
-			return 1;
-	return 0;
-}
-
 /* What a process without arguments (a kernel thread, a zombie, one not described) shows as
  * its cmdline: "[comm]". */
 static char *bracketed(const char *comm)
@@ -200,7 +192,8 @@ ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mas
 	}
 	/* A zombie child of ours that the host exited and left before the reap: its exit
 	 * status is the host's, never ours to take. */
-	if (st.state == 'Z' && st.num_threads <= 1 && st.ppid == sc->self && host_zombie(sc, pid)) {
+	if (st.state == 'Z' && st.num_threads <= 1 && st.ppid == sc->self &&
+	    pid_in_list(sc->host_zombies, sc->nhost_zombies, pid)) {
 		pidref_done(&c.ref);
 		return -1;
 	}
