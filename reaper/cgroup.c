@@ -325,6 +325,20 @@ static int push(pid_t **v, size_t *n, size_t *cap, pid_t pid)
 	return 0;
 }
 
+/* The directory dfd names, to list with readdir (dfd itself stays open and unmoved): NULL
+ * with errno set. */
+static DIR *listing(int dfd)
+{
+	int lfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+	if (!d && lfd >= 0) {
+		int e = errno;
+		close(lfd);
+		errno = e;
+	}
+	return d;
+}
+
 static int members_at(int dfd, pid_t **v, size_t *n, size_t *cap, int depth)
 {
 	char *text = NULL;
@@ -346,14 +360,9 @@ static int members_at(int dfd, pid_t **v, size_t *n, size_t *cap, int depth)
 		return r;
 	if (depth >= MAX_DEPTH)
 		return -ELOOP;
-	int lfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
-	if (!d) {
-		r = -errno;
-		if (lfd >= 0)
-			close(lfd);
-		return r;
-	}
+	DIR *d = listing(dfd);
+	if (!d)
+		return -errno;
 	struct dirent *de;
 	while (r == 0 && (de = readdir(d))) {
 		if (de->d_type != DT_DIR || de->d_name[0] == '.')
@@ -587,14 +596,9 @@ static int remove_below(int dfd, int depth)
 {
 	if (depth >= MAX_DEPTH)
 		return -ELOOP;
-	int lfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
-	if (!d) {
-		int r = -errno;
-		if (lfd >= 0)
-			close(lfd);
-		return r;
-	}
+	DIR *d = listing(dfd);
+	if (!d)
+		return -errno;
 	struct dirent *de;
 	int r = 0;
 	while (r == 0 && (de = readdir(d))) {
