@@ -160,6 +160,20 @@ static void set_fate(struct scanner *sc, struct cand *c, const struct reaper_sta
 		pi->fate = REAPER_EXITED;
 }
 
+/* c joins the set (the set takes its strings, or they are freed) and the reap hears of it
+ * when it is live: its index, or -errno. */
+static ssize_t enlist(struct scanner *sc, struct candset *cs, struct cand *c)
+{
+	ssize_t idx = candset_add(cs, c);
+	if (idx < 0) {
+		cand_clear(c);
+		return idx;
+	}
+	if (cs->v[idx].live && sc->added)
+		sc->added(sc->ctx, (size_t)idx);
+	return idx;
+}
+
 /* Identify pid (pidfd + start time) and record what it is. want: the start time it must
  * have (0: any). What found it is checked again for a process younger than the scan (it may
  * hold a pid whose earlier holder was read): env, its environ as read (marker finders), is
@@ -241,14 +255,7 @@ ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mas
 		return -ENOMEM;
 	}
 	set_fate(sc, &c, &st);
-	ssize_t idx = candset_add(cs, &c);
-	if (idx < 0) {
-		cand_clear(&c);
-		return idx;
-	}
-	if (cs->v[idx].live && sc->added)
-		sc->added(sc->ctx, (size_t)idx);
-	return idx;
+	return enlist(sc, cs, &c);
 }
 
 int scanner_describe(struct scanner *sc, struct cand *c)
