@@ -243,26 +243,6 @@ static int list(struct cli *c, const struct reaper_report *rep)
 	return failed ? EXIT_REPORT_FAILED : n ? EXIT_OK : EXIT_NO_MATCH;
 }
 
-int cmd_scan(int argc, char **argv)
-{
-	struct cli c;
-	struct reaper_opts o;
-	struct reaper_report *rep = NULL;
-	int code = start(&c, "scan", argc, argv);
-	if (code >= 0)
-		return code;
-	reap_opts(&c, &o);
-	/* the pgrep-like listing shows no holdings: they cost a read of every fd per match */
-	o.holdings = c.json || c.out.report_path || c.out.junit_path;
-	o.report_only = 1; /* a scan never signals */
-	o.on_progress = NULL;
-	int r = reaper_reap(c.f, c.nf, &o, &rep);
-	code = r < 0 ? die(EXIT_CANNOT_EXEC, "cannot scan: %s", strerror(-r)) : list(&c, rep);
-	reaper_report_free(rep);
-	cli_done(&c);
-	return code;
-}
-
 /* Every output of a reap; its exit status: incomplete, then a leak, then a report file that
  * could not be written. */
 static int report(struct cli *c, const struct reaper_report *rep)
@@ -273,20 +253,42 @@ static int report(struct cli *c, const struct reaper_report *rep)
 	return rep->leaks ? c->leak_code : failed ? EXIT_REPORT_FAILED : EXIT_OK;
 }
 
-int cmd_reap(int argc, char **argv)
+/* scan or reap: parse, reap with the command's options, report, clean up. */
+static int scan_or_reap(const char *name, int argc, char **argv)
 {
 	struct cli c;
 	struct reaper_opts o;
 	struct reaper_report *rep = NULL;
-	int code = start(&c, "reap", argc, argv);
+	int reap = !strcmp(name, "reap");
+	int code = start(&c, name, argc, argv);
 	if (code >= 0)
 		return code;
 	reap_opts(&c, &o);
+	if (!reap) {
+		/* the pgrep-like listing shows no holdings: they cost a read of every fd per match */
+		o.holdings = c.json || c.out.report_path || c.out.junit_path;
+		o.report_only = 1; /* a scan never signals */
+		o.on_progress = NULL;
+	}
 	int r = reaper_reap(c.f, c.nf, &o, &rep);
-	code = r < 0 ? die(EXIT_REAP_FAILED, "the reap failed: %s", strerror(-r)) : report(&c, rep);
+	if (r < 0)
+		code = reap ? die(EXIT_REAP_FAILED, "the reap failed: %s", strerror(-r))
+			    : die(EXIT_CANNOT_EXEC, "cannot scan: %s", strerror(-r));
+	else
+		code = reap ? report(&c, rep) : list(&c, rep);
 	reaper_report_free(rep);
 	cli_done(&c);
 	return code;
+}
+
+int cmd_scan(int argc, char **argv)
+{
+	return scan_or_reap("scan", argc, argv);
+}
+
+int cmd_reap(int argc, char **argv)
+{
+	return scan_or_reap("reap", argc, argv);
 }
 
 void scan_usage(FILE *out)
