@@ -236,6 +236,22 @@ class _Scope:
         return {MARKER: self.marker, "REAPER_TEST": self.test}
 
 
+_PLAIN = (str, bytes, int, float, complex, bool, type(None), tuple, frozenset, type, type(os))
+
+
+def _objects_of(value) -> list:
+    """A fixture's value and the objects among its attributes (a server object holding its
+    executor): whatever their methods start is the fixture's."""
+    if isinstance(value, _PLAIN):
+        return []
+    out = [value]
+    try:
+        out.extend(v for v in vars(value).values() if not isinstance(v, _PLAIN))
+    except TypeError:
+        pass
+    return out
+
+
 def _move(cgroup: str, pid: int) -> None:
     """Put pid (0: this process) into cgroup; a child that is already gone is no error."""
     try:
@@ -314,15 +330,47 @@ class _HostChildren:
         self.inflight = 0  # forks under way whose child must be moved
         self.closed = False  # forks for another scope wait (a check by descent is listing)
         self.at_fork = False
+        # id -> (object, scope, fixture): the values of wider fixtures and their attributes
+        self.owned: Dict[int, tuple] = {}
 
     def scope_here(self) -> Optional[_Scope]:
-        """The scope of what the calling thread starts now."""
+        """The scope of what the calling thread starts now: its own (a thread started by a
+        wider fixture), else the running test's, unless a method of a wider fixture's object
+        is doing it (a session's executor that starts its workers lazily, from a test)."""
         s = getattr(self.local, "scope", None)
         if s is None:
             s = getattr(threading.current_thread(), "_reaper_scope", None)
         while s is not None and not s.live:
             s = s.session
-        return s or self.main
+        s = s or self.main
+        if s is not None and s.session is not None and s.marker != s.session.marker:  # a test's
+            return self.on_behalf() or s
+        return s
+
+    def own(self, value, scope: _Scope, key: int) -> None:
+        for obj in _objects_of(value):
+            self.owned[id(obj)] = (obj, scope, key)
+
+    def disown(self, key: int) -> None:
+        for k in [k for k, v in self.owned.items() if v[2] == key]:
+            del self.owned[k]
+
+    def on_behalf(self) -> Optional[_Scope]:
+        """The scope of the wider fixture whose object's method is on the calling stack."""
+        if not self.owned:
+            return None
+        f = sys._getframe(2)
+        for _ in range(64):
+            if f is None:
+                break
+            code = f.f_code
+            if code.co_argcount and code.co_varnames[0] == "self":
+                me = f.f_locals.get("self")
+                got = self.owned.get(id(me))
+                if got is not None and got[0] is me:
+                    return got[1]
+            f = f.f_back
+        return None
 
     def add(self, pid: int, scope: Optional[_Scope] = None) -> None:
         if pid <= 0:
@@ -478,6 +526,7 @@ class _HostChildren:
             setattr(mod, name, fn)
         self.saved = []
         self.children = {}
+        self.owned = {}
 
 
 HOST = _HostChildren()
@@ -894,12 +943,17 @@ class _Session:
         try:
             if where:
                 self.cgroups.goto(self.cgroups.session)
-            yield
+            outcome = yield
+            if outcome.excinfo is None:
+                HOST.own(outcome.get_result(), scope, id(fixturedef))
         finally:
             HOST.main = main
             _swap_env(before)
             if where:
                 self.cgroups.goto(where)
+
+    def pytest_fixture_post_finalizer(self, fixturedef, request):
+        HOST.disown(id(fixturedef))
 
     def begin(self, item) -> Dict[str, Optional[str]]:
         self.count += 1

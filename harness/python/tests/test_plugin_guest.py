@@ -491,3 +491,44 @@ def test_fork():
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*test_term.py::test_fork left 1 process running*", "      terminated, *"])
     assert not unwound.exists()
+
+
+def test_workers_a_wider_fixtures_object_starts_lazily_in_a_test_are_not_the_tests(tracked):
+    # a ProcessPoolExecutor made by a session fixture (or held by a module fixture's object)
+    # starts its workers at the first submit, from the test's own thread: a method of the
+    # fixture's object on the stack makes them the fixture's
+    inner = tracked
+    inner.makepyfile(test_ex="""
+import concurrent.futures, multiprocessing, os, pytest
+def where(_):
+    return os.getpid(), os.environ.get("REAPER_TEST")
+def executor():
+    return concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+@pytest.fixture(scope="session")
+def pool():
+    ex = executor()
+    yield ex
+    ex.shutdown()
+class Server:
+    def __init__(self):
+        self.ex = executor()
+@pytest.fixture(scope="module")
+def server():
+    s = Server()
+    yield s
+    s.ex.shutdown()
+seen = []
+@pytest.mark.parametrize("n", range(2))
+def test_pool(pool, n):
+    seen.append(pool.submit(where, n).result(timeout=60))
+    assert seen[-1][1] == "pool (session-scoped fixture)"
+@pytest.mark.parametrize("n", range(2))
+def test_server(server, n):
+    seen.append(server.ex.submit(where, n).result(timeout=60))
+    assert seen[-1][1] == "server (module-scoped fixture)"
+def test_the_same_workers_served_all():
+    assert seen[0][0] == seen[1][0] and seen[2][0] == seen[3][0], seen
+""")
+    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=5)
+    assert "left by fixtures wider than a test" not in result.stdout.str()
