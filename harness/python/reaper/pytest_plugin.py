@@ -648,17 +648,19 @@ class _Cgroups:
             self.cg.enter(path)
             self.where = path
 
-    def drop(self, path: str) -> Optional[str]:
+    @staticmethod
+    def drop(path: str) -> Optional[str]:
         """Remove path (a reaped cgroup); what it still holds (unkillable) moves up a level.
         Never raises: a sentence when something stayed."""
+        from . import cgroup
         try:
-            self.cg.remove(path)
+            cgroup.remove(path)
             return None
         except OSError as e:
             if e.errno != errno.EBUSY:
                 return f"cannot remove the cgroup {path}: {e.strerror}"
         try:
-            n = self.cg.release(path)
+            n = cgroup.release(path)
             return f"{n} process{'es' if n != 1 else ''} still in {path} moved to its parent cgroup"
         except OSError as e:
             return f"cannot release the cgroup {path}: {e.strerror}"
@@ -720,7 +722,10 @@ class _Session:
         no_gc = config.getoption("reaper_no_gc")
         self.gc = not no_gc if no_gc is not None else bool(config.getini("reaper_gc"))
         self.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-        self.prefix = f"{secrets.token_hex(6)}-{self.worker}"
+        # an xdist worker's prefix is its controller's choice: the controller ends what a
+        # worker that crashed left in its cgroup
+        self.prefix = getattr(config, "workerinput", {}).get("reaper_prefix") or \
+            f"{secrets.token_hex(6)}-{self.worker}"
         self.shared_marker = f"{self.prefix}-shared"
         self.count = 0
         self.test: Optional[_Scope] = None  # the running test's scope
@@ -739,6 +744,7 @@ class _Session:
         self.outer_scope: Optional[_Scope] = None
         self.running = False  # inside a test's runtest protocol (else: torn down at the session's end)
         self.late_leaks: List[dict] = []
+        self.crash_leaks: List[dict] = []  # left by xdist workers that crashed (controller side)
         self.notes: List[str] = []  # the session's own check: said in the terminal summary
         self.on_sigterm = 0  # our SIGTERM handler is in place (in this pid)
 
@@ -867,6 +873,32 @@ class _Session:
     def pytest_configure_node(self, node):
         # the workers this xdist controller starts check their own tests (see pytest_configure)
         node.workerinput["reaper_controller"] = self.prefix
+        node.workerinput["reaper_prefix"] = f"{secrets.token_hex(6)}-{node.gateway.id}"
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):
+        # A worker that died (killed, os._exit in a test) never reaped its tests nor removed its
+        # cgroups; it started in this process's cgroup, so its session's cgroup is below it.
+        prefix = getattr(node, "workerinput", {}).get("reaper_prefix")
+        if error is None or not prefix:
+            return
+        from . import cgroup
+        try:
+            path = os.path.join(cgroup.current(), f"reaper-pytest-{prefix}")
+        except self.reaper.ReaperError:
+            return
+        if not os.path.isdir(path):
+            return
+        try:
+            rep = self.reaper.reap_report(self.reaper.with_cgroup(path), timeout=self.timeout, grace=self.grace)
+        except self.reaper.ReaperIncomplete as e:
+            self.notes.append(f"the check of what the crashed worker {node.gateway.id} left is incomplete: {_why(e)}")
+            rep = e.report
+        self.crash_leaks.extend(_record(p, p.test) for p in rep.leaks)
+        self.records.extend(self.crash_leaks[len(self.crash_leaks) - len(rep.leaks):])
+        left = _Cgroups.drop(path)
+        if left:
+            self.notes.append(left)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
@@ -879,16 +911,15 @@ class _Session:
     def pytest_terminal_summary(self, terminalreporter):
         for note in self.notes:
             terminalreporter.line(f"reaper: warning: {note}", yellow=True)
-        if self.late_leaks:
-            # an interrupted session tears its last test down after the protocol: no report
-            # can carry an error any more, so the leaks are listed here
-            terminalreporter.section("reaper: left by tests torn down at the session's end", red=True)
-            for r in self.late_leaks:
-                terminalreporter.line(f"{r['pid']}: {r['cmdline'][:160]}  [{r['fate']}, {r['test']}]")
-        if self.shared_leaks:
-            terminalreporter.section("reaper: left by fixtures wider than a test", yellow=True)
-            for r in self.shared_leaks:
-                terminalreporter.line(f"{r['pid']}: {r['cmdline'][:160]}  [{r['fate']}, {r['test']}]")
+        # an interrupted session tears its last test down after the protocol, and a crashed
+        # xdist worker none: no report can carry an error for them, so the leaks are listed here
+        for title, records, red in (("left by tests torn down at the session's end", self.late_leaks, True),
+                                    ("left by xdist workers that crashed", self.crash_leaks, True),
+                                    ("left by fixtures wider than a test", self.shared_leaks, False)):
+            if records:
+                terminalreporter.section(f"reaper: {title}", red=red, yellow=not red)
+                for r in records:
+                    terminalreporter.line(f"{r['pid']}: {r['cmdline'][:160]}  [{r['fate']}, {r['test']}]")
 
     def _write(self, path: str) -> None:
         leaks = [r for r in self.records if not r["allowed"]]

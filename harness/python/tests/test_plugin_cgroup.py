@@ -290,3 +290,24 @@ def test_waits():
     assert "reaper: left by tests torn down at the session's end" in out and "sleep 600" in out, out
     assert left_below(box) == [], out
     assert not reaper.cgroup.populated(box), "a process of the inner session outlived it"
+
+
+@needs_cgroup
+def test_what_a_crashed_xdist_worker_left_is_ended_by_its_controller(inner, box):
+    # a worker killed in a test never reaps that test nor removes its cgroups; the controller
+    # it started from does, and lists what was there
+    pytest.importorskip("xdist")
+    inner.makepyfile(test_crash="""
+import os, signal, subprocess
+def test_crash():
+    subprocess.Popen(["sleep", "600"])
+    os.kill(os.getpid(), signal.SIGKILL)
+def test_clean():
+    pass
+""")
+    result = run_in(inner, box, *PLUGIN, "-n", "2", "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*reaper: left by xdist workers that crashed*",
+                                 "*: sleep 600  [[]killed, test_crash.py::test_crash]"])
+    assert left_below(box) == [], result.stdout.str()
+    assert not reaper.cgroup.populated(box), "a process of the inner session outlived it"
