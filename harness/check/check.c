@@ -113,13 +113,20 @@ static enum reaper_check_cgroup cgroup_mode(void)
 	return (enum reaper_check_cgroup)cg_mode;
 }
 
+static int is_own(pid_t pid)
+{
+	for (size_t i = 0; i < cur.nown; i++)
+		if (cur.own[i] == pid)
+			return 1;
+	return 0;
+}
+
 int reaper_check_own(pid_t pid)
 {
 	if (pid <= 0)
 		return -EINVAL;
-	for (size_t i = 0; i < cur.nown; i++)
-		if (cur.own[i] == pid)
-			return 0;
+	if (is_own(pid))
+		return 0;
 	if (cur.nown == MAX_OWN)
 		return -ENOSPC;
 	cur.own[cur.nown++] = pid;
@@ -222,14 +229,6 @@ static void list_leaks(const struct reaper_report *rep, char *buf, size_t len)
 	}
 	if (listed > MAX_LISTED && used + 1 < len)
 		snprintf(buf + used, len - used, "\n  ... and %zu more", listed - MAX_LISTED);
-}
-
-static int is_own(pid_t pid)
-{
-	for (size_t i = 0; i < cur.nown; i++)
-		if (cur.own[i] == pid)
-			return 1;
-	return 0;
 }
 
 /* Orphans the test left and we adopted that exited before its reap began look like our own
