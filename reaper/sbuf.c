@@ -4,6 +4,7 @@
 #include "array.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,8 @@ static int grow(struct sbuf *b, size_t more)
 {
 	if (b->oom)
 		return -1;
-	if (ARRAY_RESERVE(b->p, b->cap, b->len + more + 1, 64) < 0) {
+	/* a length that would wrap the room needed is one no memory holds */
+	if (more >= SIZE_MAX - b->len || ARRAY_RESERVE(b->p, b->cap, b->len + more + 1, 64) < 0) {
 		b->oom = 1;
 		return -1;
 	}

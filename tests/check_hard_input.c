@@ -4,6 +4,8 @@
  * fields); real-process cases make a process with a multi-megabyte environ, one named
  * ") ) )", and a churn of processes that vanish while they are being read. */
 #include "check_hard.h"
+#include "reaper/array.h"
+#include "reaper/sbuf.h"
 
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -222,6 +224,39 @@ START_TEST(vanishing_pids)
 }
 END_TEST
 
+/* A length or count whose room cannot be had (it would wrap size_t or exceed memory) is an
+ * out-of-memory failure that leaves what was there, never a short buffer written past. */
+START_TEST(growth_that_cannot_be_had)
+{
+	struct sbuf b = { 0 };
+	sbuf_puts(&b, "abc");
+	sbuf_add(&b, "x", SIZE_MAX - 2); /* len + this + 1 wraps to 1 */
+	ck_assert_int_eq(b.oom, 1);
+	ck_assert_uint_eq(b.len, 3);
+	ck_assert_str_eq(sbuf_str(&b), "");
+	sbuf_puts(&b, "more");
+	ck_assert_uint_eq(b.len, 3);
+	sbuf_free(&b);
+	sbuf_puts(&b, "abc");
+	sbuf_add(&b, "x", SIZE_MAX / 2);
+	ck_assert_int_eq(b.oom, 1);
+	sbuf_free(&b);
+
+	int *v = NULL;
+	size_t cap = 0;
+	ck_assert_int_eq(ARRAY_RESERVE(v, cap, SIZE_MAX, 64), -ENOMEM);
+	ck_assert_ptr_null(v);
+	ck_assert_uint_eq(cap, 0);
+	ck_assert_int_eq(ARRAY_RESERVE(v, cap, 10, 64), 0);
+	int *was = v;
+	ck_assert_uint_eq(cap, 64);
+	ck_assert_int_eq(ARRAY_RESERVE(v, cap, SIZE_MAX / sizeof *v + 1, 64), -ENOMEM);
+	ck_assert_ptr_eq(v, was);
+	ck_assert_uint_eq(cap, 64);
+	free(v);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hard_input");
@@ -229,6 +264,7 @@ int main(void)
 	tcase_add_test(tc, stat_comm_of_parens);
 	tcase_add_test(tc, stat_malformed_refused);
 	tcase_add_test(tc, environ_edges);
+	tcase_add_test(tc, growth_that_cannot_be_had);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("hostile_proc");
 	tcase_set_timeout(tc, 60);
