@@ -246,7 +246,9 @@ def _objects_of(value) -> list:
         return []
     out = [value]
     try:
-        out.extend(v for v in vars(value).values() if not isinstance(v, _PLAIN))
+        # pytest's own objects (the config a helper keeps) serve every test
+        out.extend(v for v in vars(value).values() if not isinstance(v, _PLAIN) and
+                   not type(v).__module__.startswith(("_pytest", "pytest", "pluggy")))
     except TypeError:
         pass
     return out
