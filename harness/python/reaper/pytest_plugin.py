@@ -1016,33 +1016,28 @@ class _Session:
         try:
             if test.cgroup:
                 self.cgroups.goto(self.cgroups.session)  # out of it before it is reaped
-                HOST.settle()
+            if self.gc:
+                gc.collect()  # finalizers may need the threads held back below
+            with HOST.closed_for_others():
                 self._check(item, test)
-            else:
-                if self.gc:
-                    gc.collect()  # finalizers may need the threads held back below
-                with HOST.closed_for_others():
-                    self._check(item, test, gc_done=True)
         finally:
             if test.cgroup:
                 left = self.cgroups.drop(test.cgroup)
                 if left:
                     warnings.warn(ReaperIncompleteWarning(f"reaper: {left}"))
 
-    def _check(self, item, test: _Scope, gc_done: bool = False) -> None:
+    def _check(self, item, test: _Scope) -> None:
         marker = test.marker
-        if self.gc and not gc_done:
-            gc.collect()
         mark = item.get_closest_marker("reaper")
         kw = dict(mark.kwargs) if mark else {}
         host = HOST.current()
+        # children forked for another scope (a wider fixture, its threads) are not the test's;
+        # with a cgroup, descent still finds a child forked without exec that left it
+        others = [pid for pid, (_, owner) in host.items() if owner != marker]
+        finders = [self.reaper.with_env(MARKER, marker),
+                   self.reaper.descendants(since=self.since, unless_env=(MARKER, marker), skip=others)]
         if test.cgroup:
-            finders = (self.reaper.with_env(MARKER, marker), self.reaper.with_cgroup(test.cgroup))
-        else:
-            # children forked for another scope (a wider fixture, its threads) are not the test's
-            others = [pid for pid, (_, owner) in host.items() if owner != marker]
-            finders = (self.reaper.with_env(MARKER, marker),
-                       self.reaper.descendants(since=self.since, unless_env=(MARKER, marker), skip=others))
+            finders.append(self.reaper.with_cgroup(test.cgroup))
         if kw.get("check", True) is False:
             # still cleaned up, never reported
             self._reap(finders, timeout=self.timeout, grace=self.grace, host_children=host)

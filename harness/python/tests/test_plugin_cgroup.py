@@ -311,3 +311,26 @@ def test_clean():
                                  "*: sleep 600  [[]killed, test_crash.py::test_crash]"])
     assert left_below(box) == [], result.stdout.str()
     assert not reaper.cgroup.populated(box), "a process of the inner session outlived it"
+
+
+@needs_cgroup
+def test_a_child_forked_without_exec_that_leaves_the_tests_cgroup_is_still_the_tests(inner, box):
+    # no marker (no exec) and no longer in the test's cgroup: descent still finds it
+    elsewhere = reaper.cgroup.create(box, "elsewhere")
+    inner.makepyfile(test_leaves=f"""
+import os, time
+def test_leaves():
+    r, w = os.pipe()
+    if os.fork() == 0:
+        with open({os.path.join(elsewhere, "cgroup.procs")!r}, "w") as f:
+            f.write("0")
+        os.write(w, b"x")
+        time.sleep(600)
+        os._exit(0)
+    os.read(r, 1)
+""")
+    result = run_in(inner, box, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*reaper: test_leaves.py::test_leaves left 1 process running*"])
+    assert left_below(box) == ["elsewhere"], result.stdout.str()
+    assert not reaper.cgroup.populated(box), "a process of the inner session outlived it"
