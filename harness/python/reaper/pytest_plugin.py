@@ -12,7 +12,7 @@ with ``-p reaper.pytest_plugin`` (the same form works installed too) and enable 
 * With a writable cgroup2 (``--reaper-cgroup auto``, the default), each test has a cgroup
   below the session's: pytest moves itself into it for the test's function fixtures and call,
   into the session's for wider fixtures and between tests, and out before the check, which
-  reaps what stays in the test's cgroup plus what carries its marker. Otherwise:
+  reaps what stays in the test's cgroup plus what the two ways below find. In any case:
 * What a test leaves is found three ways: its marker (``REAPER_PYTEST=<session>-<n>``, with
   ``REAPER_TEST=<nodeid>``, in ``os.environ`` from its first function-scoped fixture to its
   last teardown, so every program it starts carries them); descent (every process under
