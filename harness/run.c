@@ -801,6 +801,19 @@ static int set_up(struct run *r)
 	return GO_ON;
 }
 
+/* A COMMAND whose exec failed has said so and is exiting; a fork into the run's cgroup (not a
+ * vfork) may not have ended yet. Wait (bounded, without collecting) until it has, so that
+ * reap_children counts it and the last document does not show it alive. */
+static void await_failed_exec(struct run *r)
+{
+	for (int ms = 0; r->cmd.pid > 0 && ms < (int)(REAPER_SETTLE * 1000); ms += 10) {
+		siginfo_t si = { 0 };
+		if (waitid(P_PID, (id_t)r->cmd.pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid)
+			return;
+		poll(NULL, 0, 10);
+	}
+}
+
 /* Start COMMAND; when it cannot be, its status is the run's (126, 127, or how it ended). */
 static int start(struct run *r)
 {
@@ -809,6 +822,7 @@ static int start(struct run *r)
 	int e = start_command(r);
 	if (e == 0)
 		return GO_ON;
+	await_failed_exec(r);
 	reap_children(r);
 	r->st.runner_exit_code = r->cmd_done		      ? status_to_code(r->cmd_status)
 				 : -e == ENOENT || -e == ENOTDIR ? EXIT_NOT_FOUND

@@ -221,3 +221,15 @@ def test_unwritable_state_from_the_environment_warns_once(run, tmp_path):
     r = run([], script(ORPHANS_THEN_EXIT_5), state=False, env={"REAPER_STATE": str(path)})
     assert r.wait(30) == 5
     assert len(unavailable_lines(r.stderr)) == 1, r.stderr
+
+
+def test_a_command_that_cannot_be_executed_is_collected_before_the_last_document(run):
+    """COMMAND whose exec fails ends at once (started in the run's cgroup it is a fork, not a
+    vfork, so reaper may hear of the failure before the end): the last document counts it
+    reaped, not alive."""
+    for argv, code in [(["/etc/passwd"], 126), (["/nonexistent/program"], 127)] * 5:
+        r = run([], argv)
+        assert r.wait(60) == code, r.stderr
+        doc = r.state()
+        assert doc["phase"] == "exited"
+        assert (doc["active_children"], doc["reaped_children_total"], doc["runner_exit_code"]) == (0, 1, code), doc
