@@ -863,18 +863,21 @@ static void run_done(struct run *r)
 {
 	if (r->tty >= 0)
 		tcsetpgrp(r->tty, getpgrp());
-	drop_cgroup(r);
-	if (r->state_begun)
-		state_update(r, "exited");
-	guardian_stop(r->guardian_fd, &r->guardian);
+	/* the descriptors the run no longer needs go first: moving what is left out of the cgroup
+	 * takes a few, and a run out of them (the reap incomplete) must still remove it */
 	pidref_done(&r->cmd);
-	free(r->home_marker);
-	sbuf_free(&r->buf);
-	output_done(&r->out);
 	if (r->sfd >= 0)
 		close(r->sfd);
 	if (r->procfd >= 0)
 		close(r->procfd);
+	r->sfd = r->procfd = -1;
+	drop_cgroup(r);
+	if (r->state_begun)
+		state_update(r, "exited");
+	guardian_stop(r->guardian_fd, &r->guardian);
+	free(r->home_marker);
+	sbuf_free(&r->buf);
+	output_done(&r->out);
 }
 
 int cmd_run(int argc, char **argv)

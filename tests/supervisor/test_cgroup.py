@@ -243,3 +243,21 @@ def test_cgroup_values(run):
     r = run([], ["true"], env={"REAPER_CGROUP": "off"})
     assert r.wait(30) == 0
     assert r.state()["tracking"] == "proc"
+
+
+@needs_cgroup
+def test_a_run_out_of_descriptors_still_removes_its_cgroup(run):
+    """However few descriptors the run has (the reap incomplete, leftovers still running),
+    its cgroup goes: what is left moves up first."""
+    import resource
+    for n in range(8, 21):
+        r = run(["--cgroup", "on", "--timeout", "0.2", "--grace", "0.2"], ["sh", "-c", "sleep 1000 >/dev/null 2>&1 & sleep 1001 >/dev/null 2>&1 & exit 0"],
+                preexec_fn=lambda n=n: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)))
+        code = r.wait(60)
+        try:
+            doc = r.state()
+        except FileNotFoundError:
+            continue  # too few to begin the document: nothing was started
+        assert doc["phase"] == "exited", (n, doc)
+        assert not cgroups_of_run(doc["run_id"]), "with %d descriptors (exit %d) the run's cgroup is still there: %s" % (n, code, r.stderr)
+        assert "cannot remove" not in r.stderr, (n, r.stderr)
