@@ -49,6 +49,7 @@ struct run {
 	char **argv;
 	char run_marker[64];
 	struct reaper_finder finders[MAX_MARKERS + 4];
+	struct reaper_origin origin; /* where pid allocation stood before the run began */
 	int cgroup_mode;            /* CGROUP_OFF, CGROUP_AUTO, CGROUP_ON */
 	char cgroup[PATH_MAX];      /* the run's own cgroup; "" when the run is tracked by /proc */
 	size_t nfinders;
@@ -405,6 +406,11 @@ static int setup_finders(struct run *r)
 		n += snprintf(r->run_marker + n, sizeof r->run_marker - (size_t)n, "%02x", rnd[i]);
 	r->st.run_id = r->run_marker + strlen("REAPER_RUN=");
 	r->finders[r->nfinders++] = reaper_find_env(r->run_marker);
+	/* Only what starts from now on can carry the run's random marker: a scan for it reads
+	 * only the pids given out since (when that can be told). HOME=DIR and --marker are not
+	 * the run's alone: whatever carries them is looked for everywhere. */
+	if (reaper_origin_now(&r->origin) == 0)
+		r->finders[0].origin = &r->origin;
 	r->finders[r->nfinders++] = reaper_find_tree(0);
 	for (size_t i = 0; i < r->nmarkers; i++)
 		r->finders[r->nfinders++] = reaper_find_env(r->markers[i]);

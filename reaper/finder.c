@@ -8,6 +8,7 @@
 #include "scanner.h"
 #include "array.h"
 #include "cgroup.h"
+#include "origin.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -15,6 +16,8 @@
 #include <time.h>
 
 #define JUDGE_BOUND 2.0       /* seconds a scan waits for environments under an exec */
+#define PROBE_MAX 256         /* pids given out since an origin looked at one by one (each costs
+				 about what listing one entry of /proc does) */
 
 /* NAME of a "NAME=VALUE" marker into name[256]; a pointer to VALUE, or NULL when too long. */
 static const char *marker_split(const char *m, char *name)
@@ -76,6 +79,25 @@ uint32_t finder_env_bits(const struct scanner *sc, const char *env, size_t len)
 	return mask;
 }
 
+/* mask without the marker finders whose origin is later than start_time: they match only
+ * what started since their origin. */
+uint32_t finder_env_since(const struct scanner *sc, uint32_t mask, uint64_t start_time)
+{
+	for (size_t i = 0; i < sc->nf; i++)
+		if ((mask & sc->env_mask & (1u << i)) && sc->f[i].origin && start_time < sc->f[i].origin->start_time)
+			mask &= ~(1u << i);
+	return mask;
+}
+
+/* Whether pid leads its thread group: /proc/TID of a thread is there to read but not listed,
+ * so a pid the scan did not list may be a thread's. */
+static int leader(struct scanner *sc, pid_t pid)
+{
+	ssize_t n = procfs_read(sc->procfd, pid, "status", &sc->aux);
+	const char *t = n > 0 ? strstr(sc->aux.p, "\nTgid:") : NULL;
+	return t && atoi(t + 6) == (int)pid;
+}
+
 /* Look at pid again before this scan ends (once). */
 int finder_pend(struct scanner *sc, pid_t pid)
 {
@@ -99,9 +121,9 @@ int finder_in_cgroups(struct scanner *sc, const struct pidref *ref, uint32_t mas
 	return in;
 }
 
-/* The marker finders' look at one pid: 1 when it became a candidate, 0 when not (or not
- * yet: pending), -ENOMEM. */
-static int examine(struct scanner *sc, struct candset *cs, pid_t pid)
+/* The marker finders' look at one pid (listed: by the scan of /proc, which lists no
+ * threads): 1 when it became a candidate, 0 when not (or not yet: pending), -ENOMEM. */
+static int examine(struct scanner *sc, struct candset *cs, pid_t pid, int listed)
 {
 	if (scanner_excluded(sc, pid) || scanner_known(sc, cs, pid))
 		return 0;
@@ -113,7 +135,7 @@ static int examine(struct scanner *sc, struct candset *cs, pid_t pid)
 		return 0;
 	}
 	uint32_t mask = finder_env_bits(sc, sc->buf.p, (size_t)n);
-	if (!mask)
+	if (!mask || (!listed && !leader(sc, pid)))
 		return 0;
 	ssize_t r = identify(sc, cs, pid, mask, sc->buf.p, n, 0, 0, NULL);
 	return r == -ENOMEM ? -ENOMEM : r >= 0;
@@ -122,16 +144,31 @@ static int examine(struct scanner *sc, struct candset *cs, pid_t pid)
 int finder_scan_env(struct scanner *sc, struct candset *cs)
 {
 	int added = 0;
-	rewinddir(sc->dir);
-	struct dirent *d;
-	while ((d = readdir(sc->dir))) {
-		if (d->d_name[0] < '1' || d->d_name[0] > '9')
-			continue;
-		pid_t pid = (pid_t)atoi(d->d_name);
-		int r = examine(sc, cs, pid);
-		if (r < 0)
-			return r;
-		added += r;
+	/* With an origin only the pids given out since are read: each looked at directly while
+	 * they are few, else the listing of /proc is read and the rest passed over. */
+	struct origin_window w;
+	int win = sc->origin && origin_window(sc->procfd, sc->origin, &w) == 0;
+	if (win && w.len <= PROBE_MAX) {
+		for (size_t i = 0; i < w.len; i++) {
+			int r = examine(sc, cs, origin_window_pid(&w, i), 0);
+			if (r < 0)
+				return r;
+			added += r;
+		}
+	} else {
+		rewinddir(sc->dir);
+		struct dirent *d;
+		while ((d = readdir(sc->dir))) {
+			if (d->d_name[0] < '1' || d->d_name[0] > '9')
+				continue;
+			pid_t pid = (pid_t)atoi(d->d_name);
+			if (win && !origin_in_window(&w, pid))
+				continue;
+			int r = examine(sc, cs, pid, 1);
+			if (r < 0)
+				return r;
+			added += r;
+		}
 	}
 	/* what an exec had under way is looked at again until it can be judged, bounded */
 	double naps = 0, nap = 0.0001;
@@ -147,7 +184,7 @@ int finder_scan_env(struct scanner *sc, struct candset *cs)
 		memcpy(again, sc->pending, np * sizeof *again);
 		sc->npending = 0;
 		for (size_t i = 0; i < np; i++) {
-			int r = examine(sc, cs, again[i]);
+			int r = examine(sc, cs, again[i], 0);
 			if (r < 0) {
 				free(again);
 				return r;

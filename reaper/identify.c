@@ -204,6 +204,11 @@ ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mas
 			return r < 0 ? r : -1;
 		}
 	}
+	/* a marker finder with an origin matches only what started since */
+	if (!(mask = finder_env_since(sc, mask, st.start_time))) {
+		pidref_done(&c.ref);
+		return -1;
+	}
 	/* A zombie child of ours that the host exited and left before the reap: its exit
 	 * status is the host's, never ours to take. */
 	if (st.state == 'Z' && st.num_threads <= 1 && st.ppid == sc->self &&
@@ -300,9 +305,8 @@ int scanner_describe(struct scanner *sc, struct cand *c)
 	pi->age = procfs_uptime(sc->procfd) - (double)pi->start_time / (double)sc->ticks;
 	if (pi->age < 0)
 		pi->age = 0;
-	for (size_t i = 0; n > 0 && i < sc->nf; i++)
-		if ((sc->env_mask & (1u << i)) && reaper_environ_has(sc->buf.p, (size_t)n, sc->f[i].marker, sc->elen[i]))
-			pi->matched_by |= 1u << i;
+	if (n > 0)
+		pi->matched_by |= finder_env_since(sc, finder_env_bits(sc, sc->buf.p, (size_t)n), pi->start_time);
 	if (n != 0 || !c->env_read)
 		pi->environ_unreadable = n == -EACCES || n == -EPERM;
 	if (t) {

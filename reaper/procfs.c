@@ -181,15 +181,9 @@ int procfs_stat(int procfd, pid_t pid, struct reaper_stat *st)
 	return reaper_parse_stat(buf, (size_t)n, st);
 }
 
-ssize_t procfs_read(int procfd, pid_t pid, const char *what, struct sbuf *b)
+/* All of fd into b (then closed). whole: a short read is the end (see procfs_read). */
+static ssize_t read_all(int fd, int whole, struct sbuf *b)
 {
-	int fd = open_at(procfd, pid, what);
-	if (fd < 0)
-		return -errno;
-	/* environ and cmdline are copied out of the process's memory in a loop that fills the
-	 * whole buffer: a short read is the end, and the read that would return 0 is saved
-	 * (one syscall of three per process on the hot path). Not so for seq_file texts. */
-	int whole = strcmp(what, "environ") == 0 || strcmp(what, "cmdline") == 0;
 	size_t len = 0;
 	for (;;) {
 		if (ARRAY_RESERVE(b->p, b->cap, len + 2, 8192) < 0) {
@@ -216,6 +210,23 @@ ssize_t procfs_read(int procfd, pid_t pid, const char *what, struct sbuf *b)
 	return (ssize_t)len;
 }
 
+ssize_t procfs_read(int procfd, pid_t pid, const char *what, struct sbuf *b)
+{
+	int fd = open_at(procfd, pid, what);
+	if (fd < 0)
+		return -errno;
+	/* environ and cmdline are copied out of the process's memory in a loop that fills the
+	 * whole buffer: a short read is the end, and the read that would return 0 is saved
+	 * (one syscall of three per process on the hot path). Not so for seq_file texts. */
+	return read_all(fd, strcmp(what, "environ") == 0 || strcmp(what, "cmdline") == 0, b);
+}
+
+ssize_t procfs_read_file(int procfd, const char *path, struct sbuf *b)
+{
+	int fd = openat(procfd >= 0 ? procfd : AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	return fd < 0 ? -errno : read_all(fd, 0, b);
+}
+
 char *procfs_link(int procfd, pid_t pid, const char *what)
 {
 	char path[64], buf[4096];
@@ -225,6 +236,13 @@ char *procfs_link(int procfd, pid_t pid, const char *what)
 		n = 0;
 	buf[n] = 0;
 	return strdup(buf);
+}
+
+uint64_t procfs_tick_now(long ticks)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * (uint64_t)ticks + (uint64_t)ts.tv_nsec / (1000000000u / (uint64_t)ticks);
 }
 
 double procfs_uptime(int procfd)

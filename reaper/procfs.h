@@ -41,8 +41,13 @@ int procfs_stat(int procfd, pid_t pid, struct reaper_stat *st);
 /* Read all of /proc/PID/WHAT (what may be "environ", "cmdline", "task/T/children", ...) into
  * b, replacing what it held. Returns the length (b->p is NUL-terminated after it) or -errno. */
 ssize_t procfs_read(int procfd, pid_t pid, const char *what, struct sbuf *b);
+/* Read all of a /proc file that is not a process's (path relative to procfd, e.g. "stat"). */
+ssize_t procfs_read_file(int procfd, const char *path, struct sbuf *b);
 /* readlink /proc/PID/WHAT into a new string ("" when unreadable). */
 char *procfs_link(int procfd, pid_t pid, const char *what);
+/* Now in the clock of a process's start time (stat field 22): ticks (sysconf _SC_CLK_TCK)
+ * since boot. */
+uint64_t procfs_tick_now(long ticks);
 /* Seconds since boot. */
 double procfs_uptime(int procfd);
 

@@ -61,6 +61,16 @@ struct reaper_ident {
 	uint64_t start_time;
 };
 
+/* Where the kernel's pid allocation stood at one moment (reaper_origin_now). A marker finder
+ * given one (finder.origin) matches only processes started since then. */
+struct reaper_origin {
+	pid_t last_pid;      /* the pid given out last (ns_last_pid) */
+	uint64_t forks;      /* processes and threads created since boot (/proc/stat "processes") */
+	uint64_t tasks;      /* processes and threads alive (/proc/loadavg) */
+	uint64_t start_time; /* the moment, in start-time clock ticks since boot */
+	uint64_t pidns;      /* the PID namespace it was taken in (inode of /proc/self/ns/pid) */
+};
+
 /* A finder is a plain value; pass several to combine them (a process matches when any
  * finder matches; matched_by records which ones, bit i for finders[i]).
  *
@@ -86,7 +96,20 @@ struct reaper_finder {
 			       22) a descendant must have at least; 0: any */
 	const pid_t *skip;  /* REAPER_FIND_TREE: pids that are not this finder's (nskip of them) */
 	size_t nskip;
+	/* REAPER_FIND_ENV, optional: only processes started at or after this origin match, and
+	 * the scan reads the environment of only the pids given out since (see reaper_origin_now) */
+	const struct reaper_origin *origin;
 };
+
+/* Note where pid allocation stands now, for a marker that nothing older can carry (a random
+ * one given to what is started next). A marker finder with this origin matches only processes
+ * started since (start time at least origin.start_time) and reads /proc/PID/environ of just
+ * the pids given out since: a scan then costs the listing of /proc, or only as many reads as
+ * processes were started since, instead of one read per process. Where that set cannot be told
+ * (the pids may have wrapped round since, or /proc is another PID namespace's) every process
+ * is read, with the same result. A process older than the origin that execs with the marker
+ * later is no match: it is found by descent or by its cgroup, or not at all. 0 or -errno. */
+REAPER_EXPORT int reaper_origin_now(struct reaper_origin *o);
 
 /* Build finders (no allocation: marker is referenced, not copied). */
 REAPER_EXPORT struct reaper_finder reaper_find_env(const char *marker);

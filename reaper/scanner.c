@@ -45,14 +45,6 @@ static size_t pidfd_budget(int procfd)
 	return rl.rlim_cur > open + FD_RESERVE ? (size_t)rl.rlim_cur - open - FD_RESERVE : 0;
 }
 
-/* The start-time tick (stat field 22's clock) of now. */
-static uint64_t tick_now(const struct scanner *sc)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * (uint64_t)sc->ticks + (uint64_t)ts.tv_nsec / (1000000000u / (uint64_t)sc->ticks);
-}
-
 /* A read failed: a lack of descriptors or memory means the scan may have missed something. */
 void scanner_read_failed(struct scanner *sc, ssize_t r)
 {
@@ -183,6 +175,17 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 		} else {
 			return -EINVAL;
 		}
+	}
+	/* the window is the oldest origin's, and there is none when a marker finder has none */
+	for (size_t i = 0; i < nf; i++) {
+		if (!(sc->env_mask & (1u << i)))
+			continue;
+		if (!f[i].origin) {
+			sc->origin = NULL;
+			break;
+		}
+		if (!sc->origin || f[i].origin->forks < sc->origin->forks)
+			sc->origin = f[i].origin;
 	}
 	sc->f = f;
 	sc->nf = nf;
@@ -391,7 +394,7 @@ int scanner_scan(struct scanner *sc, struct candset *cs)
 	sc->starved = 0;
 	sc->scan_err = 0;
 	sc->gen++;
-	sc->tick0 = tick_now(sc);
+	sc->tick0 = procfs_tick_now(sc->ticks);
 	for (size_t i = 0; i < sizeof sc->anc_cache / sizeof *sc->anc_cache; i++)
 		sc->anc_cache[i].pid = 0;
 	if (sc->cgroup_mask) {

@@ -22,6 +22,9 @@ struct scanner {
 	size_t elen[32];
 	uint32_t env_mask, tree_mask, call_mask, cgroup_mask;
 	uint32_t tree_marked; /* tree finders with a marker: they judge by the environment */
+	/* the oldest origin of the marker finders when every one has an origin: a scan then reads
+	 * the environment of the pids given out since it only (NULL: of every process) */
+	const struct reaper_origin *origin;
 	int want_uid; /* the uid of a marker-only match is needed when it is found (foreign) */
 	struct reaper_ident *ids; /* what the REAPER_FIND_CALL finders returned */
 	size_t ids_cap;
@@ -111,6 +114,7 @@ int finder_tree_inherit(struct scanner *sc, size_t i);
 uint32_t finder_tree_keep(const struct scanner *sc, uint32_t bits, const struct reaper_stat *st,
 			  const char *env, ssize_t envlen);
 uint32_t finder_env_bits(const struct scanner *sc, const char *env, size_t len);
+uint32_t finder_env_since(const struct scanner *sc, uint32_t mask, uint64_t start_time);
 int finder_pend(struct scanner *sc, pid_t pid);
 int finder_in_cgroups(struct scanner *sc, const struct pidref *ref, uint32_t mask);
 int finder_scan_env(struct scanner *sc, struct candset *cs);

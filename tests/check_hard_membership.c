@@ -349,6 +349,88 @@ START_TEST(descriptor_exhaustion_is_reported)
 }
 END_TEST
 
+/* The pids of the report's processes found by the finders in mask, as a set of flags for
+ * the processes given (bit k: procs[k] was found so). */
+static unsigned found(const struct reaper_report *r, const struct tu_proc *procs, size_t n, uint32_t mask)
+{
+	unsigned bits = 0;
+	for (size_t k = 0; k < n; k++) {
+		const struct reaper_proc *q = hard_find(r, procs[k].pid, procs[k].start_time);
+		if (q && (q->matched_by & mask))
+			bits |= 1u << k;
+	}
+	return bits;
+}
+
+/* A marker finder with an origin matches what started since (read through the window of pids
+ * given out since, or through a full scan where that window cannot be told: the same result),
+ * a process whose main thread has exited once (not its threads as well); a process older than
+ * the origin that execs with the marker afterwards is found by descent, not by the marker. */
+START_TEST(origin_matches_what_started_since)
+{
+	char m[128], mline[200];
+	tu_unique_marker(m, sizeof m, "HARD_ORIGIN", "since");
+	struct tu_proc p[4]; /* 0: marked, older than the origin; 1: execs with the marker later;
+				2: marked, started since; 3: zl (zombie leader), started since */
+	char *sleep_argv[] = { "/bin/sleep", "1000", NULL };
+	ck_assert_int_eq(tu_spawn(&p[0], sleep_argv, hard_env(m, suite_marker, NULL), -1, -1), 0);
+	int in[2];
+	ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
+	snprintf(mline, sizeof mline, "read x; exec env %s /bin/sleep 1000", m);
+	char *sh_argv[] = { "/bin/sh", "-c", mline, NULL };
+	pid_t sh = fork();
+	ck_assert_int_ge(sh, 0);
+	if (sh == 0) {
+		dup2(in[0], 0);
+		execve(sh_argv[0], sh_argv, hard_env(suite_marker, NULL));
+		_exit(127);
+	}
+	close(in[0]);
+	ck_assert_int_eq(tu_pin(&p[1], sh, 0), 0);
+	/* a tick later (start times count in clock ticks), the origin */
+	hard_nap(0.05);
+	struct reaper_origin o;
+	ck_assert_int_eq(reaper_origin_now(&o), 0);
+	ck_assert_int_eq(tu_spawn(&p[2], sleep_argv, hard_env(m, suite_marker, NULL), -1, -1), 0);
+	zl_spawn(&p[3], m);
+	ck_assert_int_eq(write(in[1], "go\n", 3), 3);
+	close(in[1]);
+	pid_t marked[8];
+	for (int i = 0; i < 3000 && tu_marked(m, marked, 8) < 3; i++)
+		hard_nap(0.002);
+	ck_assert_int_eq(tu_marked(m, marked, 8), 3); /* 0, 1 (exec'd) and 2; zl's leader has no memory */
+	/* the origin as taken; one whose pids may have wrapped round since; one of another PID
+	 * namespace; one with a wider window than the truth (read through the listing) */
+	struct reaper_origin os[4] = { o, o, o, o };
+	os[1].forks = 0;
+	os[2].pidns = 1;
+	os[3].last_pid = o.last_pid > 1300 ? o.last_pid - 1000 : o.last_pid;
+	for (int k = 0; k < 4; k++) {
+		struct reaper_finder f[2] = { reaper_find_env(m), reaper_find_tree(0) };
+		f[0].origin = &os[k];
+		struct reaper_report *r = NULL;
+		ck_assert_int_eq(reaper_scan(f, 1, &r), 0);
+		ck_assert_msg(found(r, p, 4, 1) == 0xc, "origin %d: the marker found %#x of the four (want 0xc)", k,
+			      found(r, p, 4, 1));
+		ck_assert_msg(r->n == 2, "origin %d: %zu processes found, not 2 (a thread taken for a process?)", k, r->n);
+		reaper_report_free(r);
+		ck_assert_int_eq(reaper_scan(f, 2, &r), 0);
+		ck_assert_msg(found(r, p, 4, 2) == 0xf && found(r, p, 4, 1) == 0xc,
+			      "origin %d, with descent: by descent %#x, by the marker %#x", k, found(r, p, 4, 2),
+			      found(r, p, 4, 1));
+		reaper_report_free(r);
+	}
+	/* without an origin the marker finds all four */
+	struct reaper_finder plain = reaper_find_env(m);
+	struct reaper_report *r = NULL;
+	ck_assert_int_eq(reaper_scan(&plain, 1, &r), 0);
+	ck_assert_msg(found(r, p, 4, 1) == 0xf, "no origin: found %#x", found(r, p, 4, 1));
+	reaper_report_free(r);
+	for (int k = 0; k < 4; k++)
+		ck_assert_int_eq(tu_kill_wait(&p[k]), 0);
+}
+END_TEST
+
 int main(void)
 {
 	tu_unique_marker(suite_marker, sizeof suite_marker, "HARD_MEMBER", "suite");
@@ -360,6 +442,7 @@ int main(void)
 	tcase_add_test(tc, exec_loop_never_missed);
 	tcase_add_test(tc, unreadable_environment_judged);
 	tcase_add_test(tc, described_after_exec_in_the_scan_that_found_it);
+	tcase_add_test(tc, origin_matches_what_started_since);
 	tcase_add_test(tc, nothing_left_behind);
 	suite_add_tcase(s, tc);
 	/* "pidfd": the leftovers are not the reaper's children, which only a pidfd may signal

@@ -31,7 +31,7 @@ __all__ = [
     "REAP_TIMEOUT", "Finder", "Process", "ReapReport", "ReaperError", "ReaperIncomplete", "adopt_orphans",
     "release_orphans", "adopted", "with_home", "with_env", "descendants", "reap",
     "reap_report", "scan", "library_path", "stat", "start_time", "cmdline", "all_stats",
-    "kill_identified", "now_ticks", "with_cgroup",
+    "kill_identified", "now_ticks", "with_cgroup", "origin_now",
 ]
 
 REAP_TIMEOUT = 30.0
@@ -103,16 +103,17 @@ class Finder:
     """What to look for; pass several to ``reap`` to combine them. Calling one scans now and
     returns ``{(pid, start_time): cmdline}``, as a hand-written ``_reaper.py``'s finders do."""
 
-    __slots__ = ("kind", "marker", "root", "since", "skip", "cgroup")
+    __slots__ = ("kind", "marker", "root", "since", "skip", "cgroup", "origin")
 
     def __init__(self, kind: int, marker: Optional[str] = None, root: int = 0, since: int = 0,
-                 skip: Tuple[int, ...] = (), cgroup: Optional[str] = None):
+                 skip: Tuple[int, ...] = (), cgroup: Optional[str] = None, origin=None):
         self.kind = kind
         self.marker = marker
         self.root = root
         self.since = since
         self.skip = skip
         self.cgroup = cgroup
+        self.origin = origin
 
     def describe(self) -> str:
         # the names reaper_matched_by gives
@@ -129,16 +130,28 @@ class Finder:
         return {(p.pid, p.start_time): p.cmdline for p in scan(self).processes if p.fate == "alive"}
 
 
-def with_env(name: str, value: str) -> Finder:
-    """Every live process whose environment holds exactly ``name=value``, except us."""
+def with_env(name: str, value: str, origin=None) -> Finder:
+    """Every live process whose environment holds exactly ``name=value``, except us. With an
+    ``origin`` (``origin_now()``): only those started since, read through the pids given out
+    since (see reaper_origin_now in libreaper(3))."""
     if not name or "=" in name or "\0" in name or "\0" in str(value):
         raise ValueError(f"reaper.with_env: bad variable name or value: {name!r}={value!r}")
-    return Finder(_lib.FIND_ENV, marker=f"{name}={value}")
+    if origin is not None and not isinstance(origin, _lib.Origin):
+        raise TypeError(f"reaper.with_env: origin {origin!r} is not from reaper.origin_now()")
+    return Finder(_lib.FIND_ENV, marker=f"{name}={value}", origin=origin)
 
 
 def with_home(home: "os.PathLike[str] | str") -> Finder:
     """Every live process whose environment points HOME at ``home`` (the sandbox), except us."""
     return with_env("HOME", os.fspath(home))
+
+
+def origin_now():
+    """Where pid allocation stands now: a marker finder given it (``with_env(..., origin=)``)
+    matches only processes started from now on, and scans only the pids given out since."""
+    o = _lib.Origin()
+    _check(_c().reaper_origin_now(ctypes.byref(o)), "reaper_origin_now")
+    return o
 
 
 def descendants(pid: Optional[int] = None, since: int = 0, unless_env: Optional[Tuple[str, str]] = None,
@@ -285,6 +298,9 @@ def _finder_array(finders: Tuple[Finder, ...]):
         arr[i].root = f.root
         arr[i].since = f.since
         arr[i].cgroup = os.fsencode(f.cgroup) if f.cgroup else None
+        if f.origin is not None:
+            keep.append(f.origin)
+            arr[i].origin = ctypes.pointer(f.origin)
         if f.skip:
             skip = _pids(f.skip)
             keep.append(skip)

@@ -37,6 +37,16 @@ class Ident(ctypes.Structure):
 FIND_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(Ident), ctypes.c_size_t)
 
 
+class Origin(ctypes.Structure):
+    _fields_ = [
+        ("last_pid", pid_t),
+        ("forks", ctypes.c_uint64),
+        ("tasks", ctypes.c_uint64),
+        ("start_time", ctypes.c_uint64),
+        ("pidns", ctypes.c_uint64),
+    ]
+
+
 class Finder(ctypes.Structure):
     _fields_ = [
         ("kind", c_enum),
@@ -48,6 +58,7 @@ class Finder(ctypes.Structure):
         ("since", ctypes.c_uint64),
         ("skip", ctypes.POINTER(pid_t)),
         ("nskip", ctypes.c_size_t),
+        ("origin", ctypes.POINTER(Origin)),
     ]
 
 
@@ -154,6 +165,7 @@ class Opts(ctypes.Structure):
 # Python name -> C struct name, for the layout test.
 STRUCTS = {
     "reaper_ident": Ident,
+    "reaper_origin": Origin,
     "reaper_finder": Finder,
     "reaper_holding": Holding,
     "reaper_proc": Proc,
@@ -220,6 +232,7 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
         "reaper_cgroup_kill": (ctypes.c_int, [ctypes.c_char_p]),
         "reaper_cgroup_remove": (ctypes.c_int, [ctypes.c_char_p]),
         "reaper_cgroup_release": (ctypes.c_int, [ctypes.c_char_p]),
+        "reaper_origin_now": (ctypes.c_int, [ctypes.POINTER(Origin)]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)

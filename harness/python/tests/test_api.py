@@ -158,6 +158,17 @@ def test_with_env_matches_exact_entries_only(spawner):
     assert not running(pid, start) and running(other, ostart)
 
 
+def test_with_env_origin_matches_only_what_started_since(spawner):
+    before, bstart, _ = spawner.start()
+    time.sleep(0.05)  # start times count in clock ticks: the origin is a tick later
+    origin = reaper.origin_now()
+    after, astart, _ = spawner.start()
+    assert sorted(reaper.with_env(TAG_VAR, spawner.tag, origin=origin)()) == [(after, astart)]
+    assert sorted(reaper.with_env(TAG_VAR, spawner.tag)()) == sorted([(before, bstart), (after, astart)])
+    with pytest.raises(TypeError):
+        reaper.with_env(TAG_VAR, spawner.tag, origin=123)
+
+
 def test_allow_and_keep_patterns(spawner):
     a, astart, acmd = spawner.start("--sleep", "601")
     k, kstart, kcmd = spawner.start("--sleep", "602")

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/* origin: see origin.h. The kernel gives pids out cyclically: the next free one after the
+ * last given, wrapping round to RESERVED_PIDS at pid_max. Until the allocation has come round
+ * past where it stood at an origin, every pid given out since lies between that point and
+ * where it stands now. It comes round after passing pid_max - RESERVED_PIDS numbers, each a
+ * pid given out (one fork, counted in /proc/stat "processes") or one in use and skipped (at
+ * most the tasks alive at the origin, until it has come round): fewer forks since than that,
+ * with a margin of as many again for forks that got a pid and failed, and the window holds. */
+#define _GNU_SOURCE
+#include "origin.h"
+#include "procfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define RESERVED_PIDS 300
+
+/* The first number of a small /proc file (after skip, when given), as a long long. */
+static int read_number(int procfd, const char *path, const char *after, long long *v)
+{
+	struct sbuf b = { 0 };
+	ssize_t n = procfs_read_file(procfd, path, &b);
+	const char *p = n > 0 ? b.p : NULL;
+	if (p && after) {
+		const char *at = strstr(p, after);
+		p = at ? at + strlen(after) : NULL;
+	}
+	char *end = NULL;
+	if (p)
+		*v = strtoll(p, &end, 10);
+	int r = n < 0 ? (int)n : p && end != p ? 0 : -EINVAL;
+	sbuf_free(&b);
+	return r;
+}
+
+static uint64_t pidns_of(int procfd)
+{
+	struct stat sb;
+	return fstatat(procfd, "self/ns/pid", &sb, 0) == 0 ? (uint64_t)sb.st_ino : 0;
+}
+
+int reaper_origin_now(struct reaper_origin *o)
+{
+	memset(o, 0, sizeof *o);
+	int procfd = procfs_open();
+	if (procfd < 0)
+		return procfd;
+	long long last = 0, forks = 0, tasks = 0;
+	int r = read_number(procfd, "sys/kernel/ns_last_pid", NULL, &last);
+	if (r == 0)
+		r = read_number(procfd, "stat", "\nprocesses ", &forks);
+	if (r == 0)
+		r = read_number(procfd, "loadavg", "/", &tasks); /* "... running/tasks last" */
+	o->pidns = pidns_of(procfd);
+	close(procfd);
+	if (r < 0)
+		return r;
+	o->last_pid = (pid_t)last;
+	o->forks = (uint64_t)forks;
+	o->tasks = (uint64_t)tasks;
+	o->start_time = procfs_tick_now(sysconf(_SC_CLK_TCK));
+	return 0;
+}
+
+int origin_window(int procfd, const struct reaper_origin *o, struct origin_window *w)
+{
+	/* this /proc must show our own PID namespace, the one the origin was taken in */
+	char self[32];
+	ssize_t n = readlinkat(procfd, "self", self, sizeof self - 1);
+	if (n <= 0 || (self[n] = 0, atoi(self) != (int)getpid()) || !o->pidns || pidns_of(procfd) != o->pidns)
+		return -ESRCH;
+	long long last = 0, forks = 0, max = 0;
+	int r = read_number(procfd, "sys/kernel/ns_last_pid", NULL, &last);
+	if (r == 0)
+		r = read_number(procfd, "stat", "\nprocesses ", &forks);
+	if (r == 0)
+		r = read_number(procfd, "sys/kernel/pid_max", NULL, &max);
+	if (r < 0)
+		return r;
+	if (max <= RESERVED_PIDS || last >= max || o->last_pid >= max || (uint64_t)forks < o->forks)
+		return -ESRCH;
+	uint64_t since = (uint64_t)forks - o->forks, round = (uint64_t)(max - RESERVED_PIDS);
+	if (2 * since + o->tasks >= round)
+		return -ESRCH;
+	w->lo = o->last_pid;
+	w->hi = (pid_t)last;
+	w->pid_max = (pid_t)max;
+	if (w->hi >= w->lo)
+		w->len = (size_t)(w->hi - w->lo);
+	else
+		w->len = (size_t)(w->pid_max - 1 - w->lo) + (size_t)(w->hi >= RESERVED_PIDS ? w->hi - RESERVED_PIDS + 1 : 0);
+	return 0;
+}
+
+int origin_in_window(const struct origin_window *w, pid_t pid)
+{
+	if (w->hi >= w->lo)
+		return pid > w->lo && pid <= w->hi;
+	return pid > w->lo || (pid >= RESERVED_PIDS && pid <= w->hi);
+}
+
+pid_t origin_window_pid(const struct origin_window *w, size_t i)
+{
+	if (w->hi >= w->lo || i < (size_t)(w->pid_max - 1 - w->lo))
+		return w->lo + 1 + (pid_t)i;
+	return RESERVED_PIDS + (pid_t)(i - (size_t)(w->pid_max - 1 - w->lo));
+}
