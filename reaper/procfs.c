@@ -70,6 +70,22 @@ static uint64_t parse_u64(const char **s, const char *end, int *ok)
 	return neg ? (uint64_t)0 - v : v;
 }
 
+/* Past one number as parse_u64 reads it, without its value: 1 when parse_u64 would take it. */
+static int skip_u64(const char **s, const char *end)
+{
+	const char *p = *s + (*s < end && **s == '-');
+	const char *d = p;
+	while (p < end && *p >= '0' && *p <= '9')
+		p++;
+	if (p - d > 19) { /* may not fit: read it */
+		int ok = 1;
+		parse_u64(s, end, &ok);
+		return ok;
+	}
+	*s = p;
+	return p > d;
+}
+
 /* "PID (COMM)": comm may hold ')' and spaces, so it ends at the last ')' in the text. Returns
  * where field 3 starts, or NULL. */
 static const char *stat_head(const char *buf, size_t len, struct reaper_stat *st)
@@ -138,7 +154,11 @@ static void stat_tail(const char *p, const char *end, struct reaper_stat *st)
 	for (int field = 23; field <= 51 && p < end && *p == ' '; field++) {
 		p++;
 		int fok = 1;
-		uint64_t v = parse_u64(&p, end, &fok);
+		uint64_t v = 0;
+		if (field > 24 && field < 50)
+			fok = skip_u64(&p, end);
+		else
+			v = parse_u64(&p, end, &fok);
 		if (!fok)
 			break;
 		if (field == 24)
