@@ -49,8 +49,10 @@ int reaper_origin_now(struct reaper_origin *o)
 	int procfd = procfs_open();
 	if (procfd < 0)
 		return procfd;
-	long long last = 0, forks = 0, tasks = 0;
+	long long last = 0, max = 0, forks = 0, tasks = 0;
 	int r = read_number(procfd, "sys/kernel/ns_last_pid", NULL, &last);
+	if (r == 0)
+		r = read_number(procfd, "sys/kernel/pid_max", NULL, &max);
 	if (r == 0)
 		r = read_number(procfd, "stat", "\nprocesses ", &forks);
 	if (r == 0)
@@ -60,6 +62,7 @@ int reaper_origin_now(struct reaper_origin *o)
 	if (r < 0)
 		return r;
 	o->last_pid = (pid_t)last;
+	o->pid_max = (pid_t)max;
 	o->forks = (uint64_t)forks;
 	o->tasks = (uint64_t)tasks;
 	o->start_time = procfs_tick_now(sysconf(_SC_CLK_TCK));
@@ -81,7 +84,9 @@ int origin_window(int procfd, const struct reaper_origin *o, struct origin_windo
 		r = read_number(procfd, "sys/kernel/pid_max", NULL, &max);
 	if (r < 0)
 		return r;
-	if (max <= RESERVED_PIDS || last >= max || o->last_pid >= max || (uint64_t)forks < o->forks)
+	/* (pid_max changed since: pids were given out under another bound) */
+	if (max <= RESERVED_PIDS || max != o->pid_max || last >= max || o->last_pid >= max ||
+	    (uint64_t)forks < o->forks)
 		return -ESRCH;
 	uint64_t since = (uint64_t)forks - o->forks, round = (uint64_t)(max - RESERVED_PIDS);
 	if (2 * since + o->tasks >= round)

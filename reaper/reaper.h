@@ -65,6 +65,7 @@ struct reaper_ident {
  * given one (finder.origin) matches only processes started since then. */
 struct reaper_origin {
 	pid_t last_pid;      /* the pid given out last (ns_last_pid) */
+	pid_t pid_max;       /* where pids wrap round (kernel.pid_max) */
 	uint64_t forks;      /* processes and threads created since boot (/proc/stat "processes") */
 	uint64_t tasks;      /* processes and threads alive (/proc/loadavg) */
 	uint64_t start_time; /* the moment, in start-time clock ticks since boot */

@@ -40,6 +40,7 @@ FIND_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(Ident),
 class Origin(ctypes.Structure):
     _fields_ = [
         ("last_pid", pid_t),
+        ("pid_max", pid_t),
         ("forks", ctypes.c_uint64),
         ("tasks", ctypes.c_uint64),
         ("start_time", ctypes.c_uint64),
