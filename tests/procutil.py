@@ -11,6 +11,7 @@ import os
 import select
 import signal
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -88,6 +89,34 @@ def pidfds_where(pred) -> list:
         else:
             os.close(fd)
     return out
+
+
+def pinned_here() -> set:
+    """Pids this process holds a pidfd of (its fdinfo names them)."""
+    out = set()
+    for fd in os.listdir("/proc/self/fdinfo"):
+        try:
+            with open(f"/proc/self/fdinfo/{fd}") as f:
+                for line in f:
+                    if line.startswith("Pid:"):
+                        out.add(int(line.split()[1]))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def when_pinned(pids, then, bound: float = 120.0) -> threading.Thread:
+    """Run then() in a thread once this process holds a pidfd of every pid in pids (a reap
+    running in it has found them), or after bound seconds: a gate opened on that condition
+    instead of after a guessed delay, so a loaded machine cannot make the reap miss them."""
+    def wait():
+        end = time.monotonic() + bound
+        while not set(pids) <= pinned_here() and time.monotonic() < end:
+            time.sleep(0.01)
+        then()
+    t = threading.Thread(target=wait, daemon=True)
+    t.start()
+    return t
 
 
 def kill_identified(pid: int, start: int) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 import reaper
 from conftest import TAG_VAR, with_tag, zombie_children
-from procutil import running, stat
+from procutil import running, stat, when_pinned
 
 # A hand-written _reaper.py to compare the calls with (optional: REAPER_HANDWRITTEN=PATH).
 HANDWRITTEN = os.environ.get("REAPER_HANDWRITTEN", "")
@@ -102,7 +102,7 @@ def test_term_ignorer_is_killed(spawner, adopting):
 def test_process_exiting_in_time_is_not_reported(spawner):
     gate = spawner.tmp / "gate"
     pid, start, _ = spawner.start("--until", str(gate))
-    threading.Timer(0.3, gate.touch).start()
+    when_pinned({pid}, gate.touch)  # it exits while the reap waits for it
     t0 = time.monotonic()
     rep = reaper.reap_report(reaper.with_env(TAG_VAR, spawner.tag), timeout=60)
     assert time.monotonic() - t0 < 50, "reap waited for the deadline instead of the exit"
@@ -115,11 +115,12 @@ def test_process_exiting_in_time_is_not_reported(spawner):
 def test_no_zombies_left_after_many_adopted_orphans(spawner, adopting):
     gate = spawner.tmp / "gate"
     got = {spawner.start("--daemon")[:2] for _ in range(5)}
-    got |= {spawner.start("--daemon", "--until", str(gate))[:2] for _ in range(3)}
+    gated = {spawner.start("--daemon", "--until", str(gate))[:2] for _ in range(3)}
+    got |= gated
     for p, _ in got:
         wait_adopted(p)
     held = set(zombie_children())  # the middles of the double forks: the test's to collect
-    threading.Timer(0.3, gate.touch).start()  # three exit by themselves while reap waits
+    when_pinned({p for p, _ in gated}, gate.touch)  # three exit by themselves while reap waits
     rep = reaper.reap_report(reaper.with_env(TAG_VAR, spawner.tag), timeout=5.0)
     assert sorted(p.fate for p in rep.processes) == ["exited"] * 3 + ["killed"] * 5
     assert with_tag(spawner.tag) == []
