@@ -26,7 +26,7 @@ with ``-p reaper.pytest_plugin`` (the same form works installed too) and enable 
   ``subprocess.Popen`` returned while the plugin is active) are signalled when they leak but
   never waited for: their exit status stays for their owner (a ``Popen`` object reads
   ``returncode -9``), and the report says "host child".
-* After the test's fixtures are torn down: a garbage collection (finalizers close what
+* After the test's fixtures are torn down: a garbage collection when a process of the test is still there (finalizers close what
   reference cycles held; ``--reaper-no-gc`` turns it off), then ``--reaper-timeout`` seconds
   for the leftovers to exit, then SIGTERM and ``--reaper-grace`` seconds, then SIGKILL
   (identity-checked); the test gets an error at teardown listing each leaked process.
@@ -1016,7 +1016,7 @@ class _Session:
         try:
             if test.cgroup:
                 self.cgroups.goto(self.cgroups.session)  # out of it before it is reaped
-            if self.gc:
+            if self.gc and self._left_something(test):
                 gc.collect()  # finalizers may need the threads held back below
             with HOST.closed_for_others():
                 self._check(item, test)
@@ -1026,11 +1026,8 @@ class _Session:
                 if left:
                     warnings.warn(ReaperIncompleteWarning(f"reaper: {left}"))
 
-    def _check(self, item, test: _Scope) -> None:
+    def _finders(self, test: _Scope, host) -> list:
         marker = test.marker
-        mark = item.get_closest_marker("reaper")
-        kw = dict(mark.kwargs) if mark else {}
-        host = HOST.current()
         # children forked for another scope (a wider fixture, its threads) are not the test's;
         # with a cgroup, descent still finds a child forked without exec that left it
         others = [pid for pid, (_, owner) in host.items() if owner != marker]
@@ -1038,6 +1035,22 @@ class _Session:
                    self.reaper.descendants(since=self.since, unless_env=(MARKER, marker), skip=others)]
         if test.cgroup:
             finders.append(self.reaper.with_cgroup(test.cgroup))
+        return finders
+
+    def _left_something(self, test: _Scope) -> bool:
+        """Whether the test's processes are still there: a full collection costs about 10 ms
+        per test on pytest's heap, and only finalizers of what holds a process can change
+        the check's result."""
+        try:
+            return any(p.fate != "exited" for p in self.reaper.scan(*self._finders(test, HOST.current())).processes)
+        except OSError:
+            return True
+
+    def _check(self, item, test: _Scope) -> None:
+        mark = item.get_closest_marker("reaper")
+        kw = dict(mark.kwargs) if mark else {}
+        host = HOST.current()
+        finders = self._finders(test, host)
         if kw.get("check", True) is False:
             # still cleaned up, never reported
             self._reap(finders, timeout=self.timeout, grace=self.grace, host_children=host)
