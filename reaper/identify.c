@@ -180,6 +180,22 @@ static ssize_t enlist(struct scanner *sc, struct candset *cs, struct cand *c)
  * read again; parent, the process whose children listed it (tree finders; 0 otherwise),
  * must still be its parent, and pref (NULL for the caller) still the process the list was
  * read from. Returns the new index, -1 when it is not a candidate, or -errno. */
+/* What a match is known by until it is described: its stat's comm as its cmdline, the test
+ * its environment named when this scan read it, its ancestry as first seen. */
+static int first_facts(struct scanner *sc, struct reaper_proc *pi, const struct reaper_stat *st,
+		       const char *env, ssize_t envlen)
+{
+	size_t vlen = 0;
+	const char *test = env && envlen > 0 ? reaper_environ_get(env, (size_t)envlen, "REAPER_TEST", &vlen) : NULL;
+	pi->test = test ? strndup(test, vlen) : strdup("");
+	pi->comm = strdup(st->comm);
+	pi->cmdline = bracketed(st->comm);
+	pi->exe = strdup("");
+	pi->cwd = strdup("");
+	pi->ancestry = ancestry_of(sc, st);
+	return pi->test && pi->comm && pi->cmdline && pi->exe && pi->cwd && pi->ancestry ? 0 : -ENOMEM;
+}
+
 ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mask, const char *env,
 		 ssize_t envlen, uint64_t want, pid_t parent, const struct pidref *pref)
 {
@@ -242,15 +258,7 @@ ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mas
 	c.env_read = env && envlen >= 0;
 	c.unexeced = (st.flags & PF_FORKNOEXEC) != 0;
 	pi->environ_unreadable = env && (envlen == -EACCES || envlen == -EPERM);
-	size_t vlen = 0;
-	const char *test = env && envlen > 0 ? reaper_environ_get(env, (size_t)envlen, "REAPER_TEST", &vlen) : NULL;
-	pi->test = test ? strndup(test, vlen) : strdup("");
-	pi->comm = strdup(st.comm);
-	pi->cmdline = bracketed(st.comm);
-	pi->exe = strdup("");
-	pi->cwd = strdup("");
-	pi->ancestry = ancestry_of(sc, &st);
-	if (!pi->test || !pi->comm || !pi->cmdline || !pi->exe || !pi->cwd || !pi->ancestry) {
+	if (first_facts(sc, pi, &st, env, envlen) < 0) {
 		cand_clear(&c);
 		return -ENOMEM;
 	}
