@@ -671,6 +671,27 @@ static int trace_until_pidfd_open(pid_t tracee, pid_t victim)
 	}
 }
 
+/* The traced reaper is held as it pins v; v's pid is given to a new process u (who says
+ * what u is to the finder), then the reaper goes on: u must not be in its result, and must
+ * be untouched. */
+static int replaced_before_pinning(pid_t reaper, int res, struct sigproc *v, struct sigproc *u, const char *who)
+{
+	int r;
+	NS_CHECK((r = trace_until_pidfd_open(reaper, v->pid)) == 0, "never caught the reaper pinning %d: %s",
+		 (int)v->pid, strerror(-r));
+	NS_CHECK((r = take_over_pid(v, u)) == 0, "could not put a new process on pid %d: %s (got %d)", (int)v->pid,
+		 strerror(-r), (int)u->pid);
+	fprintf(stderr, "hard: reaper held before pinning %d; the pid now holds %s\n", (int)u->pid, who);
+	NS_CHECK(ptrace(PTRACE_DETACH, reaper, 0, 0) == 0, "detach: %s", strerror(errno));
+	char out[4096];
+	if (reaper_result(reaper, res, out, sizeof out))
+		return 1;
+	char want[32];
+	snprintf(want, sizeof want, "\n%d ", (int)u->pid);
+	NS_CHECK(!strstr(out, want), "%d, %s, was taken for one of the reaper's:\n%s", (int)u->pid, who, out);
+	return unrelated_untouched(u);
+}
+
 /* The marker was read from a leftover's environ; before the reaper pins it, the leftover is
  * gone and an unmarked process holds its pid: the pinned process is checked again and is no
  * match. */
@@ -687,20 +708,7 @@ static int path_marker_rechecked(void)
 	NS_CHECK(reaper > 0, "fork the reaper");
 	NS_CHECK(trace_begin(reaper) == 0, "trace the reaper: %s", strerror(errno));
 	NS_CHECK(write(go, "g", 1) == 1, "go");
-	int r;
-	NS_CHECK((r = trace_until_pidfd_open(reaper, v.pid)) == 0, "never caught the reaper pinning %d: %s", (int)v.pid,
-		 strerror(-r));
-	NS_CHECK((r = take_over_pid(&v, &u)) == 0, "could not put a new process on pid %d: %s (got %d)", (int)v.pid,
-		 strerror(-r), (int)u.pid);
-	fprintf(stderr, "hard: reaper held before pinning %d; the pid now holds an unmarked process\n", (int)u.pid);
-	NS_CHECK(ptrace(PTRACE_DETACH, reaper, 0, 0) == 0, "detach: %s", strerror(errno));
-	char out[4096];
-	if (reaper_result(reaper, res, out, sizeof out))
-		return 1;
-	char want[32];
-	snprintf(want, sizeof want, "\n%d ", (int)u.pid);
-	NS_CHECK(!strstr(out, want), "the unmarked process %d was taken for a match:\n%s", (int)u.pid, out);
-	return unrelated_untouched(&u);
+	return replaced_before_pinning(reaper, res, &v, &u, "an unmarked process");
 }
 
 /* Let tracee run until it enters system call nr with want as its path (second argument): it
@@ -961,20 +969,7 @@ static int member_rechecked(void)
 	NS_CHECK(reaper > 0, "fork the reaper");
 	NS_CHECK(trace_begin(reaper) == 0, "trace the reaper: %s", strerror(errno));
 	NS_CHECK(write(go, "g", 1) == 1, "go");
-	NS_CHECK((r = trace_until_pidfd_open(reaper, v.pid)) == 0, "never caught the reaper pinning %d: %s", (int)v.pid,
-		 strerror(-r));
-	NS_CHECK((r = take_over_pid(&v, &u)) == 0, "could not put a new process on pid %d: %s (got %d)", (int)v.pid,
-		 strerror(-r), (int)u.pid);
-	fprintf(stderr, "hard: reaper held before pinning %d; the pid now holds a process outside the cgroup\n",
-		(int)u.pid);
-	NS_CHECK(ptrace(PTRACE_DETACH, reaper, 0, 0) == 0, "detach: %s", strerror(errno));
-	char out[4096];
-	if (reaper_result(reaper, res, out, sizeof out))
-		return 1;
-	char want[32];
-	snprintf(want, sizeof want, "\n%d ", (int)u.pid);
-	NS_CHECK(!strstr(out, want), "the process outside the cgroup %d was taken for a member:\n%s", (int)u.pid, out);
-	return unrelated_untouched(&u);
+	return replaced_before_pinning(reaper, res, &v, &u, "a process outside the cgroup");
 }
 
 /* The pid of a member of the cgroup being released passes to a process in another cgroup
