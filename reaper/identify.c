@@ -33,9 +33,9 @@ static uid_t owner_of(struct scanner *sc, pid_t pid)
 	return fstatat(sc->procfd, dir, &sb, 0) == 0 ? sb.st_uid : (uid_t)-1;
 }
 
-static char *cmdline_of(struct scanner *sc, pid_t pid, const char *comm)
+/* The cmdline read into sc->aux (n: the read's length, or -errno) as one line. */
+static char *cmdline_text(struct scanner *sc, ssize_t n, const char *comm)
 {
-	ssize_t n = procfs_read(sc->procfd, pid, "cmdline", &sc->aux);
 	while (n > 0 && sc->aux.p[n - 1] == 0)
 		n--;
 	if (n <= 0)
@@ -277,18 +277,21 @@ int scanner_describe(struct scanner *sc, struct cand *c)
 	if (c->ref.pid <= 0)
 		return 0;
 	/* Pinned by the scan that just ran, after its exec: its stat and (when read then) its
-	 * environment are that recent. Else it may have exec'd since (one pinned between its fork
-	 * and its exec showed its parent's comm and environment, its parent's test): what it is
-	 * now is read again. */
-	int fresh = c->gen == sc->gen && !c->unexeced;
+	 * environment are that recent. Pinned between its fork and its exec (showing its
+	 * parent's comm and environment, its parent's test): its stat is read after the rest,
+	 * and when that stat says it has still not exec'd, it never has, and the environment
+	 * read when it was found is its own. Else (or when it exec'd meanwhile) what it is now
+	 * is read again, its stat first. */
+	int fresh = c->gen == sc->gen && !c->unexeced, stat_last = c->unexeced;
 	struct reaper_stat st;
+again:
 	if (fresh) {
 		st.state = pi->state;
 		snprintf(st.comm, sizeof st.comm, "%s", pi->comm);
-	} else if (procfs_stat(sc->procfd, pi->pid, &st) < 0 || st.start_time != pi->start_time) {
+	} else if (!stat_last && (procfs_stat(sc->procfd, pi->pid, &st) < 0 || st.start_time != pi->start_time)) {
 		return 0; /* gone: what we saw first is all there is */
 	}
-	char *cmd = cmdline_of(sc, pi->pid, st.comm), *comm = strdup(st.comm);
+	ssize_t cmdlen = procfs_read(sc->procfd, pi->pid, "cmdline", &sc->aux);
 	char *exe = procfs_link(sc->procfd, pi->pid, "exe"), *cwd = procfs_link(sc->procfd, pi->pid, "cwd");
 	/* the uid it was found with stays: it is what judged it ours or foreign, and a uid
 	 * taken since (a privilege drop, an exec through su) does not make it another user's */
@@ -296,7 +299,18 @@ int scanner_describe(struct scanner *sc, struct cand *c)
 	/* Found early (by descent, in its cgroup, or by a marker it inherited), it may carry the
 	 * markers and its test only since its exec; a test read before the exec may be its
 	 * parent's. The environment of its last exec names the test, when it names one. */
-	ssize_t n = fresh && c->env_read ? 0 : procfs_read(sc->procfd, pi->pid, "environ", &sc->buf);
+	ssize_t n = (fresh || stat_last) && c->env_read ? 0 : procfs_read(sc->procfd, pi->pid, "environ", &sc->buf);
+	if (stat_last) {
+		int gone = procfs_stat(sc->procfd, pi->pid, &st) < 0 || st.start_time != pi->start_time;
+		if (gone || !(st.flags & PF_FORKNOEXEC)) {
+			free(exe), free(cwd);
+			if (gone)
+				return 0;
+			stat_last = 0; /* it has exec'd since it was found */
+			goto again;
+		}
+	}
+	char *cmd = cmdline_text(sc, cmdlen, st.comm), *comm = strdup(st.comm);
 	size_t vlen = 0;
 	const char *test = n > 0 ? reaper_environ_get(sc->buf.p, (size_t)n, "REAPER_TEST", &vlen) : NULL;
 	char *t = test && vlen ? strndup(test, vlen) : NULL;

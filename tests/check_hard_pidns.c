@@ -440,10 +440,11 @@ static pid_t reaper_child(const struct reaper_finder *f, size_t nf, const struct
 		int e = reaper_reap(f, nf, &o, &rep);
 		dprintf(r[1], "%d\n", e);
 		for (size_t i = 0; e == 0 && i < rep->n; i++)
-			dprintf(r[1], "%d %llu %s cmdline=%s exe=%s cwd=%s uid=%ld test=%s\n", (int)rep->procs[i].pid,
+			dprintf(r[1], "%d %llu %s cmdline=%s exe=%s cwd=%s uid=%ld test=%s comm=%s\n", (int)rep->procs[i].pid,
 				(unsigned long long)rep->procs[i].start_time, reaper_fate_name(rep->procs[i].fate),
 				rep->procs[i].cmdline, rep->procs[i].exe, rep->procs[i].cwd,
-				rep->procs[i].uid == (uid_t)-1 ? -1L : (long)rep->procs[i].uid, rep->procs[i].test);
+				rep->procs[i].uid == (uid_t)-1 ? -1L : (long)rep->procs[i].uid, rep->procs[i].test,
+				rep->procs[i].comm);
 		reaper_report_free(rep);
 		_exit(0);
 	}
@@ -867,6 +868,50 @@ static int path_described_uid_as_found(void)
 	return 0;
 }
 
+/* A leftover found between its fork and its exec shows its parent's comm and environment (its
+ * test). Held at the reaper's first read of its cmdline (its description before the signal),
+ * the leftover execs: it is told as one program, the one it runs then (cmdline, comm and test
+ * all of that exec), never as a mix of the two. */
+static int path_described_as_one_exec(void)
+{
+	char m[128];
+	tu_unique_marker(m, sizeof m, "HARD_NS", "oneexec");
+	char *venv[] = { "PATH=/usr/bin:/bin", m, "REAPER_TEST=first", NULL };
+	char *vargv[] = { "/bin/sh", "-c", "(read go <&3; REAPER_TEST=second exec /bin/sleep 300) & exec /bin/sleep 301",
+			  NULL };
+	int g[2], go, res, r;
+	NS_CHECK(pipe2(g, O_CLOEXEC) == 0, "pipe");
+	pid_t v = hard_spawn_raw(vargv, venv, g[0]), both[4];
+	close(g[0]);
+	/* the shell forks its child before it execs the sleep */
+	NS_CHECK(v > 0 && runs_as(v, "sleep", -1) == 0, "spawn the leftover");
+	NS_CHECK(tu_marked(m, both, 4) == 2, "the shell's child is not there");
+	pid_t u = both[0] == v ? both[1] : both[0];
+	struct reaper_finder f = reaper_find_env(m);
+	pid_t reaper = reaper_child(&f, 1, NULL, 0, 0, &go, &res);
+	NS_CHECK(reaper > 0, "fork the reaper");
+	NS_CHECK(trace_begin(reaper) == 0, "trace the reaper: %s", strerror(errno));
+	NS_CHECK(write(go, "g", 1) == 1, "go");
+	NS_CHECK((r = trace_until_open(reaper, u, "cmdline")) == 0, "never caught the reaper reading %d/cmdline: %s",
+		 (int)u, strerror(-r));
+	NS_CHECK(write(g[1], "g\n", 2) == 2, "let the leftover exec");
+	close(g[1]);
+	NS_CHECK(runs_as(u, "sleep", -1) == 0, "the leftover %d never ran its sleep", (int)u);
+	fprintf(stderr, "hard: reaper held at reading %d/cmdline; the leftover has exec'd since\n", (int)u);
+	NS_CHECK(ptrace(PTRACE_DETACH, reaper, 0, 0) == 0, "detach: %s", strerror(errno));
+	char out[4096];
+	if (reaper_result(reaper, res, out, sizeof out))
+		return 1;
+	char want[32], told[1024];
+	snprintf(want, sizeof want, "\n%d ", (int)u);
+	const char *line = strstr(out, want);
+	NS_CHECK(line, "the leftover %d is not in the report:\n%s", (int)u, out);
+	snprintf(told, sizeof told, "%.*s", (int)strcspn(line + 1, "\n"), line + 1);
+	NS_CHECK(strstr(told, " cmdline=/bin/sleep 300 ") && strstr(told, " test=second ") && strstr(told, " comm=sleep"),
+		 "the leftover is told as a mix of two programs: %s", told);
+	return 0;
+}
+
 /* A leftover found by its marker is gone by the time its uid is read, and another user's
  * process holds its pid: it is told as what it was (it exited), not with that process's uid
  * (another user's: foreign). */
@@ -1144,6 +1189,13 @@ START_TEST(described_uid_as_found)
 }
 END_TEST
 
+START_TEST(described_as_one_exec)
+{
+	if (need_root("described_as_one_exec"))
+		in_pid_namespace(path_described_as_one_exec);
+}
+END_TEST
+
 START_TEST(uid_read_rechecked)
 {
 	if (need_root("uid_read_rechecked"))
@@ -1189,6 +1241,7 @@ int main(void)
 	tcase_add_test(tc, marker_rechecked_after_pinning);
 	tcase_add_test(tc, described_through_its_identity);
 	tcase_add_test(tc, described_uid_as_found);
+	tcase_add_test(tc, described_as_one_exec);
 	tcase_add_test(tc, uid_read_rechecked);
 	tcase_add_test(tc, cgroup_member_rechecked_after_pinning);
 	tcase_add_test(tc, release_member_rechecked_after_pinning);
