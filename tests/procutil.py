@@ -65,6 +65,18 @@ def running(pid: int, start: int) -> bool:
     return bool(s) and s["start"] == start and s["state"] not in ("Z", "X")
 
 
+def ignores(pid: int, sig: int) -> bool:
+    """The process has sig set to SIG_IGN (SigIgn of /proc/PID/status); False once it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text(errors="replace")
+    except OSError:
+        return False
+    for line in text.splitlines():
+        if line.startswith("SigIgn:"):
+            return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    return False
+
+
 def environ(pid: int) -> list:
     """The NAME=VALUE entries (bytes) of its environment; [] when unreadable or gone."""
     try:

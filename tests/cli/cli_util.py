@@ -14,7 +14,7 @@ import signal
 import subprocess
 import time
 
-from procutil import PY, REAPER, alive, wait_gone
+from procutil import PY, REAPER, alive, ignores, wait_gone
 
 SLEEPER = "import time\nwhile True: time.sleep(60)\n"
 STUBBORN = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True: time.sleep(60)\n"
@@ -94,7 +94,13 @@ class Spawner:
 
     def sleeper(self, *args, env=None, stubborn=False, cwd=None):
         """A python3 that sleeps (ignoring SIGTERM when stubborn); args end up in its cmdline."""
-        return self.orphan([PY, "-c", STUBBORN if stubborn else SLEEPER, *args], env=env, cwd=cwd)
+        p = self.orphan([PY, "-c", STUBBORN if stubborn else SLEEPER, *args], env=env, cwd=cwd)
+        # its exec is done, but until the interpreter has run the script a SIGTERM still ends it
+        deadline = time.monotonic() + 60
+        while stubborn and not ignores(p.pid, signal.SIGTERM):
+            assert p.alive and time.monotonic() < deadline, "the stubborn sleeper never ignored SIGTERM"
+            time.sleep(0.01)
+        return p
 
     def adopt(self, pid):
         """Track a process started some other way (pid known to be alive and ours)."""
