@@ -19,6 +19,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # procutil
 from procutil import PY, REAPER, environ, pidfds_where  # noqa: E402
 
+# The suite cancels runs with SIGINT and SIGQUIT. A background job of a script starts with both
+# ignored, the reapers it starts would inherit that, and reaper rightly leaves an ignored signal
+# alone: give them the defaults, however pytest itself was started.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
 
 def script(body):
     """argv running a Python snippet (dedented) as COMMAND."""
