@@ -152,15 +152,22 @@ static void on_added(void *ctx, size_t idx)
 	}
 }
 
+/* Wait for a dead candidate (1: collected). Never the host's own child, whose status is
+ * the host's to wait for, and never in a scan, which takes nothing from anyone. */
+static int collect(struct reap *rp, struct cand *c)
+{
+	if (c->info.host_child || rp->o->report_only)
+		return 0;
+	return pidref_collect(&c->ref, rp->sc.procfd, &c->info.exit_status);
+}
+
 static void on_exit_event(struct reap *rp, struct cand *c)
 {
 	if (!c->live)
 		return;
 	unwatch(rp, c);
 	c->info.fate = c->kill_sent ? REAPER_KILLED : c->term_sent ? REAPER_TERMINATED : REAPER_EXITED;
-	/* the host's own child: its status is the host's to wait for */
-	int r = c->info.host_child ? 0 : pidref_collect(&c->ref, rp->sc.procfd, &c->info.exit_status);
-	if (r == 1) {
+	if (collect(rp, c) == 1) {
 		c->collected = 1;
 		cand_unpin(&rp->cs, c);
 	} else if (pidref_held(&c->ref, rp->sc.procfd) < 0) {
@@ -357,7 +364,7 @@ static void finish(struct reap *rp)
 			cand_unpin(&rp->cs, c); /* left alone, zombie included */
 			continue;
 		}
-		if (!c->info.host_child && pidref_collect(&c->ref, rp->sc.procfd, &c->info.exit_status) == 1) {
+		if (collect(rp, c) == 1) {
 			c->collected = 1;
 		} else if (c->info.state == 'Z' && !c->kill_sent && !c->term_sent &&
 			   pidref_held(&c->ref, rp->sc.procfd) == 0) {

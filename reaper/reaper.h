@@ -266,7 +266,8 @@ struct reaper_opts {
 /* Fill opts with the defaults (event_fd -1, settle REAPER_SETTLE). */
 REAPER_EXPORT void reaper_opts_init(struct reaper_opts *opts);
 
-/* Find what the finders match, now; signal nothing. *out is allocated (free with
+/* Find what the finders match, now; signal nothing, and wait for nothing: a child of the
+ * caller that dies meanwhile keeps its status for the caller. *out is allocated (free with
  * reaper_report_free) with every match in fate REAPER_ALIVE. */
 REAPER_EXPORT int reaper_scan(const struct reaper_finder *finders, size_t n, struct reaper_report **out);
 

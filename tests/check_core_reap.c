@@ -672,6 +672,31 @@ START_TEST(scan_signals_nothing)
 }
 END_TEST
 
+/* A scan takes nothing: a child of the caller that dies while the scan runs (a child another
+ * thread of the caller has yet to wait for) keeps its status for the caller. Many rounds, so
+ * that the exit falls inside the scan in some of them. */
+START_TEST(scan_leaves_a_dying_child_to_its_parent)
+{
+	struct reaper_finder f = reaper_find_tree(0);
+	for (int i = 0; i < 300; i++) {
+		pid_t pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			for (volatile int spin = 0; spin < (i % 50) * 2000; spin++)
+				;
+			_exit(7);
+		}
+		struct reaper_report *r = NULL;
+		ck_assert_int_eq(reaper_scan(&f, 1, &r), 0);
+		reaper_report_free(r);
+		int status = 0;
+		ck_assert_msg(waitpid(pid, &status, 0) == pid, "round %d: the scan took the status of %d: %s",
+			      i, (int)pid, strerror(errno));
+		ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+	}
+}
+END_TEST
+
 /* The caller and its ancestors never show up, even when a finder matches them. */
 START_TEST(caller_and_ancestors_never_candidates)
 {
@@ -761,6 +786,7 @@ int main(void)
 	tcase_add_test(tc, listed_host_child_killed_but_not_collected);
 	tcase_add_test(tc, tree_narrowed_to_one_test);
 	tcase_add_test(tc, scan_signals_nothing);
+	tcase_add_test(tc, scan_leaves_a_dying_child_to_its_parent);
 	tcase_add_test(tc, caller_and_ancestors_never_candidates);
 	tcase_add_test(tc, bad_input_refused);
 	tcase_set_timeout(tc, 120);

@@ -263,28 +263,31 @@ def _move(cgroup: str, pid: int) -> None:
         pass
 
 
-def _env_for(env, main: _Scope, scope: _Scope):
-    """The environment a program started for scope execs with, from the one it was given:
-    the markers in os.environ (None: it is os.environ) are the running test's, not scope's."""
+def _env_for(env, scope: _Scope):
+    """The environment a program started for scope execs with, from the one it was given
+    (None: os.environ): a marker of this session in it (a test's, copied from os.environ at
+    any time) is replaced by scope's, and the test named with it."""
     if env is None:  # _posixsubprocess's "inherit"
         env = [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in os.environ.items()]
-    theirs = main.env()
+    ours = scope.env()
+    session = ours[MARKER].rsplit("-", 1)[0] + "-"
+
+    def replaced(entries: dict) -> bool:
+        value = entries.get(MARKER)
+        return value is not None and value.startswith(session) and value[len(session):].isalnum()
+
     if isinstance(env, (list, tuple)):  # _posixsubprocess: b"NAME=VALUE" entries
-        out = []
-        for entry in env:
-            name, _, value = bytes(entry).partition(b"=")
-            key = os.fsdecode(name)
-            if key in theirs and os.fsdecode(value) == theirs[key]:
-                entry = name + b"=" + os.fsencode(scope.env()[key])
-            out.append(entry)
-        return out
+        pairs = [bytes(entry).partition(b"=") for entry in env]
+        if not replaced({os.fsdecode(n): os.fsdecode(v) for n, _, v in pairs}):
+            return env
+        return [n + b"=" + os.fsencode(ours[os.fsdecode(n)]) if os.fsdecode(n) in ours else n + s + v
+                for n, s, v in pairs]
     try:
         out = dict(env)
     except (TypeError, ValueError):
         return env
-    for key, value in theirs.items():
-        if out.get(key) == value:
-            out[key] = scope.env()[key]
+    if replaced(out):
+        out.update(ours)
     return out
 
 
@@ -297,16 +300,16 @@ def _cgroup_of(pid) -> Optional[str]:
         return None
 
 
-def _move_forked(cgroup: str, pid: int, here: Optional[str]) -> None:
+def _move_forked(cgroup: str, pid: int, here: set) -> None:
     """An exec'd child is moved only once it runs its program, which may have forked by then
-    (a shell script): what it started in the cgroup this process was in (here) moves to
-    cgroup too, until a look finds none left there."""
+    (a shell script): what it started in a cgroup this process was in while it forked (here)
+    moves to cgroup too, until a look finds none left there."""
     for _ in range(100):
         left, todo = [], [pid]
         while todo:
             kids = _children(todo.pop())
             todo.extend(kids)
-            left.extend(k for k in kids if _cgroup_of(k) == here)
+            left.extend(k for k in kids if _cgroup_of(k) in here)
         if not left:
             return
         for k in left:
@@ -325,8 +328,9 @@ class _HostChildren:
         self.children: Dict[int, tuple] = {}
         self.users = 0
         self.saved: List[tuple] = []
-        self.system_calls = 0  # os.system() running: its child is not tracked by pid
+        self.starting = 0  # os.system() or a fork running: its child is not tracked by pid yet
         self.main: Optional[_Scope] = None  # the scope of the thread running the tests
+        self.runner: Optional[threading.Thread] = None  # that thread
         self.local = threading.local()  # .scope: a scope forced on this thread; .forking
         self.moving = threading.Condition()
         self.inflight = 0  # forks under way whose child must be moved
@@ -406,7 +410,10 @@ class _HostChildren:
 
     def _after_fork_child(self) -> None:
         # in the child of os.fork/forkpty, before it returns to Python code: the marker and
-        # cgroup of the scope it was started for, before it can start anything itself
+        # cgroup of the scope it was started for, before it can start anything itself. Only
+        # the forking thread goes on here: a lock another thread held stays held unless new.
+        self.lock = threading.Lock()
+        self.moving = threading.Condition()
         s = getattr(self.local, "forking", None)
         if s is None or not self.users:
             return
@@ -420,27 +427,38 @@ class _HostChildren:
     def _fork(self, fn, pid_of, args, kwargs, env_at=None):
         scope = self.scope_here()
         main = self.main
-        # the running test's own forks are where the process is; any other scope's child is
-        # put in its place (also when the same as where the process is now: that may change
-        # while the fork is under way)
-        away = scope is not None and main is not None and scope is not main
-        if not away:
-            result = fn(*args, **kwargs)
-            self.add(pid_of(result), scope)
-            return result
+        # the running test's own forks from the thread that runs the tests are where the
+        # process is; any other child is put in its place, also when that is where the process
+        # is now: the runner moves the process (and changes main) at a test's boundaries while
+        # another thread's fork is under way
+        away = scope is not None and main is not None and \
+            (scope is not main or threading.current_thread() is not self.runner)
+        with self.lock:
+            self.starting += 1
+        try:
+            if not away:
+                result = fn(*args, **kwargs)
+                self.add(pid_of(result), scope)
+                return result
+            return self._fork_away(fn, pid_of, args, kwargs, env_at, scope)
+        finally:
+            with self.lock:
+                self.starting -= 1
+
+    def _fork_away(self, fn, pid_of, args, kwargs, env_at, scope):
         with self.moving:
             self.moving.wait_for(lambda: not self.closed, 60)
             self.inflight += 1
         self.local.forking = scope
         here = _cgroup_of("self") if scope.cgroup else None
         if env_at is not None and len(args) > env_at:
-            args = args[:env_at] + (_env_for(args[env_at], main, scope),) + args[env_at + 1:]
+            args = args[:env_at] + (_env_for(args[env_at], scope),) + args[env_at + 1:]
         try:
             result = fn(*args, **kwargs)
             pid = pid_of(result)
             if pid > 0 and scope.cgroup:
                 _move(scope.cgroup, pid)  # a child that runs no Python code (exec) moves here
-                _move_forked(scope.cgroup, pid, here)
+                _move_forked(scope.cgroup, pid, {here, _cgroup_of("self")} - {scope.cgroup})
             self.add(pid, scope)
             return result
         finally:
@@ -467,6 +485,7 @@ class _HostChildren:
         self.users += 1
         if self.users > 1:
             return
+        self.runner = threading.current_thread()
         import _posixsubprocess
         if not self.at_fork:  # cannot be unregistered: does nothing while no session runs
             os.register_at_fork(after_in_child=self._after_fork_child)
@@ -496,12 +515,12 @@ class _HostChildren:
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
                 with self.lock:
-                    self.system_calls += 1
+                    self.starting += 1
                 try:
                     return fn(*args, **kwargs)
                 finally:
                     with self.lock:
-                        self.system_calls -= 1
+                        self.starting -= 1
             return wrapper
 
         # (module, function, the pid from its result, the position of the environment it
@@ -538,7 +557,7 @@ class _Collector(threading.Thread):
     """Collects the zombies of adopted orphans while tests run. Only zombie children of ours
     that this process did not start (HOST), seen dead on two looks in a row (a child started
     some way HOST does not see gets one period for its owner's wait), never while an
-    os.system() runs; each one pinned by pidfd and start time before waitid(P_PIDFD).
+    os.system() or a fork HOST has not yet recorded runs; each one pinned by pidfd and start time before waitid(P_PIDFD).
     No SIGCHLD handler and no wait for "any child": the host's statuses stay the host's."""
 
     def __init__(self):
@@ -555,7 +574,8 @@ class _Collector(threading.Thread):
                 if st and st[0] == "Z" and not HOST.owns(pid, st[2]):
                     dead.add((pid, st[2]))
             for pid, start in dead & seen:
-                if HOST.system_calls == 0:
+                # the count first: a fork that has ended has recorded its child by then
+                if HOST.starting == 0 and not HOST.owns(pid, start):
                     self.collected += _collect(pid, start)
             seen = dead
 

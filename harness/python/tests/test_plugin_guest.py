@@ -434,6 +434,40 @@ def test_thread_forks(forker):
     result.stdout.fnmatch_lines([f"{int((tmp_path / 'spawned.pid').read_text())}: sh -c sleep 600*"])
 
 
+def test_a_wider_fixtures_thread_forking_through_test_boundaries_keeps_its_children(tracked):
+    # a session fixture's thread forks and waits all the time while hundreds of tests begin
+    # and end: every child's status is its own (none collected, none killed by a test's check)
+    tracked.makepyfile(test_churn="""
+import os, subprocess, threading, pytest
+statuses, errors = [], []
+stop = threading.Event()
+@pytest.fixture(scope="session")
+def churn():
+    def run():
+        try:
+            while not stop.is_set():
+                pid = os.fork()
+                if pid == 0:
+                    os._exit(3)
+                statuses.append(os.waitpid(pid, 0)[1])
+                statuses.append(subprocess.Popen(["sh", "-c", "exit 3"]).wait() << 8)
+        except Exception as e:
+            errors.append(repr(e))
+    t = threading.Thread(target=run)
+    t.start()
+    yield
+    stop.set()
+    t.join()
+@pytest.mark.parametrize("n", range(300))
+def test_n(churn, n):
+    pass
+def test_every_status_is_its_own(churn):
+    assert not errors and set(statuses) == {3 << 8}, (errors, sorted(set(statuses)))
+""")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0", "-p", "no:randomly")
+    result.assert_outcomes(passed=301)
+
+
 INCOMPLETE = """
 import errno, reaper
 real = reaper.reap_report
