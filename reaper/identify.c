@@ -48,10 +48,12 @@ static char *cmdline_text(struct scanner *sc, ssize_t n, const char *comm)
 
 static char *ancestry_of(struct scanner *sc, const struct reaper_stat *st)
 {
-	char buf[512];
+	if (st->ppid == sc->anc_last)
+		return strdup(sc->anc_line);
+	char *buf = sc->anc_line;
 	size_t len = 0;
 	pid_t p = st->ppid;
-	for (int depth = 0; p > 0 && depth < 8 && len < sizeof buf - 64; depth++) {
+	for (int depth = 0; p > 0 && depth < 8 && len < sizeof sc->anc_line - 64; depth++) {
 		__typeof__(sc->anc_cache[0]) *a = &sc->anc_cache[(unsigned)p % 64];
 		if (a->pid != p) {
 			struct reaper_stat ast;
@@ -61,15 +63,16 @@ static char *ancestry_of(struct scanner *sc, const struct reaper_stat *st)
 			a->ppid = ast.ppid;
 			memcpy(a->comm, ast.comm, sizeof a->comm);
 		}
-		int w = snprintf(buf + len, sizeof buf - len, "%s%d %s", depth ? " < " : "", (int)p, a->comm);
-		if (w < 0 || (size_t)w >= sizeof buf - len) {
-			len = sizeof buf - 1; /* cut: the nearest ancestors are the ones that matter */
+		int w = snprintf(buf + len, sizeof sc->anc_line - len, "%s%d %s", depth ? " < " : "", (int)p, a->comm);
+		if (w < 0 || (size_t)w >= sizeof sc->anc_line - len) {
+			len = sizeof sc->anc_line - 1; /* cut: the nearest ancestors are the ones that matter */
 			break;
 		}
 		len += (size_t)w;
 		p = a->ppid;
 	}
 	buf[len] = 0;
+	sc->anc_last = st->ppid;
 	return strdup(buf);
 }
 

@@ -397,6 +397,7 @@ int scanner_scan(struct scanner *sc, struct candset *cs)
 	sc->tick0 = procfs_tick_now(sc->ticks);
 	for (size_t i = 0; i < sizeof sc->anc_cache / sizeof *sc->anc_cache; i++)
 		sc->anc_cache[i].pid = 0;
+	sc->anc_last = -1;
 	if (sc->cgroup_mask) {
 		if ((r = finder_scan_cgroup(sc, cs)) < 0)
 			return r;

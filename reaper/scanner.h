@@ -73,6 +73,10 @@ struct scanner {
 		pid_t pid, ppid;
 		char comm[64];
 	} anc_cache[64];
+	/* the ancestry line of the parent last asked about in the current scan (-1: none yet):
+	 * the matches of one scan mostly share their parent */
+	pid_t anc_last;
+	char anc_line[512];
 	/* the caller's own children (reaper_opts.host_children): never collected */
 	const pid_t *host;
 	size_t nhost;
