@@ -11,6 +11,7 @@
 #include "msg.h"
 #include "options.h"
 #include "reaper/marker.h"
+#include "reaper/report.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -270,7 +271,9 @@ static int scan_or_reap(const char *name, int argc, char **argv)
 		o.report_only = 1; /* a scan never signals */
 		o.on_progress = NULL;
 	}
-	int r = reaper_reap(c.f, c.nf, &o, &rep);
+	/* the listing alone shows a match by its pid and cmdline: nothing else is read */
+	int brief = !reap && !c.json && !c.out.report_path && !c.out.junit_path;
+	int r = (brief ? reap_listing : reaper_reap)(c.f, c.nf, &o, &rep);
 	if (r < 0)
 		code = reap ? die(EXIT_REAP_FAILED, "the reap failed: %s", strerror(-r))
 			    : die(EXIT_CANNOT_EXEC, "cannot scan: %s", strerror(-r));

@@ -33,11 +33,19 @@ static uid_t owner_of(struct scanner *sc, pid_t pid)
 	return fstatat(sc->procfd, dir, &sb, 0) == 0 ? sb.st_uid : (uid_t)-1;
 }
 
-/* The cmdline read into sc->aux (n: the read's length, or -errno) as one line. */
-static char *cmdline_text(struct scanner *sc, ssize_t n, const char *comm)
+/* The length of the cmdline read into sc->aux (n: the read's length, or -errno) without
+ * its trailing NULs: 0 when it has none to show. */
+static ssize_t cmdline_len(struct scanner *sc, ssize_t n)
 {
 	while (n > 0 && sc->aux.p[n - 1] == 0)
 		n--;
+	return n;
+}
+
+/* The cmdline read into sc->aux (n: the read's length, or -errno) as one line. */
+static char *cmdline_text(struct scanner *sc, ssize_t n, const char *comm)
+{
+	n = cmdline_len(sc, n);
 	if (n <= 0)
 		return bracketed(comm);
 	for (ssize_t i = 0; i < n; i++)
@@ -195,7 +203,7 @@ static int first_facts(struct scanner *sc, struct reaper_proc *pi, const struct 
 	pi->cmdline = bracketed(st->comm);
 	pi->exe = strdup("");
 	pi->cwd = strdup("");
-	pi->ancestry = ancestry_of(sc, st);
+	pi->ancestry = sc->brief ? strdup("") : ancestry_of(sc, st);
 	return pi->test && pi->comm && pi->cmdline && pi->exe && pi->cwd && pi->ancestry ? 0 : -ENOMEM;
 }
 
@@ -274,11 +282,39 @@ ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mas
 	return enlist(sc, cs, &c);
 }
 
+/* A listing shows a match by its cmdline alone: only that is read, through its pinned
+ * identity, as it is now; its stat too when it has none to show (then its comm is shown), but
+ * for one the scan that just ran pinned after its exec. */
+static int describe_cmdline(struct scanner *sc, struct cand *c)
+{
+	struct reaper_proc *pi = &c->info;
+	struct reaper_stat st;
+	ssize_t n = procfs_read(sc->procfd, pi->pid, "cmdline", &sc->aux);
+	const char *comm = pi->comm;
+	if (cmdline_len(sc, n) <= 0 && (c->gen != sc->gen || c->unexeced)) {
+		if (procfs_stat(sc->procfd, pi->pid, &st) < 0 || st.start_time != pi->start_time)
+			return 0; /* gone: what we saw first is all there is */
+		comm = st.comm;
+	}
+	char *cmd = cmdline_text(sc, n, comm);
+	if (!cmd)
+		return -ENOMEM;
+	if (pidref_held(&c->ref, sc->procfd) < 0) {
+		free(cmd);
+		return 0;
+	}
+	free(pi->cmdline);
+	pi->cmdline = cmd;
+	return 0;
+}
+
 int scanner_describe(struct scanner *sc, struct cand *c)
 {
 	struct reaper_proc *pi = &c->info;
 	if (c->ref.pid <= 0)
 		return 0;
+	if (sc->brief)
+		return describe_cmdline(sc, c);
 	/* Pinned by the scan that just ran, after its exec: its stat and (when read then) its
 	 * environment are that recent. Pinned between its fork and its exec (showing its
 	 * parent's comm and environment, its parent's test): its stat is read after the rest,

@@ -474,8 +474,8 @@ void reaper_opts_init(struct reaper_opts *o)
 	o->settle = REAPER_SETTLE;
 }
 
-int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reaper_opts *opts,
-		struct reaper_report **out)
+static int reap_as(const struct reaper_finder *finders, size_t n, const struct reaper_opts *opts, int brief,
+		   struct reaper_report **out)
 {
 	struct reaper_opts defaults;
 	reaper_opts_init(&defaults);
@@ -493,6 +493,7 @@ int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reap
 		goto out;
 	rp.sc.added = on_added;
 	rp.sc.want_uid = rp.guard_users;
+	rp.sc.brief = brief;
 	rp.sc.ctx = &rp;
 	if (opts->holdings)
 		rp.hold = holdings_new(opts); /* out of memory: a report without holdings */
@@ -532,6 +533,18 @@ out:
 	scanner_done(&rp.sc);
 	holdings_free(rp.hold);
 	return r;
+}
+
+int reaper_reap(const struct reaper_finder *finders, size_t n, const struct reaper_opts *opts,
+		struct reaper_report **out)
+{
+	return reap_as(finders, n, opts, 0, out);
+}
+
+int reap_listing(const struct reaper_finder *finders, size_t n, const struct reaper_opts *opts,
+		 struct reaper_report **out)
+{
+	return reap_as(finders, n, opts, 1, out);
 }
 
 int reaper_scan(const struct reaper_finder *finders, size_t n, struct reaper_report **out)

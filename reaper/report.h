@@ -9,6 +9,10 @@
 
 /* Build the report from the set (moves the strings out of cs). */
 int report_build(struct candset *cs, struct scanner *sc, struct reaper_report **out);
+/* reaper_reap for a listing that shows each match by its pid and cmdline alone: a match is
+ * described by its cmdline only (exe, cwd and ancestry stay "", uid and test as found). */
+int reap_listing(const struct reaper_finder *finders, size_t n, const struct reaper_opts *opts,
+		 struct reaper_report **out);
 /* Free a proc's strings. */
 void proc_free(struct reaper_proc *p);
 

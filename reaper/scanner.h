@@ -26,6 +26,7 @@ struct scanner {
 	 * the environment of the pids given out since it only (NULL: of every process) */
 	const struct reaper_origin *origin;
 	int want_uid; /* the uid of a marker-only match is needed when it is found (foreign) */
+	int brief;    /* a match is described by its cmdline alone (a listing shows no more) */
 	struct reaper_ident *ids; /* what the REAPER_FIND_CALL finders returned */
 	size_t ids_cap;
 	/* with a cgroup finder the reap waits on the cgroup: the /proc-wide marker scan is

@@ -51,6 +51,28 @@ def test_scan_json_on_live_processes(spawn, home):
     assert a.alive and b.alive
 
 
+def test_scan_listing_shows_what_the_json_report_tells(spawn, home):
+    """The listing reads no more of a match than its cmdline: each line still says what the
+    JSON report (which describes it in full) says, for a program and for a child that was
+    forked and never exec'd (its parent's cmdline)."""
+    a = spawn.sleeper("listed", cwd="/tmp")
+    ready = os.path.join(home, "forked")
+    parent = spawn.orphan([PY, "-c", "import os, time\npid = os.fork()\nif pid == 0:\n    time.sleep(600)\n    os._exit(0)\n"
+                           "open(%r + '.tmp', 'w').write(str(pid)); os.rename(%r + '.tmp', %r)\ntime.sleep(600)\n"
+                           % (ready, ready, ready)], ready=ready)
+    child = spawn.adopt(int(open(ready).read()))
+    listed = reaper("scan", "--home", home)
+    told = reaper("scan", "--home", home, "--json")
+    assert listed.returncode == 0 and told.returncode == 0, (listed.stderr, told.stderr)
+    procs = by_pid(json.loads(told.stdout.decode("utf-8")))
+    assert set(procs) == {a.pid, parent.pid, child.pid}
+    assert procs[child.pid]["cmdline"] == procs[parent.pid]["cmdline"]
+    # the text form shows the newlines of these cmdlines as backslash-n
+    assert sorted(listed.stdout.decode().splitlines()) == sorted(
+        "%d %s" % (pid, p["cmdline"].replace("\n", "\\n")) for pid, p in procs.items())
+    assert a.alive and parent.alive and child.alive
+
+
 def test_scan_by_env_and_tree(spawn, home):
     a = spawn.sleeper(env={"MY_MARK": "42"})
     b = spawn.sleeper()
