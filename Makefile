@@ -73,8 +73,16 @@ $(BUILD)/libreaper.a: $(LIB_OBJ)
 $(BUILD)/libreaper.so: $(LIB_OBJ)
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libreaper.so.0 -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
+# The command is linked statically (libc included) where it can be: it starts in front of every
+# suite it wraps, and a static start skips the dynamic loader and copies fewer mappings at each
+# fork. CLI_STATIC= (empty) links it dynamically, as sanitizer builds do (they cannot link
+# statically); so does a toolchain without a static libc, or a static link that warns (a libc
+# function that needs the dynamic loader): the static link is tried first, then the dynamic one.
+CLI_STATIC ?= $(if $(findstring -fsanitize,$(CFLAGS) $(EXTRA_CFLAGS)),,-static-pie -Wl,--fatal-warnings)
 $(BUILD)/reaper: $(CLI_OBJ) $(INTERNAL_LIB)
-	$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJ) $(INTERNAL_LIB) $(LDFLAGS) $(LDLIBS)
+	$(if $(CLI_STATIC),$(CC) $(ALL_CFLAGS) $(CLI_STATIC) -o $@ $(CLI_OBJ) $(INTERNAL_LIB) $(LDFLAGS) $(LDLIBS) 2>/dev/null || \
+		{ echo "note: no static link of $@ here ($(CLI_STATIC)): linking it dynamically"; \
+		$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJ) $(INTERNAL_LIB) $(LDFLAGS) $(LDLIBS); },$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJ) $(INTERNAL_LIB) $(LDFLAGS) $(LDLIBS))
 
 include $(sort $(wildcard */*.mk tests/*/*.mk harness/*/*.mk))
 

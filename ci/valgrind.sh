@@ -28,7 +28,8 @@ for s in "$@"; do
 	bins+=("$build/tests/$suite")
 	cases+=("$case")
 done
-$make --no-print-directory BUILD="$build" CFLAGS='-O1 -g' all fixtures "${bins[@]}"
+# reaper linked dynamically: memcheck replaces malloc and free in a dynamically linked program only
+$make --no-print-directory BUILD="$build" CFLAGS='-O1 -g' CLI_STATIC= all fixtures "${bins[@]}"
 
 # check_hard_input execs a 4 MB environment, which needs a stack limit of 16 MB or more;
 # valgrind does not pass the test's own setrlimit on to the kernel, so raise it here.
