@@ -406,11 +406,6 @@ static int setup_finders(struct run *r)
 		n += snprintf(r->run_marker + n, sizeof r->run_marker - (size_t)n, "%02x", rnd[i]);
 	r->st.run_id = r->run_marker + strlen("REAPER_RUN=");
 	r->finders[r->nfinders++] = reaper_find_env(r->run_marker);
-	/* Only what starts from now on can carry the run's random marker: a scan for it reads
-	 * only the pids given out since (when that can be told). HOME=DIR and --marker are not
-	 * the run's alone: whatever carries them is looked for everywhere. */
-	if (reaper_origin_now(&r->origin) == 0)
-		r->finders[0].origin = &r->origin;
 	r->finders[r->nfinders++] = reaper_find_tree(0);
 	for (size_t i = 0; i < r->nmarkers; i++)
 		r->finders[r->nfinders++] = reaper_find_env(r->markers[i]);
@@ -791,6 +786,12 @@ static int set_up(struct run *r)
 		return die(EXIT_CANNOT_EXEC, "cannot open /proc: %s", strerror(-r->procfd));
 	if (setup_cgroup(r) < 0)
 		return EXIT_CANNOT_EXEC;
+	/* Without a cgroup the run's marker is looked for in /proc. Only what starts from now on
+	 * can carry it: a scan for it reads only the pids given out since (when that can be
+	 * told). HOME=DIR and --marker are not the run's alone: whatever carries them is looked
+	 * for everywhere. (With a cgroup, the cgroup is that finder.) */
+	if (!r->cgroup[0] && reaper_origin_now(&r->origin) == 0)
+		r->finders[0].origin = &r->origin;
 	/* Before we become a subreaper, so the guardian's orphaned self is not ours. */
 	if (getpid() != 1)
 		r->guardian_fd = guardian_start(r->run_marker, r->cgroup, &r->guardian);
