@@ -513,16 +513,17 @@ int reaper_cgroup_freeze(const char *path, int frozen)
 	return r == -ETIMEDOUT ? -EAGAIN : r;
 }
 
+/* Asked of the cgroup itself, by its members: no mountinfo to parse and no path to resolve,
+ * and the answer costs what one scan of the cgroup does. */
 int cgroup_holds_self(const char *path)
 {
-	char own[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
-	int r = reaper_cgroup_current(own, sizeof own);
-	if (r < 0)
-		return r;
-	if (!realpath(own, a) || !realpath(path, b))
-		return -errno;
-	size_t l = strlen(b);
-	return !strncmp(a, b, l) && (a[l] == 0 || a[l] == '/' || !strcmp(b, "/"));
+	pid_t *v = NULL, self = getpid();
+	size_t n = 0, cap = 0;
+	int r = cgroup_members(path, &v, &n, &cap);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = v[i] == self;
+	free(v);
+	return r;
 }
 
 /* Pin and SIGKILL every member (only_zombie_leaders: only those whose main thread has
