@@ -62,10 +62,12 @@ static int pid_cmp(const void *a, const void *b)
  * of our own). Half the entries of a quiet host's /proc; without this list each costs a stat
  * read after its empty environment read. A user-mode helper the kernel starts is kthreadd's
  * child too, but has memory, so its environment is read as anyone's. A failure leaves the
- * list empty: every empty environment is then looked at through stat. */
+ * list empty: every empty environment is then looked at through stat. Read when the first
+ * environment is (a reap of a cgroup alone reads none). */
 static void kernel_threads(struct scanner *sc)
 {
 	struct reaper_stat st;
+	sc->kthreads_read = 1;
 	if (procfs_stat(sc->procfd, 2, &st) < 0 || !(st.flags & PF_KTHREAD) || st.ppid != 0)
 		return;
 	pid_t *k = NULL;
@@ -79,8 +81,10 @@ static void kernel_threads(struct scanner *sc)
 	sc->nkthreads = n;
 }
 
-static int kernel_thread(const struct scanner *sc, pid_t pid)
+static int kernel_thread(struct scanner *sc, pid_t pid)
 {
+	if (!sc->kthreads_read)
+		kernel_threads(sc);
 	return sc->nkthreads && bsearch(&pid, sc->kthreads, sc->nkthreads, sizeof pid, pid_cmp);
 }
 
@@ -109,7 +113,8 @@ static int pin_roots(struct scanner *sc)
 	return 0;
 }
 
-/* The caller and its ancestors are never candidates. */
+/* The caller and its ancestors are never candidates. Read when the first pid is looked at
+ * (a clean run looks at none): the caller first, so the list is never empty once read. */
 static void ancestors(struct scanner *sc)
 {
 	pid_t p = sc->self;
@@ -212,11 +217,7 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 	for (size_t i = 0; i < nf; i++)
 		if ((sc->tree_mask & (1u << i)) && f[i].marker && (r = finder_tree_inherit(sc, i)) < 0)
 			return r;
-	ancestors(sc);
-	if ((r = host_zombies(sc)) < 0)
-		return r;
-	kernel_threads(sc);
-	return 0;
+	return host_zombies(sc);
 }
 
 void scanner_done(struct scanner *sc)
@@ -235,6 +236,7 @@ void scanner_done(struct scanner *sc)
 	free(sc->kthreads);
 	sc->kthreads = NULL;
 	sc->nkthreads = 0;
+	sc->kthreads_read = 0;
 	sc->host_zombies = NULL;
 	free(sc->cgpids);
 	sc->cgpids = NULL;
@@ -253,8 +255,10 @@ void scanner_done(struct scanner *sc)
 	sc->pattern_hits = NULL;
 }
 
-int scanner_excluded(const struct scanner *sc, pid_t pid)
+int scanner_excluded(struct scanner *sc, pid_t pid)
 {
+	if (!sc->nanc)
+		ancestors(sc);
 	return pid_in_list(sc->ancestors, sc->nanc, pid);
 }
 

@@ -64,10 +64,11 @@ struct scanner {
 	 * between two scans) is found and collected like any other. */
 	pid_t *host_zombies;
 	size_t nhost_zombies;
-	/* kthreadd's children when the reap began, sorted: an empty environment there is a
-	 * kernel thread's, with no stat read to tell it from a zombie leader's */
+	/* kthreadd's children (read with the first environment), sorted: an empty environment
+	 * there is a kernel thread's, with no stat read to tell it from a zombie leader's */
 	pid_t *kthreads;
 	size_t nkthreads;
+	int kthreads_read;
 	/* ancestors read during the current scan (candidates share their ancestry): pid -> its
 	 * parent and comm, direct-mapped by pid, emptied at the start of every scan */
 	struct {
@@ -104,7 +105,7 @@ int scanner_describe(struct scanner *sc, struct cand *c);
 
 /* scanner.c: the reads every finder uses */
 void scanner_read_failed(struct scanner *sc, ssize_t r);
-int scanner_excluded(const struct scanner *sc, pid_t pid);
+int scanner_excluded(struct scanner *sc, pid_t pid);
 int scanner_known(const struct scanner *sc, const struct candset *cs, pid_t pid);
 ssize_t scanner_environ(struct scanner *sc, pid_t pid);
 int scanner_children(struct scanner *sc, pid_t pid, pid_t **kids, size_t *nk, size_t *ck);
