@@ -13,6 +13,7 @@
 #include "msg.h"
 #include "options.h"
 #include "state.h"
+#include "reaper/cgroup.h"
 #include "reaper/marker.h"
 #include "reaper/pidref.h"
 #include "reaper/procfs.h"
@@ -258,13 +259,29 @@ static void exec_command(struct run *r, char **env, int errfd)
 	_exit(exec_failure_code(&f));
 }
 
+struct command_args {
+	struct run *r;
+	char **env;
+	int errfd;
+};
+
+static int command_child(void *arg)
+{
+	struct command_args *a = arg;
+	exec_command(a->r, a->env, a->errfd);
+	return 127;
+}
+
 /* vfork: no copy of our memory for a child that only execs, and we resume once it has.
- * With a cgroup the child starts inside it (clone3 CLONE_INTO_CGROUP, a fork: moving a
- * vfork child in would take the kernel's cgroup migration lock, an RCU grace period that
- * costs more than the copy), so nothing COMMAND forks can start outside. */
+ * With a cgroup the child starts inside it (clone3 CLONE_INTO_CGROUP: moving a vfork child
+ * in would take the kernel's cgroup migration lock, an RCU grace period), so nothing COMMAND
+ * forks can start outside; on our memory too where clone3 allows, else a fork. */
 static pid_t spawn_command(struct run *r, char **env, int errfd)
 {
-	pid_t pid = r->cgroup[0] ? reaper_cgroup_fork(r->cgroup) : vfork();
+	struct command_args a = { r, env, errfd };
+	pid_t pid = r->cgroup[0] ? cgroup_vfork(r->cgroup, command_child, &a) : vfork();
+	if (pid == -ENOSYS)
+		pid = reaper_cgroup_fork(r->cgroup);
 	if (pid == 0)
 		exec_command(r, env, errfd);
 	if (pid < -1) {

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -315,6 +316,74 @@ pid_t reaper_cgroup_fork(const char *path)
 	}
 	close(p[0]);
 	return e ? -e : pid;
+}
+
+/* clone3 whose child runs fn(arg) on the stack the arguments give and exits with its value;
+ * the parent gets the child's pid, or -1 with errno. The child cannot return from the system
+ * call (its stack is not ours), so the call is made here, where the child's first step is the
+ * call to fn. x86-64 only; elsewhere ENOSYS (the callers fork instead). */
+static long clone3_call(struct clone_args *a, int (*fn)(void *), void *arg)
+{
+#if defined(__x86_64__) && defined(SYS_clone3)
+	register int (*f)(void *) __asm__("r12") = fn;
+	register void *x __asm__("r13") = arg;
+	long r;
+	__asm__ volatile("syscall\n\t"
+			 "test %%rax, %%rax\n\t"
+			 "jnz 1f\n\t"
+			 "xor %%ebp, %%ebp\n\t" /* the child: no frame above fn's */
+			 "mov %%r13, %%rdi\n\t"
+			 "call *%%r12\n\t"
+			 "mov %%eax, %%edi\n\t"
+			 "mov %[exit], %%eax\n\t"
+			 "syscall\n\t"
+			 "hlt\n"
+			 "1:"
+			 : "=a"(r)
+			 : "0"((long)SYS_clone3), "D"(a), "S"(sizeof *a), "r"(f), "r"(x), [exit] "i"(SYS_exit_group)
+			 : "rcx", "r11", "memory");
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+#else
+	(void)a;
+	(void)fn;
+	(void)arg;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/* The child's stack: as much as an exec with its error report needs, with a guard page. */
+#define VFORK_STACK (256 * 1024)
+
+pid_t cgroup_vfork(const char *path, int (*fn)(void *), void *arg)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *stack = mmap(NULL, VFORK_STACK + (size_t)page, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		return -errno;
+	int dfd = mprotect(stack, (size_t)page, PROT_NONE) == 0 ? open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	long pid = -1;
+	if (dfd >= 0) {
+		struct clone_args a = { .flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP,
+					.exit_signal = SIGCHLD,
+					.stack = (uint64_t)(uintptr_t)(stack + page),
+					.stack_size = VFORK_STACK,
+					.cgroup = (uint64_t)dfd };
+		pid = clone3_call(&a, fn, arg);
+	}
+	int e = pid < 0 ? errno : 0;
+	if (dfd >= 0)
+		close(dfd);
+	munmap(stack, VFORK_STACK + (size_t)page);
+	/* no clone3, none with CLONE_INTO_CGROUP, or a tool that refuses it: say ENOSYS */
+	if (e == EINVAL || e == E2BIG || e == EPERM)
+		e = ENOSYS;
+	return e ? -e : (pid_t)pid;
 }
 
 static int push(pid_t **v, size_t *n, size_t *cap, pid_t pid)
