@@ -72,8 +72,10 @@ static void guard(int rfd, const char *marker, const char *cgroup)
 	struct reaper_report *rep = NULL;
 	/* Rescan until quiet: the run's processes may still fork while we kill. */
 	int r = reaper_reap(f, *cgroup ? 2 : 1, &o, &rep);
-	if (*cgroup && reaper_cgroup_wait(cgroup, 3.0) == 0)
-		reaper_cgroup_remove(cgroup);
+	/* What is still exiting is waited for (boundedly), what could not be killed moves up to
+	 * our cgroup: the run's cgroup goes either way, it is not left behind empty. */
+	if (*cgroup)
+		reaper_cgroup_release(cgroup);
 	_exit(r < 0 ? 1 : 0);
 }
 

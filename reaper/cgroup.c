@@ -708,6 +708,34 @@ int reaper_cgroup_remove(const char *path)
 	return r;
 }
 
+/* How long a release waits for what it cannot move: a killed process that is still exiting
+ * (the kernel moves no exiting task) keeps the cgroup until it is gone, and on a loaded
+ * machine a large memory to free, or a file system to answer its last close, can take its
+ * exit many seconds. */
+#define RELEASE_WAIT 30.0
+#define PF_EXITING 0x00000004
+
+/* Wait until cgroup.events changes (the last member going clears "populated") or a while
+ * passes (*step, growing): a member that forked meanwhile is moved on the next round. fd is
+ * opened on first use. 0, -ETIMEDOUT past end, or -errno. */
+static int await_members(const char *path, int *fd, double end, double *step)
+{
+	double left = end - monotonic_now();
+	if (left <= 0)
+		return -ETIMEDOUT;
+	if (*fd < 0 && (*fd = cgroup_events_open(path)) < 0)
+		return *fd;
+	int pop = 1, r = cgroup_events_read(*fd, &pop, NULL); /* re-arms POLLPRI */
+	if (r < 0 || !pop)
+		return r;
+	double w = *step < left ? *step : left;
+	struct pollfd p = { .fd = *fd, .events = POLLPRI };
+	if (poll(&p, 1, (int)(w * 1000.0) + 1) < 0 && errno != EINTR)
+		return -errno;
+	*step = *step * 2 < 0.5 ? *step * 2 : 0.5;
+	return 0;
+}
+
 int reaper_cgroup_release(const char *path)
 {
 	char parent[PATH_MAX];
@@ -725,9 +753,11 @@ int reaper_cgroup_release(const char *path)
 		return procfd;
 	pid_t *v = NULL, *again = NULL;
 	size_t cap = 0, again_cap = 0;
-	int moved = 0;
-	/* a member may fork while we move it: round after round until the removal works */
-	for (int round = 0; round < 100; round++) {
+	int moved = 0, evfd = -1;
+	double end = monotonic_now() + RELEASE_WAIT, step = 0.01;
+	/* a member may fork while we move it, or still be exiting: round after round until the
+	 * removal works */
+	for (;;) {
 		size_t n = 0;
 		if ((r = cgroup_members(path, &v, &n, &cap)) < 0)
 			break;
@@ -739,14 +769,24 @@ int reaper_cgroup_release(const char *path)
 				continue;
 			char pid[24];
 			snprintf(pid, sizeof pid, "%d", (int)v[i]);
-			if (cgroup_holds(path, &ref, procfd, &again, &again_cap) == 1 &&
+			/* one exiting cannot be moved: it is waited for (a leader that has exited
+			 * alone, a zombie, is written: its live threads move) */
+			if (!((st.flags & PF_EXITING) && st.state != 'Z') &&
+			    cgroup_holds(path, &ref, procfd, &again, &again_cap) == 1 &&
 			    cgroup_write(parent, "cgroup.procs", pid) == 0)
 				moved++;
 			pidref_done(&ref);
 		}
 		if ((r = reaper_cgroup_remove(path)) != -EBUSY)
 			break;
+		int e = await_members(path, &evfd, end, &step);
+		if (e < 0) {
+			r = e == -ETIMEDOUT ? -EBUSY : e;
+			break;
+		}
 	}
+	if (evfd >= 0)
+		close(evfd);
 	free(v);
 	free(again);
 	close(procfd);

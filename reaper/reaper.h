@@ -354,8 +354,9 @@ REAPER_EXPORT int reaper_cgroup_kill(const char *path);
 /* Remove path and every cgroup below it, deepest first; all must be empty (-EBUSY). */
 REAPER_EXPORT int reaper_cgroup_remove(const char *path);
 /* Move whatever still lives in path and below (kept, report-only, unkillable) into the cgroup
- * above path, each pinned while it is moved, then remove path and every cgroup below it.
- * Returns how many processes were moved, or -errno. */
+ * above path, each pinned while it is moved, then remove path and every cgroup below it. A
+ * process still exiting cannot be moved: it is waited for (cgroup.events, at most 30 s; then
+ * -EBUSY). Returns how many processes were moved, or -errno. */
 REAPER_EXPORT int reaper_cgroup_release(const char *path);
 
 #ifdef __cplusplus

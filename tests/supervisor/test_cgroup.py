@@ -8,14 +8,17 @@ Every leftover reports its pid and start time; it is checked gone by both, and t
 directory must be gone too (a cgroup holding a process cannot be removed)."""
 import json
 import os
+import select
+import shutil
 import signal
+import subprocess
 import textwrap
 import time
 
 import pytest
 
 from conftest import script
-from procutil import FIXTURES, PY, REAPER, start_time, wait_gone
+from procutil import FIXTURES, PY, REAPER, start_time, stat, wait_gone
 
 
 def own_cgroup():
@@ -261,3 +264,179 @@ def test_a_run_out_of_descriptors_still_removes_its_cgroup(run):
         assert doc["phase"] == "exited", (n, doc)
         assert not cgroups_of_run(doc["run_id"]), "with %d descriptors (exit %d) the run's cgroup is still there: %s" % (n, code, r.stderr)
         assert "cannot remove" not in r.stderr, (n, r.stderr)
+
+
+HELD_FUSE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "held_fuse.py")
+
+
+class HeldFuseRun:
+    """`reaper run --state ... ARGS -- COMMAND` under held_fuse.py, in a mount namespace of its
+    own: COMMAND sees the file system at self.mnt, whose held answers come with self.release().
+    Ending the process group (cleanup) ends the server: nothing waits on it after the test."""
+
+    def __init__(self, tmp_path, args, command):
+        if not os.path.exists("/dev/fuse") or not shutil.which("unshare"):
+            pytest.skip("no /dev/fuse or no unshare(1) here")
+        self.mnt = str(tmp_path / "mnt")
+        os.mkdir(self.mnt)
+        self.control = str(tmp_path / "control")
+        os.mkfifo(self.control)
+        self.state_path = str(tmp_path / "state.json")
+        argv = ["unshare", "--mount", "--propagation", "private", PY, HELD_FUSE, self.mnt, self.control, "--",
+                REAPER, "run", "--state", self.state_path] + args + ["--"] + command(self.mnt)
+        self.p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  start_new_session=True)
+        self.err = b""
+        self.cg = None
+
+    def stdout_line(self, timeout=60):
+        r, _, _ = select.select([self.p.stdout], [], [], timeout)
+        assert r, "COMMAND printed nothing within %ss" % timeout
+        return self.p.stdout.readline().decode().strip()
+
+    def stderr_until(self, text, timeout=120):
+        deadline = time.monotonic() + timeout
+        fd = self.p.stderr.fileno()
+        while text.encode() not in self.err:
+            r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            assert r, "no %r from reaper within %ss: %r" % (text, timeout, self.err)
+            chunk = os.read(fd, 65536)
+            assert chunk, "reaper's stderr ended before %r: %r" % (text, self.err)
+            self.err += chunk
+
+    def doc(self):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with open(self.state_path) as f:
+                    d = json.load(f)
+                self.cg = os.path.join(OWN, "reaper-run-" + d["run_id"])
+                return d
+            except FileNotFoundError:
+                time.sleep(0.01)
+        raise AssertionError("no state document")
+
+    def pinned(self, pid, comm):
+        """A pidfd of pid, checked to be comm after it was opened."""
+        fd = os.pidfd_open(pid)
+        with open("/proc/%d/comm" % pid) as f:
+            assert f.read().strip() == comm, "pid %d is not %s" % (pid, comm)
+        return fd
+
+    def release(self):
+        with open(self.control, "w") as f:
+            f.write("go\n")
+
+    def finish(self, timeout=120):
+        out, err = self.p.communicate(timeout=timeout)
+        self.err += err
+        return self.p.returncode
+
+    def cleanup(self):
+        if self.p.poll() is None:
+            os.killpg(self.p.pid, signal.SIGKILL)  # the server with it: whatever waits on it returns
+            self.p.communicate()
+        if self.cg and os.path.isdir(self.cg):
+            # what it held is dying with the server; then the directory can go
+            reaper_run_cgroup_gone(self.cg)
+
+
+def reaper_run_cgroup_gone(cg):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            os.rmdir(cg)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
+def holds_open(pid, path):
+    try:
+        fds = os.listdir("/proc/%d/fd" % pid)
+    except OSError:
+        return False
+    for n in fds:
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (pid, n)) == path:
+                return True
+        except OSError:
+            pass
+    return False
+
+
+@needs_cgroup
+@needs_root
+def test_a_leftover_still_exiting_when_the_reap_ends_is_waited_for_and_its_cgroup_removed(tmp_path):
+    """The leftover is killed, but its exit waits on its file system (the last close of a file
+    on FUSE): when the reap gives up on it, it is still listed in the run's cgroup, and the
+    kernel moves no exiting task. reaper waits on the cgroup's events until it is gone, then
+    removes the cgroup; before, it tried to move it, failed and left the cgroup behind."""
+    r = HeldFuseRun(tmp_path, ["--cgroup", "on", "--timeout", "0", "--grace", "0"],
+                    lambda mnt: ["sh", "-c", "sleep 600 3<%s/f & echo ready" % mnt])
+    try:
+        assert r.stdout_line() == "ready"
+        doc = r.doc()
+        reaper = r.pinned(doc["reaper_pid"], "reaper")
+        try:
+            r.stderr_until("SUMMARY")  # the reap is over: the leftover is still exiting
+            events = os.path.join(r.cg, "cgroup.events")
+            deadline = time.monotonic() + 120
+            while wait_gone([reaper], 0.01) and not holds_open(doc["reaper_pid"], events):
+                assert time.monotonic() < deadline, "reaper neither ended nor waited on its cgroup"
+            r.release()  # the leftover's close is answered: its exit ends
+            r.finish()
+            err = r.err.decode(errors="replace")
+            assert "unkillable" in err, err
+            assert "cannot remove" not in err, err
+            assert not os.path.exists(r.cg), "the run's cgroup was left behind: " + err
+        finally:
+            os.close(reaper)
+    finally:
+        r.cleanup()
+
+
+@needs_cgroup
+@needs_root
+def test_owner_death_with_a_leftover_that_cannot_die_yet_still_removes_the_cgroup(tmp_path):
+    """reaper is SIGKILLed while a leftover sleeps uninterruptibly (a stat its FUSE server does
+    not answer): the guardian kills the run, and what cannot die yet moves up into reaper's
+    cgroup, so the run's cgroup goes; before, the guardian waited a fixed 3 s for the cgroup
+    to empty and left it behind."""
+    r = HeldFuseRun(tmp_path, ["--cgroup", "on", "--timeout", "60"],
+                    lambda mnt: ["sh", "-c", "stat %s/g >/dev/null & echo ready; exec sleep 600" % mnt])
+    try:
+        assert r.stdout_line() == "ready"
+        doc = r.doc()
+        reaper = r.pinned(doc["reaper_pid"], "reaper")
+        guardian = os.pidfd_open(doc["guardian_pid"])
+        assert wait_gone([reaper], 0) == [reaper]  # reaper still runs: so does its guardian, that pid
+        stuck = None
+        try:
+            deadline = time.monotonic() + 60
+            while not os.path.exists(r.control + ".held"):  # the server has the stat's request
+                assert time.monotonic() < deadline, "the stat never reached the server"
+                time.sleep(0.01)
+            with open(os.path.join(r.cg, "cgroup.procs")) as f:
+                for pid in map(int, f.read().split()):
+                    try:
+                        stuck = (pid, r.pinned(pid, "stat"))
+                        break
+                    except (OSError, AssertionError):
+                        pass
+            assert stuck, "no stat in the run's cgroup"
+            signal.pidfd_send_signal(reaper, signal.SIGKILL)
+            assert wait_gone([guardian], 120) == [], "the guardian did not end"
+            assert not os.path.exists(r.cg), "the guardian left the run's cgroup behind"
+            with open("/proc/%d/cgroup" % stuck[0]) as f:  # moved up into reaper's cgroup
+                assert "0::" + open("/proc/self/cgroup").read().split("0::")[1].strip() in f.read()
+            r.release()
+            assert wait_gone([stuck[1]], 60) == [], "the killed leftover did not end once answered"
+            r.finish()
+        finally:
+            for fd in (reaper, guardian) + ((stuck[1],) if stuck else ()):
+                os.close(fd)
+    finally:
+        r.cleanup()
