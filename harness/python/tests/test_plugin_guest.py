@@ -404,14 +404,16 @@ def forker():
 seen = []
 @pytest.mark.parametrize("n", range(3))
 def test_pool(pool, n, request):
-    seen.append(pool.map_async(where, [n]).get(timeout=60))
-    pid, cg, test, marker = seen[-1][0]
+    # apply_async: map_async divides by the number of workers, which is 0 for a moment while
+    # the Pool replaces its only worker (a race of multiprocessing's own)
+    seen.append(pool.apply_async(where, (n,)).get(timeout=60))
+    pid, cg, test, marker = seen[-1]
     assert test != request.node.nodeid, seen
     assert marker == os.environ["REAPER_PYTEST"].rsplit("-", 1)[0] + "-shared", seen
     if os.environ["PYTEST_ADDOPTS"].endswith("=on"):  # not in this test's cgroup: the session's
         assert cg != where(0)[1] and where(0)[1].startswith(cg + "/test-"), seen
 def test_replaced():
-    assert len(set(s[0][0] for s in seen)) == 3, seen  # a new worker each time
+    assert len(set(s[0] for s in seen)) == 3, seen  # a new worker each time
 def test_thread_forks(forker):
     # the test holds the GIL a second at a time: what the forker starts runs a while before
     # the forker can move it
@@ -458,14 +460,15 @@ def churn():
     yield
     stop.set()
     t.join()
-@pytest.mark.parametrize("n", range(300))
+@pytest.mark.parametrize("n", range(200))
 def test_n(churn, n):
     pass
 def test_every_status_is_its_own(churn):
     assert not errors and set(statuses) == {3 << 8}, (errors, sorted(set(statuses)))
 """)
-    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0", "-p", "no:randomly")
-    result.assert_outcomes(passed=301)
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0", "-p", "no:randomly",
+                     timeout=600)
+    result.assert_outcomes(passed=201)
 
 
 INCOMPLETE = """
