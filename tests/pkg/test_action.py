@@ -42,8 +42,14 @@ def run_action(tmp_path, inputs: dict) -> subprocess.CompletedProcess:
     return r
 
 
+# The command ends once its leftover runs sleep: until its exec the leftover is still a fork of
+# bash, without the test name in its environment and with bash's command line.
 LEAKY = textwrap.dedent("""\
     REAPER_TEST=tests/test_srv.py::test_up setsid sleep 300 </dev/null >/dev/null 2>&1 &
+    while [ -e /proc/$! ]; do
+        case $(readlink /proc/$!/exe) in */sleep) break ;; esac
+        sleep 0.01
+    done
     echo started
 """)
 
