@@ -492,7 +492,8 @@ static int reap_as(const struct reaper_finder *finders, size_t n, const struct r
 	if (r < 0)
 		goto out;
 	rp.sc.added = on_added;
-	rp.sc.want_uid = rp.guard_users;
+	/* the uid says whether a match is foreign: a listing shows foreign ones all the same */
+	rp.sc.want_uid = rp.guard_users && !brief;
 	rp.sc.brief = brief;
 	rp.sc.ctx = &rp;
 	if (opts->holdings)

@@ -781,6 +781,21 @@ static int runs_as(pid_t pid, const char *what, long uid)
 	return -ETIMEDOUT;
 }
 
+/* A reaper_child of finder f, held at its first read of victim's cmdline (a description it
+ * makes): 0 with *reaper and *res set, or 1 (said on msgfd). */
+static int reaper_held_at_cmdline(const struct reaper_finder *f, double timeout, pid_t victim, pid_t *reaper,
+				  int *res)
+{
+	int go, r;
+	*reaper = reaper_child(f, 1, NULL, 0, timeout, &go, res);
+	NS_CHECK(*reaper > 0, "fork the reaper");
+	NS_CHECK(trace_begin(*reaper) == 0, "trace the reaper: %s", strerror(errno));
+	NS_CHECK(write(go, "g", 1) == 1, "go");
+	NS_CHECK((r = trace_until_open(*reaper, victim, "cmdline")) == 0,
+		 "never caught the reaper reading %d/cmdline: %s", (int)victim, strerror(-r));
+	return 0;
+}
+
 /* A leftover is pinned when it is found and described (cmdline, exe, cwd) later. Held at
  * the first read of its cmdline, the reaper finds it gone and a sleep on its pid: what it
  * reads then is the sleep's and is not told as the leftover's. */
@@ -792,13 +807,10 @@ static int path_describe_rechecked(void)
 	struct sigproc v;
 	NS_CHECK(ns_sig_spawn(&v, venv) == 0, "spawn the leftover");
 	struct reaper_finder f = reaper_find_env(m);
-	int go, res, st, r;
-	pid_t reaper = reaper_child(&f, 1, NULL, 0, 0, &go, &res);
-	NS_CHECK(reaper > 0, "fork the reaper");
-	NS_CHECK(trace_begin(reaper) == 0, "trace the reaper: %s", strerror(errno));
-	NS_CHECK(write(go, "g", 1) == 1, "go");
-	NS_CHECK((r = trace_until_open(reaper, v.pid, "cmdline")) == 0, "never caught the reaper reading %d/cmdline: %s",
-		 (int)v.pid, strerror(-r));
+	int res, st;
+	pid_t reaper;
+	if (reaper_held_at_cmdline(&f, 0, v.pid, &reaper, &res))
+		return 1;
 	NS_CHECK(kill(v.pid, SIGKILL) == 0 && waitpid(v.pid, &st, 0) == v.pid, "end the leftover");
 	close(v.rd);
 	int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
@@ -833,18 +845,14 @@ static int path_described_uid_as_found(void)
 	char *venv[] = { "PATH=/usr/bin:/bin", m, NULL };
 	char *vargv[] = { "/bin/sh", "-c",
 			  "read go <&3; exec setpriv --reuid=65534 --regid=65534 --clear-groups /bin/sleep 1000", NULL };
-	int g[2], go, res, r, st;
+	int g[2], res, st;
 	NS_CHECK(pipe2(g, O_CLOEXEC) == 0, "pipe");
-	pid_t v = hard_spawn_raw(vargv, venv, g[0]);
+	pid_t v = hard_spawn_raw(vargv, venv, g[0]), reaper;
 	close(g[0]);
 	NS_CHECK(v > 0 && runs_as(v, "sh", 0) == 0, "spawn the leftover");
 	struct reaper_finder f = reaper_find_env(m);
-	pid_t reaper = reaper_child(&f, 1, NULL, 0, 1.0, &go, &res);
-	NS_CHECK(reaper > 0, "fork the reaper");
-	NS_CHECK(trace_begin(reaper) == 0, "trace the reaper: %s", strerror(errno));
-	NS_CHECK(write(go, "g", 1) == 1, "go");
-	NS_CHECK((r = trace_until_open(reaper, v, "cmdline")) == 0, "never caught the reaper reading %d/cmdline: %s",
-		 (int)v, strerror(-r));
+	if (reaper_held_at_cmdline(&f, 1.0, v, &reaper, &res))
+		return 1;
 	NS_CHECK(write(g[1], "g\n", 2) == 2, "let the leftover go on");
 	close(g[1]);
 	NS_CHECK(runs_as(v, "sleep", 65534) == 0, "the leftover %d never ran as nobody", (int)v);
@@ -879,21 +887,17 @@ static int path_described_as_one_exec(void)
 	char *venv[] = { "PATH=/usr/bin:/bin", m, "REAPER_TEST=first", NULL };
 	char *vargv[] = { "/bin/sh", "-c", "(read go <&3; REAPER_TEST=second exec /bin/sleep 300) & exec /bin/sleep 301",
 			  NULL };
-	int g[2], go, res, r;
+	int g[2], res;
 	NS_CHECK(pipe2(g, O_CLOEXEC) == 0, "pipe");
-	pid_t v = hard_spawn_raw(vargv, venv, g[0]), both[4];
+	pid_t v = hard_spawn_raw(vargv, venv, g[0]), both[4], reaper;
 	close(g[0]);
 	/* the shell forks its child before it execs the sleep */
 	NS_CHECK(v > 0 && runs_as(v, "sleep", -1) == 0, "spawn the leftover");
 	NS_CHECK(tu_marked(m, both, 4) == 2, "the shell's child is not there");
 	pid_t u = both[0] == v ? both[1] : both[0];
 	struct reaper_finder f = reaper_find_env(m);
-	pid_t reaper = reaper_child(&f, 1, NULL, 0, 0, &go, &res);
-	NS_CHECK(reaper > 0, "fork the reaper");
-	NS_CHECK(trace_begin(reaper) == 0, "trace the reaper: %s", strerror(errno));
-	NS_CHECK(write(go, "g", 1) == 1, "go");
-	NS_CHECK((r = trace_until_open(reaper, u, "cmdline")) == 0, "never caught the reaper reading %d/cmdline: %s",
-		 (int)u, strerror(-r));
+	if (reaper_held_at_cmdline(&f, 0, u, &reaper, &res))
+		return 1;
 	NS_CHECK(write(g[1], "g\n", 2) == 2, "let the leftover exec");
 	close(g[1]);
 	NS_CHECK(runs_as(u, "sleep", -1) == 0, "the leftover %d never ran its sleep", (int)u);
