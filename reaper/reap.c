@@ -124,10 +124,15 @@ static void signal_cand(struct reap *rp, struct cand *c, int sig)
 }
 
 /* c is a leak (still there at the deadline): what it holds is read now, before any signal
- * changes it. */
+ * changes it. What holdings are compared with (our outputs, terminal, directories) is read
+ * at the first leak: a reap without one needs none of it. */
 static void leak_found(struct reap *rp, struct cand *c)
 {
-	if (rp->hold && c->live && !c->info.allowed)
+	if (!c->live || c->info.allowed || !rp->o->holdings)
+		return;
+	if (!rp->hold)
+		rp->hold = holdings_new(rp->o); /* out of memory: a report without holdings */
+	if (rp->hold)
 		holdings_gather(rp->hold, rp->sc.procfd, &c->info);
 }
 
@@ -496,8 +501,6 @@ static int reap_as(const struct reaper_finder *finders, size_t n, const struct r
 	rp.sc.want_uid = rp.guard_users && !brief;
 	rp.sc.brief = brief;
 	rp.sc.ctx = &rp;
-	if (opts->holdings)
-		rp.hold = holdings_new(opts); /* out of memory: a report without holdings */
 	if (opts->nhost_children && !opts->host_children) {
 		r = -EINVAL;
 		goto out;
