@@ -47,7 +47,7 @@ static int need_cgroup(void)
 /* Remove the test's cgroup: nothing may be left in it. */
 static void drop_cgroup(void)
 {
-	ck_assert_int_eq(reaper_cgroup_wait(cg, 10), 0);
+	ck_assert_int_eq(reaper_cgroup_wait(cg, 60), 0);
 	ck_assert_int_eq(reaper_cgroup_remove(cg), 0);
 	ck_assert_int_eq(access(cg, F_OK), -1);
 }
@@ -58,7 +58,7 @@ static void teardown(void)
 	if (!cg[0] || access(cg, F_OK) < 0)
 		return;
 	reaper_cgroup_kill(cg);
-	reaper_cgroup_wait(cg, 10);
+	reaper_cgroup_wait(cg, 60);
 	reaper_cgroup_remove(cg);
 }
 

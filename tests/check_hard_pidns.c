@@ -982,7 +982,7 @@ static int cgroups_dropped(int (*fn)(void))
 		if (!ns_cg[i][0] || access(ns_cg[i], F_OK) < 0)
 			continue;
 		reaper_cgroup_kill(ns_cg[i]);
-		reaper_cgroup_wait(ns_cg[i], 10);
+		reaper_cgroup_wait(ns_cg[i], 60);
 		int e = reaper_cgroup_remove(ns_cg[i]);
 		NS_CHECK(e == 0, "remove %s: %s", ns_cg[i], strerror(-e));
 	}
