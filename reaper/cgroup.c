@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -356,30 +357,39 @@ static long clone3_call(struct clone_args *a, int (*fn)(void *), void *arg)
 #endif
 }
 
-/* The child's stack: as much as an exec with its error report needs, with a guard page. */
-#define VFORK_STACK (256 * 1024)
+/* The child's stack: as large as our main thread's may grow (what runs on it may put its
+ * whole argument list there, as an exec through /bin/sh does), at least 256 KiB, at most
+ * 64 MiB; reserved, not committed (only the pages it touches cost), with a guard page. */
+static size_t vfork_stack_size(void)
+{
+	struct rlimit rl;
+	size_t least = 256 * 1024, most = 64 * 1024 * 1024;
+	if (getrlimit(RLIMIT_STACK, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > most)
+		return most;
+	return rl.rlim_cur < least ? least : (size_t)rl.rlim_cur;
+}
 
 pid_t cgroup_vfork(const char *path, int (*fn)(void *), void *arg)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	char *stack = mmap(NULL, VFORK_STACK + (size_t)page, PROT_READ | PROT_WRITE,
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), size = vfork_stack_size();
+	char *stack = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED)
 		return -errno;
-	int dfd = mprotect(stack, (size_t)page, PROT_NONE) == 0 ? open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	int dfd = mprotect(stack, page, PROT_NONE) == 0 ? open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	long pid = -1;
 	if (dfd >= 0) {
 		struct clone_args a = { .flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP,
 					.exit_signal = SIGCHLD,
 					.stack = (uint64_t)(uintptr_t)(stack + page),
-					.stack_size = VFORK_STACK,
+					.stack_size = size,
 					.cgroup = (uint64_t)dfd };
 		pid = clone3_call(&a, fn, arg);
 	}
 	int e = pid < 0 ? errno : 0;
 	if (dfd >= 0)
 		close(dfd);
-	munmap(stack, VFORK_STACK + (size_t)page);
+	munmap(stack, size + page);
 	/* no clone3, none with CLONE_INTO_CGROUP, or a tool that refuses it: say ENOSYS */
 	if (e == EINVAL || e == E2BIG || e == EPERM)
 		e = ENOSYS;

@@ -212,6 +212,20 @@ def test_unsearchable_path_directory_is_not_found(run, unsearchable):
     assert f in line and "Permission denied" in line, line
 
 
+def test_a_file_without_an_interpreter_line_runs_through_sh_with_a_long_argument_list(run, tmp_path):
+    """A file the kernel cannot run as a program is run by /bin/sh, its argument list copied
+    onto the stack of the child that starts it: 100,000 arguments (800 KB of pointers) still
+    fit, with the run's cgroup (COMMAND starts on a stack of its own there) and without."""
+    f = tmp_path / "no-interpreter-line"
+    f.write_text('echo "$#"\n')
+    os.chmod(f, 0o755)
+    args = [str(i) for i in range(100000)]
+    for mode in ("auto", "off"):
+        r = run(["--cgroup", mode], [str(f)] + args)
+        assert r.wait(60) == 0, (mode, r.stderr[-2000:])
+        assert r.out.strip() == "100000", (mode, r.out[-200:])
+
+
 def test_not_executable_is_126(run, tmp_path):
     f = tmp_path / "not-executable.sh"
     f.write_text("#!/bin/sh\nexit 0\n")
