@@ -371,7 +371,7 @@ static size_t vfork_stack_size(void)
 
 pid_t cgroup_vfork(const char *path, int (*fn)(void *), void *arg)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), size = vfork_stack_size();
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), size = vfork_stack_size() / page * page; /* its top aligned */
 	char *stack = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED)
