@@ -374,8 +374,9 @@ pid_t cgroup_vfork(const char *path, int (*fn)(void *), void *arg)
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), size = vfork_stack_size() / page * page; /* its top aligned */
 	char *stack = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	/* no room for it (an address-space limit, strict overcommit): a fork needs none */
 	if (stack == MAP_FAILED)
-		return -errno;
+		return -ENOSYS;
 	int dfd = mprotect(stack, page, PROT_NONE) == 0 ? open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	long pid = -1;
 	if (dfd >= 0) {
