@@ -801,6 +801,10 @@ static int set_up(struct run *r)
 		return code;
 	if ((r->procfd = procfs_open()) < 0)
 		return die(EXIT_CANNOT_EXEC, "cannot open /proc: %s", strerror(-r->procfd));
+	/* Cancellation is ours before the run owns anything: a SIGTERM between the cgroup's
+	 * creation and the guardian's start would end us by default and leave the cgroup. */
+	if ((e = setup_signals(r)) < 0)
+		return die(EXIT_CANNOT_EXEC, "cannot set up signals: %s", strerror(-e));
 	if (setup_cgroup(r) < 0)
 		return EXIT_CANNOT_EXEC;
 	/* Without a cgroup the run's marker is looked for in /proc. Only what starts from now on
@@ -818,8 +822,6 @@ static int set_up(struct run *r)
 	getrlimit(RLIMIT_NOFILE, &r->nofile);
 	struct rlimit raised = { r->nofile.rlim_max, r->nofile.rlim_max };
 	setrlimit(RLIMIT_NOFILE, &raised); /* a pidfd per leftover */
-	if ((e = setup_signals(r)) < 0)
-		return die(EXIT_CANNOT_EXEC, "cannot set up signals: %s", strerror(-e));
 	if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp())
 		r->tty = STDIN_FILENO;
 	return GO_ON;

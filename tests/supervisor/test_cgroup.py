@@ -440,3 +440,76 @@ def test_owner_death_with_a_leftover_that_cannot_die_yet_still_removes_the_cgrou
                 os.close(fd)
     finally:
         r.cleanup()
+
+
+@needs_cgroup
+def test_command_starts_in_the_cgroup_under_an_address_space_limit(run):
+    """Where the address space is limited (ulimit -v) and the stack is not, the room COMMAND
+    would start on (as large as the stack may grow) cannot be had: COMMAND still starts, in
+    the run's cgroup."""
+    import resource
+
+    def limits():
+        resource.setrlimit(resource.RLIMIT_STACK, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        resource.setrlimit(resource.RLIMIT_AS, (48 << 20, 48 << 20))
+    r = run(["--cgroup", "on"], ["/bin/sh", "-c", "cat /proc/self/cgroup"], preexec_fn=limits)
+    code = r.wait(60)
+    run_id = r.state()["run_id"]
+    assert code == 0, r.stderr
+    assert any(line.startswith("0::") and line.endswith("/reaper-run-" + run_id) for line in r.out.splitlines()), r.out
+    assert not cgroups_of_run(run_id)
+
+
+def held_at_cgroup_creation(r):
+    """Follow the reaper r (started traced: PTRACE_TRACEME) until its mkdir of the run's
+    cgroup has returned; it stays stopped there. The cgroup's path."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    libc.ptrace.restype = ctypes.c_long
+    PTRACE_SYSCALL, PTRACE_SETOPTIONS, PTRACE_GET_SYSCALL_INFO = 24, 0x4200, 0x420E
+    info = (ctypes.c_uint64 * 10)()  # op, arch | ip | sp | nr or rval | args
+    pid, path = r.p.pid, None
+    assert os.uname().machine == "x86_64", "mkdir's number is x86-64's"
+    mkdirs = {83: 0, 258: 1}  # mkdir, mkdirat: which argument is the path
+    _, st = os.waitpid(pid, 0)
+    assert os.WIFSTOPPED(st) and os.WSTOPSIG(st) == signal.SIGTRAP, st  # at its exec
+    assert libc.ptrace(PTRACE_SETOPTIONS, pid, None, 1) == 0  # PTRACE_O_TRACESYSGOOD
+    deliver = 0
+    while True:
+        assert libc.ptrace(PTRACE_SYSCALL, pid, None, deliver) == 0, ctypes.get_errno()
+        _, st = os.waitpid(pid, 0)
+        assert os.WIFSTOPPED(st), "the reaper ended before making its cgroup (status %#x)" % st
+        deliver = 0
+        if os.WSTOPSIG(st) != signal.SIGTRAP | 0x80:
+            deliver = os.WSTOPSIG(st)
+            continue
+        assert libc.ptrace(PTRACE_GET_SYSCALL_INFO, pid, ctypes.sizeof(info), info) > 0
+        op = info[0] & 0xFF
+        if op == 1 and info[3] in mkdirs:  # entry
+            with open("/proc/%d/mem" % pid, "rb") as mem:
+                mem.seek(info[4 + mkdirs[info[3]]])
+                name = mem.read(4096).split(b"\0")[0].decode()
+            path = name if "/reaper-run-" in name else None
+        elif op == 2 and path:  # its exit
+            return path
+
+
+@needs_cgroup
+def test_a_sigterm_the_moment_the_cgroup_exists_still_removes_it(run):
+    """Cancellation arriving right after the run made its cgroup (before anything else of the
+    run is set up) is the run's cancellation: COMMAND is started and cancelled, the cgroup goes."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    r = run(["--cgroup", "on"], ["sleep", "1000"], preexec_fn=lambda: libc.ptrace(0, 0, None, None))
+    path = None
+    try:
+        path = held_at_cgroup_creation(r)
+        r.signal(signal.SIGTERM)
+        assert libc.ptrace(17, r.p.pid, None, None) == 0  # PTRACE_DETACH
+        code = r.wait(60)
+        assert not os.path.isdir(path), "exit %d, the run's cgroup %s is left: %s" % (code, path, r.stderr)
+        assert code == 128 + signal.SIGTERM, r.stderr
+    finally:
+        if path and os.path.isdir(path) and not open(os.path.join(path, "cgroup.procs")).read():
+            os.rmdir(path)
