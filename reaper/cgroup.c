@@ -322,10 +322,10 @@ pid_t reaper_cgroup_fork(const char *path)
 /* clone3 whose child runs fn(arg) on the stack the arguments give and exits with its value;
  * the parent gets the child's pid, or -1 with errno. The child cannot return from the system
  * call (its stack is not ours), so the call is made here, where the child's first step is the
- * call to fn. x86-64 only; elsewhere ENOSYS (the callers fork instead). */
+ * call to fn: x86-64 only (elsewhere cgroup_vfork says ENOSYS, and the callers fork). */
+#if defined(__x86_64__) && defined(SYS_clone3)
 static long clone3_call(struct clone_args *a, int (*fn)(void *), void *arg)
 {
-#if defined(__x86_64__) && defined(SYS_clone3)
 	register int (*f)(void *) __asm__("r12") = fn;
 	register void *x __asm__("r13") = arg;
 	long r;
@@ -348,13 +348,6 @@ static long clone3_call(struct clone_args *a, int (*fn)(void *), void *arg)
 		return -1;
 	}
 	return r;
-#else
-	(void)a;
-	(void)fn;
-	(void)arg;
-	errno = ENOSYS;
-	return -1;
-#endif
 }
 
 /* The child's stack: as large as our main thread's may grow (what runs on it may put its
@@ -396,6 +389,15 @@ pid_t cgroup_vfork(const char *path, int (*fn)(void *), void *arg)
 		e = ENOSYS;
 	return e ? -e : (pid_t)pid;
 }
+#else
+pid_t cgroup_vfork(const char *path, int (*fn)(void *), void *arg)
+{
+	(void)path;
+	(void)fn;
+	(void)arg;
+	return -ENOSYS;
+}
+#endif
 
 static int push(pid_t **v, size_t *n, size_t *cap, pid_t pid)
 {
