@@ -270,9 +270,10 @@ pid_t reaper_cgroup_fork(const char *path)
 		close(dfd);
 		return (pid_t)cpid;
 	}
-	/* no clone3 (ENOSYS, also what seccomp filters and valgrind answer), or one without
-	 * CLONE_INTO_CGROUP (EINVAL, E2BIG): the child moves itself */
-	if (errno != ENOSYS && errno != EINVAL && errno != E2BIG) {
+	/* no clone3 (ENOSYS, also what seccomp filters and valgrind answer; EPERM from filters
+	 * that refuse what they do not know), or one without CLONE_INTO_CGROUP (EINVAL, E2BIG):
+	 * the child moves itself (a cgroup we may not write to still says so then) */
+	if (errno != ENOSYS && errno != EPERM && errno != EINVAL && errno != E2BIG) {
 		int e = errno;
 		close(dfd);
 		return -e;

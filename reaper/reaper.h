@@ -328,8 +328,8 @@ REAPER_EXPORT int reaper_cgroup_create(const char *parent, const char *name, cha
  * goes into prev (NULL: not wanted), for moving back with reaper_cgroup_enter(prev, ...). */
 REAPER_EXPORT int reaper_cgroup_enter(const char *path, char *prev, size_t len);
 /* fork(), the child starting inside the cgroup at path (clone3 CLONE_INTO_CGROUP; where the
- * kernel lacks it, the child moves itself before fork returns in it). The child pid, 0 in
- * the child, or -errno (nothing was started). A clone3 child skips glibc's fork handlers:
+ * kernel lacks it or a seccomp filter refuses it, the child moves itself before fork returns
+ * in it). The child pid, 0 in the child, or -errno (nothing was started). A clone3 child skips glibc's fork handlers:
  * in it call only async-signal-safe functions and exec or _exit, as in a multi-threaded
  * program's fork child, and never raise() or abort(). */
 REAPER_EXPORT pid_t reaper_cgroup_fork(const char *path);

@@ -6,6 +6,7 @@ falls back saying why, on fails saying why), nesting, and the flag and variable 
 
 Every leftover reports its pid and start time; it is checked gone by both, and the run's cgroup
 directory must be gone too (a cgroup holding a process cannot be removed)."""
+import errno
 import json
 import os
 import select
@@ -513,3 +514,36 @@ def test_a_sigterm_the_moment_the_cgroup_exists_still_removes_it(run):
     finally:
         if path and os.path.isdir(path) and not open(os.path.join(path, "cgroup.procs")).read():
             os.rmdir(path)
+
+
+def refuse_clone3(err):
+    """In the child before its exec: a seccomp filter answers clone3 with -err (a container
+    runtime's default profile says ENOSYS, older ones EPERM), every other call is made."""
+    import ctypes
+    import struct
+    libc = ctypes.CDLL(None, use_errno=True)
+    # ld [nr]; jeq clone3 ? next : skip one; ret ERRNO | err; ret ALLOW
+    prog = struct.pack("HBBI", 0x20, 0, 0, 0) + struct.pack("HBBI", 0x15, 0, 1, 435) + \
+        struct.pack("HBBI", 0x06, 0, 0, 0x00050000 | err) + struct.pack("HBBI", 0x06, 0, 0, 0x7FFF0000)
+    buf = ctypes.create_string_buffer(prog, len(prog))
+
+    class Fprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+    fp = Fprog(len(prog) // 8, ctypes.addressof(buf))
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    assert libc.prctl(38, 1, None, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
+    assert libc.prctl(22, 2, ctypes.byref(fp), 0, 0) == 0  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+
+
+@needs_cgroup
+@pytest.mark.parametrize("err", [errno.ENOSYS, errno.EPERM], ids=["ENOSYS", "EPERM"])
+def test_command_starts_in_the_cgroup_where_a_seccomp_filter_refuses_clone3(run, err):
+    """No clone3 to be had (a container's seccomp profile): COMMAND and what it forks still
+    start in the run's cgroup."""
+    assert os.uname().machine == "x86_64", "clone3's number is x86-64's"
+    r = run(["--cgroup", "on"], ["/bin/sh", "-c", "cat /proc/self/cgroup"], preexec_fn=lambda: refuse_clone3(err))
+    code = r.wait(60)
+    run_id = r.state()["run_id"]
+    assert code == 0, r.stderr
+    assert any(line.startswith("0::") and line.endswith("/reaper-run-" + run_id) for line in r.out.splitlines()), r.out
+    assert not cgroups_of_run(run_id)
