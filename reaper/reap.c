@@ -211,6 +211,7 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 {
 	double interval = RESCAN_MIN, next_scan = monotonic_now() + interval, next_tick = monotonic_now() + 1.0;
 	struct epoll_event evs[256];
+	int looked_late = 0;
 	for (;;) {
 		double t = monotonic_now();
 		if (rp->cs.live == 0 || t >= next_scan) {
@@ -234,7 +235,11 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 			next_scan = monotonic_now() + interval;
 			continue;
 		}
-		if (t >= deadline) {
+		/* Past the deadline, the exits already there are taken first (one look that does
+		 * not wait): a process that exited before the deadline exited in time, also when
+		 * this thread runs late on a busy machine. */
+		int late = t >= deadline;
+		if (late && looked_late) {
 			int r = marker_scan(rp);
 			if (r < 0) {
 				rp->err = r;
@@ -242,7 +247,8 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 			}
 			return DEADLINE;
 		}
-		if (rp->o->on_progress && t >= next_tick) {
+		looked_late = late;
+		if (!late && rp->o->on_progress && t >= next_tick) {
 			rp->o->on_progress(rp->o->progress_ctx, rp->cs.live, deadline - t);
 			next_tick = t + 1.0;
 		}
@@ -251,7 +257,7 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 			until = next_tick;
 		if (rp->unwatched && until > t + UNWATCHED_POLL)
 			until = t + UNWATCHED_POLL;
-		int ms = (int)((until - t) * 1000.0 + 0.999);
+		int ms = late ? 0 : (int)((until - t) * 1000.0 + 0.999);
 		int n = epoll_wait(rp->ep, evs, 256, ms < 0 ? 0 : ms);
 		if (n < 0 && errno != EINTR) {
 			rp->err = -errno;

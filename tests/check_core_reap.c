@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -305,6 +306,69 @@ START_TEST(exits_within_deadline_not_a_leak)
 	ck_assert_int_eq(r->escalated, 0);
 	/* the wait ended with the last exit, not at the 60 s deadline (generous bound) */
 	ck_assert_msg(r->waited < 30, "waited %.1f s", r->waited);
+	end(&w, r);
+}
+END_TEST
+
+/* The host's event comes while the reap waits: the leftover exits meanwhile, and the callback
+ * returns only after the deadline, as a reaping thread does that ran late on a busy machine. */
+struct late {
+	int efd, wr;  /* the host's event; the pipe end the leftover waits on */
+	pid_t pid;
+	double after; /* return once the clock is past it */
+};
+
+static int exit_and_run_late(void *ctx)
+{
+	struct late *l = ctx;
+	uint64_t v;
+	if (read(l->efd, &v, sizeof v) != (ssize_t)sizeof v || l->wr < 0)
+		return REAPER_CONTINUE;
+	close(l->wr);
+	l->wr = -1;
+	for (double end = tu_now() + 30; tu_state(l->pid) != 'Z' && tu_now() < end;)
+		usleep(1000);
+	while (tu_now() < l->after)
+		usleep(10000);
+	return REAPER_CONTINUE;
+}
+
+/* An exit that happened before the deadline is an exit in time, however late the reap looks
+ * at it: no SIGTERM for it, not a leak. */
+START_TEST(exit_seen_after_the_deadline_is_in_time)
+{
+	struct world w;
+	begin(&w, "late");
+	int pfd[2];
+	ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char c;
+		close(pfd[1]);
+		_exit(read(pfd[0], &c, 1) == 0 ? 0 : 1);
+	}
+	close(pfd[0]);
+	struct late l = { .efd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK), .wr = pfd[1], .pid = pid };
+	ck_assert_int_ge(l.efd, 0);
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.timeout = 0.5;
+	o.grace = 5;
+	o.event_fd = l.efd;
+	o.on_event = exit_and_run_late;
+	o.event_ctx = &l;
+	l.after = tu_now() + o.timeout + 0.5;
+	struct reaper_report *r = NULL;
+	ck_assert_int_eq(reaper_reap(&w.f[1], 1, &o, &r), 0);
+	ck_assert_int_lt(l.wr, 0); /* the event came */
+	const struct reaper_proc *p = must_have(r, pid);
+	ck_assert_msg(p->fate == REAPER_EXITED, "fate %s", reaper_fate_name(p->fate));
+	ck_assert(WIFEXITED(p->exit_status) && WEXITSTATUS(p->exit_status) == 0);
+	ck_assert_uint_eq(r->leaks, 0);
+	ck_assert_int_eq(r->escalated, 0);
+	assert_gone(p);
+	close(l.efd);
 	end(&w, r);
 }
 END_TEST
@@ -763,6 +827,7 @@ int main(void)
 	tcase_add_test(tc, cleared_environment_found_by_descent_only);
 	tcase_add_test(tc, exits_within_deadline_not_a_leak);
 	tcase_add_test(tc, exits_past_deadline_killed);
+	tcase_add_test(tc, exit_seen_after_the_deadline_is_in_time);
 	tcase_add_test(tc, zombie_of_live_leaked_parent);
 	tcase_add_test(tc, comm_with_spaces_and_parens);
 	tcase_add_test(tc, thousand_leftovers);
