@@ -62,7 +62,10 @@ static void *reap_job(void *arg)
 	struct reaper_finder f = reaper_find_env(j->marker);
 	struct reaper_opts o;
 	reaper_opts_init(&o);
-	o.grace = 0.3;
+	/* the quitter must be gone by the end of the grace to count as terminated: with sixteen
+	 * processes and eight reaping threads on a busy machine, a few tenths of a second may
+	 * not see it scheduled; the ignorer keeps every reap waiting the whole grace anyway */
+	o.grace = 3;
 	j->err = reaper_reap(&f, 1, &o, &j->r);
 	reaper_release();
 	return NULL;
@@ -83,9 +86,11 @@ START_TEST(eight_reapers_at_once)
 		hard_sig_spawn(&j->ignorer, &j->rd_i, hard_env(j->marker, NULL), "-i", NULL);
 	}
 	/* the plain ones must have exec'd (their environ holds the marker) before we reap */
-	for (int i = 0; i < NREAPERS; i++)
-		for (int k = 0; k < 500 && tu_marked(jobs[i].marker, NULL, 0) < 2; k++)
+	for (int i = 0; i < NREAPERS; i++) {
+		for (double end = tu_now() + 60; tu_marked(jobs[i].marker, NULL, 0) < 2 && tu_now() < end;)
 			hard_nap(0.01);
+		ck_assert_int_eq(tu_marked(jobs[i].marker, NULL, 0), 2);
+	}
 	pthread_t t[NREAPERS];
 	for (int i = 0; i < NREAPERS; i++)
 		ck_assert_int_eq(pthread_create(&t[i], NULL, reap_job, &jobs[i]), 0);
