@@ -615,6 +615,17 @@ def _collect(pid: int, start: int) -> int:
         os.close(fd)
 
 
+def _exit_finalizers() -> None:
+    """Run multiprocessing's exit-time finalizers now, as the interpreter's exit would next: a
+    Pool still open tells its workers to quit through its queue. Killed by the check instead,
+    an idle worker may die holding the queue's lock, and the Pool's finalizer then waits for
+    that lock forever when pytest exits."""
+    util = sys.modules.get("multiprocessing.util")
+    run = getattr(util, "_run_finalizers", None)
+    if run is not None:
+        run(0)
+
+
 def _mark_helpers(scope: _Scope) -> List[tuple]:
     """multiprocessing starts its resource tracker and fork server once, in whichever test
     first needs them, and they serve the interpreter until it exits (which ends them): they
@@ -851,18 +862,22 @@ class _Session:
 
     def _finish(self, cgroups: Optional[_Cgroups]) -> None:
         # Processes of wider-scoped fixtures: nobody's test; cleaned up, reported apart.
+        if HOST.users == 1:  # the process's own session, not one nested in a test
+            _exit_finalizers()
         finders = [self.reaper.with_env(MARKER, self.shared_marker)]
         if cgroups:
             cgroups.goto(cgroups.own)  # out of the cgroup before it is ended
-            HOST.settle()
             finders.append(self.reaper.with_cgroup(cgroups.session))
         elif not self.config.pluginmanager.has_plugin("dsession"):
             # an xdist controller's children are its workers, which xdist itself ends
             finders.append(self.reaper.descendants(since=self.session_since,
                                                    unless_env=(MARKER, self.shared_marker)))
         try:
-            rep = self.reaper.reap_report(*finders, timeout=self.timeout, grace=self.grace,
-                                          host_children=HOST.current())
+            # threads that still run (a fixture's, never stopped) start their children after
+            # the check: one started during it would not be in the list of ours it is given
+            with HOST.closed_for_others():
+                rep = self.reaper.reap_report(*finders, timeout=self.timeout, grace=self.grace,
+                                              host_children=HOST.current())
         except self.reaper.ReaperIncomplete as e:
             self.notes.append(f"the check of the session's own processes is incomplete: {_why(e)}")
             rep = e.report

@@ -471,6 +471,67 @@ def test_every_status_is_its_own(churn):
     result.assert_outcomes(passed=201)
 
 
+def test_children_a_fixtures_thread_starts_during_the_sessions_own_check_keep_their_status(tracked, tmp_path):
+    # the session's own check waits (a session fixture left a sleeper) while a thread of
+    # another session fixture goes on starting children and waiting for them: none of their
+    # statuses is taken by the check (a child it ended is the session's, its status a signal)
+    tracked.makeconftest(f"""
+import os, subprocess, threading, time, pytest
+stop = threading.Event()
+threads = []
+def run():
+    statuses, errors = [], []
+    while not stop.is_set():
+        try:
+            statuses.append(subprocess.Popen(["sh", "-c", "sleep 0.2; exit 3"]).wait())
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(0.2)
+                os._exit(3)
+            statuses.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+        except Exception as e:
+            errors.append(repr(e))
+    with open({str(tmp_path / "statuses")!r}, "w") as f:
+        f.write(repr((sorted(set(statuses)), errors[:3])))
+def pytest_unconfigure(config):  # after the session's check
+    stop.set()
+    for t in threads:
+        t.join()
+@pytest.fixture(scope="session")
+def sleeper():
+    return subprocess.Popen(["sleep", "600"])
+@pytest.fixture(scope="session")
+def churn():
+    threads.append(threading.Thread(target=run))
+    threads[-1].start()
+""")
+    tracked.makepyfile(test_end="""
+def test_x(sleeper, churn):
+    pass
+""")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "1", "--reaper-grace", "0.5")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*left by fixtures wider than a test*", "*: sleep 600*"])
+    statuses, errors = eval((tmp_path / "statuses").read_text())
+    assert not errors and statuses and 0 not in statuses, (statuses, errors)
+
+
+def test_a_pool_left_open_is_ended_by_its_own_finalizer_not_killed_under_it(tracked):
+    # killed by the session's check, an idle worker of an open Pool may die holding the
+    # Pool's queue lock: multiprocessing's exit then waits for that lock forever
+    tracked.makepyfile(test_pool="""
+import multiprocessing
+def square(x):
+    return x * x
+pool = multiprocessing.get_context("fork").Pool(2)  # never closed: multiprocessing ends it at exit
+def test_pool():
+    assert pool.apply(square, (3,)) == 9
+""")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=1)
+    assert result.ret == 0 and "left by fixtures wider than a test" not in result.stdout.str()
+
+
 INCOMPLETE = """
 import errno, reaper
 real = reaper.reap_report
