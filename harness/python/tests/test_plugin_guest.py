@@ -373,7 +373,8 @@ import multiprocessing, os, subprocess, sys, threading, time, pytest
 done = False
 def where(_):
     cg = [l for l in open("/proc/self/cgroup").read().splitlines() if l.startswith("0::")][0][3:]
-    return os.getpid(), cg, os.environ.get("REAPER_TEST"), os.environ.get("REAPER_PYTEST")
+    start = open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]
+    return os.getpid(), cg, os.environ.get("REAPER_TEST"), os.environ.get("REAPER_PYTEST"), start
 @pytest.fixture(scope="session")
 def pool():
     p = multiprocessing.get_context("fork").Pool(1, maxtasksperchild=1)
@@ -407,13 +408,14 @@ def test_pool(pool, n, request):
     # apply_async: map_async divides by the number of workers, which is 0 for a moment while
     # the Pool replaces its only worker (a race of multiprocessing's own)
     seen.append(pool.apply_async(where, (n,)).get(timeout=60))
-    pid, cg, test, marker = seen[-1]
+    pid, cg, test, marker, _ = seen[-1]
     assert test != request.node.nodeid, seen
     assert marker == os.environ["REAPER_PYTEST"].rsplit("-", 1)[0] + "-shared", seen
     if os.environ["PYTEST_ADDOPTS"].endswith("=on"):  # not in this test's cgroup: the session's
         assert cg != where(0)[1] and where(0)[1].startswith(cg + "/test-"), seen
 def test_replaced():
-    assert len(set(s[0] for s in seen)) == 3, seen  # a new worker each time
+    # a new worker each time (pid and start time: with pid_max 32768 a busy host reuses pids)
+    assert len(set((s[0], s[4]) for s in seen)) == 3, seen
 def test_thread_forks(forker):
     # the test holds the GIL a second at a time: what the forker starts runs a while before
     # the forker can move it
