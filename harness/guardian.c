@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,7 +60,11 @@ static void guard(int rfd, const char *marker, const char *cgroup)
 		;
 	if (n == 1)
 		_exit(0); /* a normal stop */
-	/* The run's cgroup first, in one write: it holds what carries no marker (env -i). */
+	/* The run's cgroup first, in one write: it holds what carries no marker (env -i). We
+	 * were given its path before it was made: made or not, only the run makes that name. */
+	struct stat sb;
+	if (*cgroup && stat(cgroup, &sb) < 0)
+		cgroup = "";
 	if (*cgroup)
 		reaper_cgroup_kill(cgroup);
 	struct reaper_finder f[2] = { reaper_find_env(marker), reaper_find_cgroup(cgroup) };

@@ -12,8 +12,8 @@
 #include "reaper/pidref.h"
 
 /* Start the guardian for marker ("REAPER_RUN=id") and the run's cgroup (cgroup: its
- * directory, "" for none): on owner death it kills the cgroup in one write, reaps by the
- * marker and the cgroup, and removes the cgroup. Returns the pipe's write end and the
+ * directory, "" for none; it may be made after this, or never): on owner death it kills the
+ * cgroup (when it exists) in one write, reaps by the marker and the cgroup, and removes it. Returns the pipe's write end and the
  * guardian pinned in *guardian, or -errno (with a warning) when it could not be started. */
 int guardian_start(const char *marker, const char *cgroup, struct pidref *guardian);
 /* Tell the guardian the run ended normally, close fd, and wait (boundedly) until it has

@@ -460,18 +460,42 @@ static void cgroup_why(int e, char *buf, size_t len)
 		snprintf(buf, len, "cannot create a cgroup in %s: %s", have ? own : "reaper's cgroup", strerror(-e));
 }
 
-/* auto and on: the run gets its own cgroup below reaper's, and COMMAND starts in it. auto
- * falls back to the marker and descent (said once); on fails. -1: on was impossible. */
-static int setup_cgroup(struct run *r)
+static int wants_cgroup(const struct run *r)
 {
-	r->st.tracking = r->out.tracking = "proc";
 	/* --isolate: the PID namespace holds the run already, and dies with it even when nobody
 	 * is left to remove a cgroup; auto makes none there */
-	if (r->cgroup_mode == CGROUP_OFF || (r->isolate && r->cgroup_mode == CGROUP_AUTO))
+	return r->cgroup_mode != CGROUP_OFF && !(r->isolate && r->cgroup_mode == CGROUP_AUTO);
+}
+
+/* Where the run's cgroup is to be (r->cgroup, below reaper's own in *own), known before it is
+ * made: the guardian, started in between, then removes it even when we are killed the moment
+ * it exists. 0, or -errno for setup_cgroup to tell. */
+static int plan_cgroup(struct run *r, char *own, size_t len)
+{
+	int e = 0;
+	r->cgroup[0] = 0;
+	if (!wants_cgroup(r))
+		return 0;
+	if ((e = reaper_cgroup_current(own, len)) == 0 && (e = reaper_cgroup_usable(own)) == 0 &&
+	    (size_t)snprintf(r->cgroup, sizeof r->cgroup, "%s/reaper-run-%s", own, r->st.run_id) >= sizeof r->cgroup)
+		e = -ENAMETOOLONG;
+	if (e < 0)
+		r->cgroup[0] = 0;
+	return e;
+}
+
+/* auto and on: the run gets its own cgroup below reaper's (own, as planned; e: why it could
+ * not be planned), and COMMAND starts in it. auto falls back to the marker and descent (said
+ * once); on fails. -1: on was impossible. */
+static int setup_cgroup(struct run *r, const char *own, int e)
+{
+	r->st.tracking = r->out.tracking = "proc";
+	if (!wants_cgroup(r))
 		return 0;
 	char name[64];
 	snprintf(name, sizeof name, "reaper-run-%s", r->st.run_id);
-	int e = reaper_cgroup_create(NULL, name, r->cgroup, sizeof r->cgroup);
+	if (e == 0)
+		e = reaper_cgroup_create(own, name, r->cgroup, sizeof r->cgroup);
 	if (e < 0) {
 		char why[PATH_MAX + 128];
 		cgroup_why(e, why, sizeof why);
@@ -805,7 +829,14 @@ static int set_up(struct run *r)
 	 * creation and the guardian's start would end us by default and leave the cgroup. */
 	if ((e = setup_signals(r)) < 0)
 		return die(EXIT_CANNOT_EXEC, "cannot set up signals: %s", strerror(-e));
-	if (setup_cgroup(r) < 0)
+	char own[PATH_MAX];
+	int planned = plan_cgroup(r, own, sizeof own);
+	/* Before we become a subreaper, so the guardian's orphaned self is not ours; before the
+	 * cgroup is made, so that it never exists without a guardian to remove it. */
+	if (getpid() != 1)
+		r->guardian_fd = guardian_start(r->run_marker, r->cgroup, &r->guardian);
+	r->st.guardian_pid = r->guardian.pid;
+	if (setup_cgroup(r, own, planned) < 0)
 		return EXIT_CANNOT_EXEC;
 	/* Without a cgroup the run's marker is looked for in /proc. Only what starts from now on
 	 * can carry it: a scan for it reads only the pids given out since (when that can be
@@ -813,10 +844,6 @@ static int set_up(struct run *r)
 	 * for everywhere. (With a cgroup, the cgroup is that finder.) */
 	if (!r->cgroup[0] && reaper_origin_now(&r->origin) == 0)
 		r->finders[0].origin = &r->origin;
-	/* Before we become a subreaper, so the guardian's orphaned self is not ours. */
-	if (getpid() != 1)
-		r->guardian_fd = guardian_start(r->run_marker, r->cgroup, &r->guardian);
-	r->st.guardian_pid = r->guardian.pid;
 	if ((e = reaper_adopt()) < 0 && getpid() != 1)
 		warn("warning: cannot become a child subreaper: %s; orphans go to init", strerror(-e));
 	getrlimit(RLIMIT_NOFILE, &r->nofile);

@@ -547,3 +547,35 @@ def test_command_starts_in_the_cgroup_where_a_seccomp_filter_refuses_clone3(run,
     assert code == 0, r.stderr
     assert any(line.startswith("0::") and line.endswith("/reaper-run-" + run_id) for line in r.out.splitlines()), r.out
     assert not cgroups_of_run(run_id)
+
+
+@needs_cgroup
+def test_a_reaper_killed_the_moment_its_cgroup_exists_leaves_no_cgroup(run):
+    """SIGKILL right after the run made its cgroup: the owner-death guardian is already there
+    and removes it."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    tag = "%d.%d" % (os.getpid(), time.monotonic_ns())
+    r = run(["--cgroup", "on"], ["sleep", "1000", tag], preexec_fn=lambda: libc.ptrace(0, 0, None, None))
+    path = None
+    try:
+        path = held_at_cgroup_creation(r)
+        # a guardian is a copy of the reaper: it shows the reaper's command line
+        guardians = []
+        for pid in os.listdir("/proc"):
+            try:
+                if pid.isdigit() and int(pid) != r.p.pid and tag.encode() in open("/proc/%s/cmdline" % pid, "rb").read():
+                    guardians.append(os.pidfd_open(int(pid)))
+            except OSError:
+                pass
+        assert len(guardians) == 1, "no owner-death guardian when the run's cgroup is made"
+        r.signal(signal.SIGKILL)
+        assert libc.ptrace(17, r.p.pid, None, None) in (0, -1)  # PTRACE_DETACH (the kill may win)
+        assert r.wait(60) == -signal.SIGKILL
+        for fd in guardians:
+            assert select.select([fd], [], [], 120)[0], "the guardian did not end"
+            os.close(fd)
+        assert not os.path.isdir(path), "the run's cgroup %s is left" % path
+    finally:
+        if path and os.path.isdir(path) and not open(os.path.join(path, "cgroup.procs")).read():
+            os.rmdir(path)
