@@ -136,15 +136,21 @@ static void leak_found(struct reap *rp, struct cand *c)
 		holdings_gather(rp->hold, rp->sc.procfd, &c->info);
 }
 
+/* A report-only reap without a timeout (reaper_scan): it waits for nothing and takes
+ * nothing from anyone. */
+static int scan_only(const struct reap *rp)
+{
+	return rp->o->report_only && rp->o->timeout <= 0;
+}
+
 /* A new candidate: watch its pidfd, and bring it to the phase everyone else is in. */
 static void on_added(void *ctx, size_t idx)
 {
 	struct reap *rp = ctx;
 	struct cand *c = &rp->cs.v[idx];
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = idx };
-	/* a report-only reap without a timeout (reaper_scan) never waits for an exit */
-	if (rp->o->report_only && rp->o->timeout <= 0)
-		;
+	if (scan_only(rp))
+		; /* never waits for an exit */
 	else if (c->ref.fd < 0 || epoll_ctl(rp->ep, EPOLL_CTL_ADD, c->ref.fd, &ev) < 0) {
 		c->polled = 1; /* no pidfd here, or no epoll watch to spare: polled in wait_until */
 		rp->unwatched++;
@@ -158,10 +164,11 @@ static void on_added(void *ctx, size_t idx)
 }
 
 /* Wait for a dead candidate (1: collected). Never the host's own child, whose status is
- * the host's to wait for, and never in a scan, which takes nothing from anyone. */
+ * the host's to wait for, and never in a scan. A report-only reap that waits collects what
+ * exited as any reap does: it signals nothing, but the zombies are still its to collect. */
 static int collect(struct reap *rp, struct cand *c)
 {
-	if (c->info.host_child || rp->o->report_only)
+	if (c->info.host_child || scan_only(rp))
 		return 0;
 	return pidref_collect(&c->ref, rp->sc.procfd, &c->info.exit_status);
 }

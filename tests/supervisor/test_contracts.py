@@ -111,6 +111,25 @@ def test_sigint_during_the_drain_reaches_leftovers_as_sigint(run):
 FREEZER = "/sys/fs/cgroup/freezer"
 
 
+def test_a_report_only_drain_collects_what_exits_and_reports_its_status(run, tmp_path):
+    """--report-only signals nothing, but a leftover that exits during the drain is still
+    collected by the reap, and the report gives its exit status as without --report-only."""
+    err, report = tmp_path / "stderr", tmp_path / "report.json"
+    # the leftover exits once reaper says it waits for it: the reap holds it as a live match
+    code = """
+        import os, time
+        if os.fork() == 0:
+            while b"waiting for 1 process" not in open(%r, "rb").read():
+                time.sleep(0.02)
+            os._exit(3)
+    """ % str(err)
+    with open(err, "wb") as f:
+        r = run(["--report-only", "--timeout", "120", "--report", str(report)], script(code), stderr=f)
+        assert r.wait(150) == 0, err.read_text()
+    procs = json.loads(report.read_text())["processes"]
+    assert [(p["fate"], p["exit_status"]) for p in procs] == [("exited", 3 << 8)], procs
+
+
 def test_unkillable_command_does_not_keep_reaper(run):
     """COMMAND frozen by the cgroup v1 freezer sleeps uninterruptibly and ignores SIGKILL;
     a cancelled reaper gives up on it after the settle time and exits 137."""
