@@ -424,15 +424,18 @@ class _HostChildren:
         if s.cgroup:
             _move(s.cgroup, 0)
 
-    def _fork(self, fn, pid_of, args, kwargs, env_at=None):
-        scope = self.scope_here()
-        main = self.main
+    def _away(self, scope: Optional[_Scope]) -> bool:
         # the running test's own forks from the thread that runs the tests are where the
         # process is; any other child is put in its place, also when that is where the process
         # is now: the runner moves the process (and changes main) at a test's boundaries while
         # another thread's fork is under way
-        away = scope is not None and main is not None and \
+        main = self.main
+        return scope is not None and main is not None and \
             (scope is not main or threading.current_thread() is not self.runner)
+
+    def _fork(self, fn, pid_of, args, kwargs, env_at=None):
+        scope = self.scope_here()
+        away = self._away(scope)
         with self.lock:
             self.starting += 1
         try:
@@ -514,6 +517,12 @@ class _HostChildren:
         def system(fn):
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
+                if len(args) == 1 and not kwargs and self._away(self.scope_here()):
+                    # another scope's thread: its shell is started as its other children are
+                    # (its scope's cgroup and markers, a child of ours), not where the process
+                    # is now; the same wait status as system(3)
+                    pid = os.posix_spawn("/bin/sh", ["sh", "-c", args[0]], os.environ)
+                    return os.waitpid(pid, 0)[1]
                 with self.lock:
                     self.starting += 1
                 try:

@@ -473,6 +473,36 @@ def test_every_status_is_its_own(churn):
     result.assert_outcomes(passed=201)
 
 
+def test_os_system_from_a_wider_fixtures_thread_during_a_test_is_not_the_tests(tracked, tmp_path):
+    # the shell os.system starts for a session fixture's thread while a test runs is the
+    # fixture's: not the test's leak, not killed under the thread, its status the thread's
+    started, stop, status = (str(tmp_path / name) for name in ("started", "stop", "status"))
+    tracked.makepyfile(test_system=f"""
+import os, threading, time, pytest
+go = threading.Event()
+results = []
+@pytest.fixture(scope="session")
+def shell():
+    def run():
+        go.wait()
+        results.append(os.system("echo $$ > '{started}.tmp' && mv '{started}.tmp' '{started}'; "
+                                 "while [ ! -e '{stop}' ]; do sleep 0.05; done; exit 3"))
+    t = threading.Thread(target=run)
+    t.start()
+    yield
+    open({stop!r}, "w").close()
+    t.join()
+    open({status!r}, "w").write(repr(results))
+def test_during(shell):
+    go.set()
+    while not os.path.exists({started!r}):
+        time.sleep(0.05)
+def test_after(shell):
+    pass
+""")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=2)
+    assert Path(status).read_text() == repr([3 << 8])
 def test_children_a_fixtures_thread_starts_during_the_sessions_own_check_keep_their_status(tracked, tmp_path):
     # the session's own check waits (a session fixture left a sleeper) while a thread of
     # another session fixture goes on starting children and waiting for them: none of their
