@@ -316,6 +316,11 @@ def _move_forked(cgroup: str, pid: int, here: set) -> None:
             _move(cgroup, k)
 
 
+def _handles_sigterm() -> bool:
+    """Whether SIGTERM is the session's (its handler in this process)."""
+    return getattr(signal.getsignal(signal.SIGTERM), "__func__", None) is _Session._sigterm
+
+
 class _HostChildren:
     """Every child this process starts while a session is active, as (pid -> start time,
     the marker of the scope it was started for): their exit statuses belong to whoever
@@ -414,6 +419,16 @@ class _HostChildren:
         # the forking thread goes on here: a lock another thread held stays held unless new.
         self.lock = threading.Lock()
         self.moving = threading.Condition()
+        # the session's SIGTERM handler is pytest's: a child that inherited it would end by
+        # SIGTERM only once its Python code runs again, which a wait that began as the signal
+        # came (a Pool worker's wait for its queue) never does. SIGTERM was held back over the
+        # fork (_before_fork): one sent meanwhile is delivered now, at its default.
+        if _handles_sigterm():
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            except ValueError:  # not the child's main thread: the handler still ends it
+                pass
+        self._release_sigterm()
         s = getattr(self.local, "forking", None)
         if s is None or not self.users:
             return
@@ -432,6 +447,17 @@ class _HostChildren:
         main = self.main
         return scope is not None and main is not None and \
             (scope is not main or threading.current_thread() is not self.runner)
+
+    def _before_fork(self) -> None:
+        self.local.held = False
+        if _handles_sigterm():
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+            self.local.held = signal.SIGTERM not in old
+
+    def _release_sigterm(self) -> None:
+        if getattr(self.local, "held", False):
+            self.local.held = False
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
     def _fork(self, fn, pid_of, args, kwargs, env_at=None):
         scope = self.scope_here()
@@ -491,7 +517,8 @@ class _HostChildren:
         self.runner = threading.current_thread()
         import _posixsubprocess
         if not self.at_fork:  # cannot be unregistered: does nothing while no session runs
-            os.register_at_fork(after_in_child=self._after_fork_child)
+            os.register_at_fork(before=self._before_fork, after_in_parent=self._release_sigterm,
+                                after_in_child=self._after_fork_child)
             self.at_fork = True
         # threads already running (a plugin's, a conftest's) are the session's
         for t in threading.enumerate():

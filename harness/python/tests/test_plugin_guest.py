@@ -564,6 +564,37 @@ def test_pool():
     assert result.ret == 0 and "left by fixtures wider than a test" not in result.stdout.str()
 
 
+def test_a_forked_child_ends_by_sigterm_in_the_kernel_not_by_the_sessions_handler(inner):
+    # a child forked without exec must not inherit pytest's SIGTERM handler: a Python handler
+    # runs only once the child's Python code runs again, which a blocking wait begun as the
+    # signal came never does (a Pool worker then outlives its terminate())
+    inner.makepyfile(test_fork="""
+import os, signal, time
+def caught(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("SigCgt:"):
+            return int(line.split()[1], 16) >> (signal.SIGTERM - 1) & 1
+def test_fork():
+    assert caught(os.getpid()) == 1  # the session's handler is in place here
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.write(w, b"x")  # its Python code runs: whatever follows a fork in the child is done
+        time.sleep(600)
+        os._exit(0)
+    os.close(w)
+    try:
+        assert os.read(r, 1) == b"x"
+        assert caught(pid) == 0
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        assert os.waitpid(pid, 0)[1] == signal.SIGTERM
+""")
+    result = run_sub(inner, *PLUGIN)
+    result.assert_outcomes(passed=1)
+
+
 INCOMPLETE = """
 import errno, reaper
 real = reaper.reap_report
