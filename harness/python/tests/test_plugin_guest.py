@@ -367,9 +367,6 @@ def test_what_a_wider_fixtures_thread_starts_during_a_test_is_not_the_tests(trac
     # a session-scoped Pool replaces its worker (maxtasksperchild) from its handler thread
     # while a test runs; a session fixture's thread forks while another test runs: neither
     # is the running test's (marker, cgroup, descent), and the Pool keeps working
-    if os.environ.get("PYTEST_ADDOPTS", "").endswith("=on"):
-        pytest.skip("known defect: with a cgroup per test, the Pool's replaced worker hangs in about "
-                    "1 of 10 runs (not yet understood; the proc variant covers the attribution)")
     inner = tracked
     inner.makepyfile(test_pool=f"""
 import multiprocessing, os, subprocess, sys, threading, time, pytest
@@ -386,7 +383,7 @@ def pool():
     p.join()
 @pytest.fixture(scope="session")
 def forker():
-    go = threading.Event()
+    go, ready, resume = threading.Event(), threading.Event(), threading.Event()
     def run():
         go.wait()
         pid = os.fork()
@@ -395,6 +392,8 @@ def forker():
             os._exit(0)
         p = subprocess.Popen(["sleep", "600"])  # execs with the session's markers
         # a program that forks before this thread gets the GIL back to move it
+        ready.set()
+        resume.wait()
         sh = os.posix_spawn("/bin/sh", ["sh", "-c", "sleep 600; :"], dict(os.environ))
         open({str(tmp_path / "spawned.pid")!r}, "w").write(str(sh))
         open({str(tmp_path / "popen.pid")!r}, "w").write(str(p.pid))
@@ -403,7 +402,7 @@ def forker():
         done = True
     t = threading.Thread(target=run)
     t.start()
-    yield go
+    yield go, ready, resume
     t.join()
 seen = []
 @pytest.mark.parametrize("n", range(3))
@@ -420,17 +419,25 @@ def test_replaced():
     # a new worker each time (pid and start time: with pid_max 32768 a busy host reuses pids)
     assert len(set((s[0], s[4]) for s in seen)) == 3, seen
 def test_thread_forks(forker):
-    # the test holds the GIL a second at a time: what the forker starts runs a while before
-    # the forker can move it
+    go, ready, resume = forker
+    go.set()
+    assert ready.wait(120)
+    # the test holds the GIL a second at a time while the forker spawns a shell: the shell
+    # forks before the forker gets the GIL back to move it (every step of the move gives the
+    # GIL up once more, so only a few seconds of this)
     before = sys.getswitchinterval()
     sys.setswitchinterval(1.0)
     try:
-        forker.set()
-        deadline = time.monotonic() + 120
-        while not done and time.monotonic() < deadline:
+        resume.set()
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
             pass
     finally:
         sys.setswitchinterval(before)
+    deadline = time.monotonic() + 120
+    while not done and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert done
 """)
     result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
     result.assert_outcomes(passed=5)
