@@ -343,6 +343,9 @@ class _HostChildren:
         self.at_fork = False
         # id -> (object, scope, fixture): the values of wider fixtures and their attributes
         self.owned: Dict[int, tuple] = {}
+        # multiprocessing's fork server's workers (not children of ours, with the fork
+        # server's environment): pid -> (start time, the marker of the scope they were for)
+        self.served: Dict[int, tuple] = {}
 
     def scope_here(self) -> Optional[_Scope]:
         """The scope of what the calling thread starts now: its own (a thread started by a
@@ -496,6 +499,41 @@ class _HostChildren:
                 self.inflight -= 1
                 self.moving.notify_all()
 
+    def serve(self, pid: int, server: int, scope: _Scope) -> None:
+        """A worker the fork server forked for scope: moved to its scope's cgroup with what it
+        forked meanwhile, and listed for its scope's check (see served_by)."""
+        st = _stat(pid)
+        if not st or st[1] != server:  # gone (its pid may be another process's now)
+            return
+        if scope.cgroup:
+            _move(scope.cgroup, pid)
+            _move_forked(scope.cgroup, pid, {_cgroup_of(server)} - {scope.cgroup})
+        with self.lock:
+            self.served[pid] = (st[2], scope.marker)
+
+    def served_by(self, marker: str) -> Dict[tuple, str]:
+        """The fork server's workers started for marker's scope that still run, and their
+        descendants (a finder: each identity read parent first, a child only while its
+        parent is the process it was)."""
+        out: Dict[tuple, str] = {}
+        with self.lock:
+            roots = [(pid, start) for pid, (start, m) in self.served.items() if m == marker]
+        for pid, start in roots:
+            st = _stat(pid)
+            if not st or st[2] != start:
+                with self.lock:
+                    self.served.pop(pid, None)
+                continue
+            todo = [(pid, start)]
+            while todo:
+                parent = todo.pop()
+                out[parent] = ""
+                for kid in _children(parent[0]):
+                    ks = _stat(kid)
+                    if ks and ks[1] == parent[0] and (kid, ks[2]) not in out:
+                        todo.append((kid, ks[2]))
+        return out
+
     def current(self) -> Dict[int, tuple]:
         """The tracked children that are still ours and not waited for; forget the others."""
         me = os.getpid()
@@ -584,6 +622,7 @@ class _HostChildren:
         self.saved = []
         self.children = {}
         self.owned = {}
+        self.served = {}
 
 
 HOST = _HostChildren()
@@ -666,13 +705,26 @@ def _mark_helpers(scope: _Scope) -> List[tuple]:
     """multiprocessing starts its resource tracker and fork server once, in whichever test
     first needs them, and they serve the interpreter until it exits (which ends them): they
     are started with a marker no check looks for, outside the session's cgroup, so no test is
-    blamed for them and none kills them under the tests that follow. Returns (class,
-    original) pairs to restore."""
+    blamed for them and none kills them under the tests that follow. Returns (class, name,
+    original) to restore."""
     try:
-        from multiprocessing import forkserver, resource_tracker
+        from multiprocessing import forkserver, popen_forkserver, resource_tracker
     except ImportError:
         return []
     saved = []
+    launch = popen_forkserver.Popen.__dict__.get("_launch")
+    if launch is not None:
+        # the fork server forks a worker with its own environment, outside the test's cgroup
+        # and not as pytest's child: the scope it was started for is told by its pid
+        def _launch(self, *args, _fn=launch, **kwargs):
+            scope = HOST.scope_here()
+            result = _fn(self, *args, **kwargs)
+            server = getattr(forkserver._forkserver, "_forkserver_pid", None)
+            if scope is not None and server and getattr(self, "pid", None):
+                HOST.serve(self.pid, server, scope)
+            return result
+        popen_forkserver.Popen._launch = functools.wraps(launch)(_launch)
+        saved.append((popen_forkserver.Popen, "_launch", launch))
     for cls in (resource_tracker.ResourceTracker, forkserver.ForkServer):
         fn = cls.__dict__.get("ensure_running")
         if fn is None:
@@ -687,7 +739,7 @@ def _mark_helpers(scope: _Scope) -> List[tuple]:
                 HOST.local.scope = forced
                 _swap_env(before)
         cls.ensure_running = functools.wraps(fn)(ensure_running)
-        saved.append((cls, fn))
+        saved.append((cls, "ensure_running", fn))
     return saved
 
 
@@ -875,8 +927,8 @@ class _Session:
                 self.on_sigterm = 0
             _swap_env(self.outer)
             HOST.main = self.outer_scope
-            for cls, fn in self.helpers:
-                cls.ensure_running = fn
+            for cls, name, fn in self.helpers:
+                setattr(cls, name, fn)
             self.helpers = []
             if self.collector:
                 self.collector.finish()
@@ -900,7 +952,7 @@ class _Session:
         # Processes of wider-scoped fixtures: nobody's test; cleaned up, reported apart.
         if HOST.users == 1:  # the process's own session, not one nested in a test
             _exit_finalizers()
-        finders = [self.reaper.with_env(MARKER, self.shared_marker)]
+        finders = [self.reaper.with_env(MARKER, self.shared_marker)] + _served(self.shared_marker)
         if cgroups:
             cgroups.goto(cgroups.own)  # out of the cgroup before it is ended
             finders.append(self.reaper.with_cgroup(cgroups.session))
@@ -1106,7 +1158,7 @@ class _Session:
                    self.reaper.descendants(since=self.since, unless_env=(MARKER, marker), skip=others)]
         if test.cgroup:
             finders.append(self.reaper.with_cgroup(test.cgroup))
-        return finders
+        return finders + _served(marker)
 
     def _left_something(self, test: _Scope) -> bool:
         """Whether the test's processes are still there: a full collection costs about 10 ms
@@ -1175,6 +1227,14 @@ class _Session:
             yield
         finally:
             self.end(request.node, before)
+
+def _served(marker: str) -> list:
+    """A finder of the fork server's workers for marker's scope, when it started any."""
+    with HOST.lock:
+        if not any(m == marker for _, m in HOST.served.values()):
+            return []
+    return [functools.partial(HOST.served_by, marker)]
+
 
 def _why(e) -> str:
     return e.strerror.replace("reaper: the result is incomplete: ", "")

@@ -333,10 +333,43 @@ def test_pool(method):
     result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0", "-W", "error")
     result.assert_outcomes(passed=4)
     assert "left by fixtures wider than a test" not in result.stdout.str()
-    # the helpers end on their own once the interpreter they serve has exited
+    helpers_exit(spawner.tag)
+
+
+def helpers_exit(tag):
+    """multiprocessing's helpers end on their own once the interpreter they serve has exited."""
     deadline = time.monotonic() + 60
-    while with_tag(spawner.tag) and time.monotonic() < deadline:
+    while with_tag(tag) and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+def test_a_fork_server_worker_a_test_leaves_is_the_tests(tracked, spawner, tmp_path):
+    # the fork server forks the worker (and the worker its own child): neither is pytest's
+    # child, and both carry the fork server's environment, not the test's marker
+    tracked.makepyfile(test_fs=f"""
+import multiprocessing, os, time
+def work(path):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(600)
+        os._exit(0)
+    open(path, "w").write(str(pid))
+    time.sleep(600)
+def test_leaves_a_worker():
+    p = multiprocessing.get_context("forkserver").Process(target=work, args=({str(tmp_path / "child")!r},))
+    p.start()  # not a daemon: joined at exit
+    open({str(tmp_path / "worker")!r}, "w").write(str(p.pid))
+    while not os.path.exists({str(tmp_path / "child")!r}):
+        time.sleep(0.01)
+def test_after():
+    pass
+""")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=2, errors=1)
+    for name in ("worker", "child"):
+        result.stdout.fnmatch_lines([f"*  {int((tmp_path / name).read_text())}: *"])
+    assert "ERROR at teardown of test_leaves_a_worker" in result.stdout.str()
+    helpers_exit(spawner.tag)
 
 
 def test_children_started_before_the_session_keep_their_exit_status(tracked):
