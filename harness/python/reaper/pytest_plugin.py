@@ -233,7 +233,9 @@ class _Scope:
         self.live = True
 
     def env(self) -> Dict[str, Optional[str]]:
-        return {MARKER: self.marker, "REAPER_TEST": self.test}
+        # an id may hold a NUL (id escaping turned off), which no environment can: written as
+        # pytest writes it in PYTEST_CURRENT_TEST
+        return {MARKER: self.marker, "REAPER_TEST": self.test.replace("\0", "(null)")}
 
 
 _PLAIN = (str, bytes, int, float, complex, bool, type(None), tuple, frozenset, type, type(os))

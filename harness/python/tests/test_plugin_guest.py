@@ -294,6 +294,21 @@ def test_junitxml_stays_valid_under_both_families(inner, family):
     assert "conventions-leak" in leaky.find("error").get("message", "") + (leaky.find("error").text or "")
 
 
+def test_a_test_id_with_a_nul_byte_is_named_in_the_environment_as_pytest_names_it(inner):
+    # with id escaping turned off an id may hold a NUL, which no environment variable can:
+    # pytest writes "(null)" in PYTEST_CURRENT_TEST; the test's marker must not fail it
+    inner.makeini("[pytest]\ndisable_test_id_escaping_and_forfeit_all_rights_to_community_support = true\n")
+    inner.makepyfile(test_nul="""
+import os, subprocess, pytest
+@pytest.mark.parametrize("data", ["a\\x00b"])
+def test_id(data):
+    out = subprocess.run(["sh", "-c", 'echo "$REAPER_TEST"'], capture_output=True, check=True).stdout
+    assert out == b"test_nul.py::test_id[a(null)b]\\n"
+""")
+    result = run_sub(inner, *PLUGIN)
+    result.assert_outcomes(passed=1)
+
+
 def test_xdist_workers_check_their_own_tests_without_the_nested_option(tracked, monkeypatch, tmp_path):
     # the workers inherit the controller's session variable; they are not nested sessions
     pytest.importorskip("xdist")
