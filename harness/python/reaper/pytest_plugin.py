@@ -1188,8 +1188,7 @@ class _Session:
             bad = None
         except pytest.UsageError:
             timeout = self.timeout
-        allow = kw.get("allow", ())
-        allow = (allow,) if isinstance(allow, str) else tuple(allow)
+        allow, bad_allow = _globs(kw.get("allow", ()))
         started = time.monotonic()
         rep = self._reap(finders, timeout=timeout, grace=self.grace, allow=allow,
                          host_children=host, holdings=True)
@@ -1215,10 +1214,16 @@ class _Session:
             if bad is not None:
                 lines.append(f"(@pytest.mark.reaper(timeout={bad!r}) is not a number of seconds >= 0: "
                              f"{timeout:g} s was used)")
+            if bad_allow is not None:
+                lines.append(f"(@pytest.mark.reaper(allow={bad_allow!r}) is not a glob or a list of globs: "
+                             "nothing was allowed)")
             pytest.fail("\n".join(lines), pytrace=False)
         if bad is not None:
             pytest.fail(f"reaper: @pytest.mark.reaper(timeout={bad!r}): the timeout must be >= 0 (a finite "
                         f"number of seconds); the test's processes were reaped with {timeout:g} s", pytrace=False)
+        if bad_allow is not None:
+            pytest.fail(f"reaper: @pytest.mark.reaper(allow={bad_allow!r}) is not a glob or a list of globs",
+                        pytrace=False)
 
     @pytest.fixture(autouse=True)
     def _reaper_check(self, request):
@@ -1229,6 +1234,17 @@ class _Session:
             yield
         finally:
             self.end(request.node, before)
+
+def _globs(value):
+    """(the globs, None) of a marker's allow value, or ((), value) when it is none: a bad value
+    must not stop the cleanup; the test fails naming it once its processes are reaped."""
+    globs = (value,) if isinstance(value, str) else () if value is None else value
+    try:
+        globs = tuple(globs)
+    except TypeError:
+        return (), value
+    return (globs, None) if all(isinstance(g, str) for g in globs) else ((), value)
+
 
 def _served(marker: str) -> list:
     """A finder of the fork server's workers for marker's scope, when it started any."""

@@ -74,6 +74,29 @@ def test_leaves_one():
             reaper.kill_identified({(pid, started): "sleep 300"})
 
 
+@pytest.mark.parametrize("value", ["[1]", "42", "[None]", "b'sleep*'"])
+def test_plugin_bad_marker_allow_still_reaps_the_test(pytester, value):
+    """A bad @pytest.mark.reaper(allow=...) raised before the reap (a TypeError): the test's
+    leftover outlived the session."""
+    pidfile = pytester.path / "pid"
+    pytester.makepyfile(test_bad=f"""
+import pytest, subprocess
+@pytest.mark.reaper(allow={value})
+def test_leaves_one():
+    subprocess.run(["sh", "-c", "setsid sleep 300 >/dev/null 2>&1 & echo $! > {pidfile}"], check=True)
+""")
+    result = pytester.runpytest(*PLUGIN, "--reaper-timeout", "0", "--reaper-cgroup", "off")
+    pid = int(pidfile.read_text())
+    started = reaper.start_time(pid)
+    try:
+        result.assert_outcomes(passed=1, errors=1)
+        result.stdout.fnmatch_lines(["*@pytest.mark.reaper(allow=*) is not a glob or a list of globs*"])
+        assert started is None, "the test's leftover outlived the session"
+    finally:
+        if started is not None:  # by identity: the pid may name another process by now
+            reaper.kill_identified({(pid, started): "sleep 300"})
+
+
 @pytest.mark.parametrize("kw", [{"timeout": math.nan}, {"timeout": math.inf}, {"grace": math.nan},
                                 {"settle": -math.inf}, {"timeout": -0.5}])
 def test_nan_infinite_or_negative_times_are_value_errors(spawner, kw):
