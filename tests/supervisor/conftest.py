@@ -33,6 +33,37 @@ def script(body):
     return [PY, "-c", textwrap.dedent(body)]
 
 
+# A runner that waits for a signal its Python handler acts on cannot sleep for it: time.sleep
+# and signal.pause miss a signal that lands after the interpreter last looked for pending
+# handlers and before the system call blocks (the C-level handler has run; the Python one waits
+# until the sleep ends). The wakeup fd gets a byte for each signal whenever it came, so select
+# returns and the Python handler runs.
+AWAIT_SIGNAL = """
+import os as _os, select as _select, signal as _signal
+
+
+def signal_wakeup():
+    \"\"\"Call before the runner says it is ready: from then on every signal leaves a byte
+    on the fd returned.\"\"\"
+    r, w = _os.pipe()
+    _os.set_blocking(w, False)
+    _signal.set_wakeup_fd(w)
+    return r
+
+
+def await_signals(wake):
+    \"\"\"Wait for signals forever, running their Python handlers: one that raises ends it.\"\"\"
+    while True:
+        _select.select([wake], [], [])
+        _os.read(wake, 64)
+"""
+
+
+def signalled_script(body):
+    """script(body), where body may call signal_wakeup() and await_signals(wake)."""
+    return [PY, "-c", AWAIT_SIGNAL + textwrap.dedent(body)]
+
+
 def has_marker(pid, run_id):
     return ("REAPER_RUN=%s" % run_id).encode() in environ(pid)
 

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from conftest import script
+from conftest import script, signalled_script
 
 UNSHARE = ["unshare", "--pid", "--fork", "--mount-proc"]
 
@@ -73,10 +73,10 @@ def test_pid1_reaps_100_orphans_forwards_signals_and_exits_with_the_status(run):
 
 
 def test_pid1_sigint_cancels_and_the_status_is_the_signal(run):
-    r = run(["--grace", "2"], script("""
-        import time
+    r = run(["--grace", "2"], signalled_script("""
+        wake = signal_wakeup()
         print("ready", flush=True)
-        time.sleep(300)
+        await_signals(wake)
     """), prefix=UNSHARE)
     r.expect("ready")
     pid, fd = ns_init(r.p.pid)

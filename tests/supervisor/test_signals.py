@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import has_marker, script
+from conftest import has_marker, script, signalled_script
 from procutil import alive, stat
 
 IGNORE_TERM_INT = """
@@ -35,11 +35,12 @@ def test_sigterm_to_reaper_escalates_a_term_ignoring_runner(run):
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT])
 def test_cancellation_reaches_a_runner_that_obeys_it(run, sig):
-    r = run(["--grace", "30"], script("""
-        import signal, sys, time
+    r = run(["--grace", "30"], signalled_script("""
+        import signal, sys
         signal.signal(%d, lambda s, f: sys.exit(3))
+        wake = signal_wakeup()
         print("ready", flush=True)
-        time.sleep(300)
+        await_signals(wake)
     """ % sig))
     r.expect("ready")
     r.signal(sig)
@@ -191,12 +192,13 @@ def test_command_gets_default_sigpipe_and_a_closed_stderr_does_not_kill_reaper(r
 
 
 def test_a_stopped_runner_is_continued_so_it_can_obey_the_cancellation(run):
-    r = run(["--grace", "300"], script("""
+    r = run(["--grace", "300"], signalled_script("""
         import os, signal, sys
         signal.signal(signal.SIGTERM, lambda s, f: sys.exit(7))
+        wake = signal_wakeup()
         print("ready", flush=True)
         os.kill(os.getpid(), signal.SIGSTOP)
-        signal.pause()
+        await_signals(wake)
     """))
     r.expect("ready")
     cmd = r.wait_state(lambda d: d["command_pid"] > 0)["command_pid"]

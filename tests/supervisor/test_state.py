@@ -7,7 +7,7 @@ import stat
 import subprocess
 import time
 
-from conftest import has_marker, marked, script
+from conftest import has_marker, marked, script, signalled_script
 from procutil import alive
 
 PROVIDERS = """
@@ -72,11 +72,11 @@ HELPER = """
                 with open(log, "a") as f:
                     f.write("TERM\\n")
             signal.signal(signal.SIGTERM, on_term)
+            wake = signal_wakeup()
             with open(log, "a") as f:
                 f.write("up\\n")
             print("helper", os.getpid(), flush=True)
-            while True:
-                time.sleep(1)
+            await_signals(wake)
         os._exit(0)
     os.wait()
     time.sleep(0.5)
@@ -85,7 +85,7 @@ HELPER = """
 
 def test_detached_term_ignoring_helper_is_terminated_escalated_and_reaped(run, tmp_path):
     log = tmp_path / "helper.log"
-    r = run(["--timeout", "1", "--grace", "1"], script(HELPER) + [str(log)])
+    r = run(["--timeout", "1", "--grace", "1"], signalled_script(HELPER) + [str(log)])
     pid = int(r.line().split()[1])
     helper = os.pidfd_open(pid)
     seen = []
