@@ -63,6 +63,7 @@ MARKER = "REAPER_PYTEST"
 SESSION_VAR = "REAPER_PYTEST_SESSION"  # set while a checking session runs: nested ones defer
 DEFAULT_TIMEOUT = 3.0
 DEFAULT_GRACE = 1.0
+MAX_SECONDS = 86400.0  # as the reaper command: a larger time is a typo, not a wait
 SCHEMA = "reaper-pytest/1"
 COLLECT_PERIOD = 0.1  # seconds between two looks for zombies of adopted orphans
 CGROUP_MODES = ("auto", "on", "off")
@@ -181,8 +182,8 @@ def _seconds(value, what: str) -> float:
         seconds = float(value)
     except (TypeError, ValueError):
         seconds = math.nan
-    if not math.isfinite(seconds) or seconds < 0:
-        raise pytest.UsageError(f"{what} must be >= 0 (a finite number of seconds), not {value!r}")
+    if not math.isfinite(seconds) or not 0 <= seconds <= MAX_SECONDS:
+        raise pytest.UsageError(f"{what} must be >= 0 and <= {MAX_SECONDS:g} (seconds), not {value!r}")
     return seconds
 
 
@@ -1212,15 +1213,15 @@ class _Session:
                 lines.extend(_holdings_lines(p))
             lines.append("(allow one with @pytest.mark.reaper(allow=['glob']), or wait for it in the test)")
             if bad is not None:
-                lines.append(f"(@pytest.mark.reaper(timeout={bad!r}) is not a number of seconds >= 0: "
-                             f"{timeout:g} s was used)")
+                lines.append(f"(@pytest.mark.reaper(timeout={bad!r}) is not a number of seconds >= 0 and "
+                             f"<= {MAX_SECONDS:g}: {timeout:g} s was used)")
             if bad_allow is not None:
                 lines.append(f"(@pytest.mark.reaper(allow={bad_allow!r}) is not a glob or a list of globs: "
                              "nothing was allowed)")
             pytest.fail("\n".join(lines), pytrace=False)
         if bad is not None:
-            pytest.fail(f"reaper: @pytest.mark.reaper(timeout={bad!r}): the timeout must be >= 0 (a finite "
-                        f"number of seconds); the test's processes were reaped with {timeout:g} s", pytrace=False)
+            pytest.fail(f"reaper: @pytest.mark.reaper(timeout={bad!r}): the timeout must be >= 0 and <= "
+                        f"{MAX_SECONDS:g} (seconds); the test's processes were reaped with {timeout:g} s", pytrace=False)
         if bad_allow is not None:
             pytest.fail(f"reaper: @pytest.mark.reaper(allow={bad_allow!r}) is not a glob or a list of globs",
                         pytrace=False)

@@ -51,7 +51,7 @@ def test_plugin_report_whose_name_is_near_the_name_limit_is_written(pytester):
     assert '"reaper-pytest/1"' in path.read_text()
 
 
-@pytest.mark.parametrize("value", ["'abc'", "float('nan')", "-1"])
+@pytest.mark.parametrize("value", ["'abc'", "float('nan')", "-1", "1e9"])
 def test_plugin_bad_marker_timeout_still_reaps_the_test(pytester, value):
     """A bad @pytest.mark.reaper(timeout=...) raised before the reap: the test's leftover
     (carrying only the test's marker) outlived the session."""
@@ -125,6 +125,7 @@ def test_library_refuses_nan_and_infinite_times():
 
 @pytest.mark.parametrize("where,value", [
     ("ini", "abc"), ("ini", "nan"), ("ini", "-1"), ("ini", "inf"), ("option", "nan"), ("option", "inf"),
+    ("ini", "1e308"), ("option", "86401"),
 ])
 def test_plugin_bad_timeout_is_a_usage_error(pytester, where, value):
     pytester.makepyfile(test_ok="def test_ok():\n    pass\n")
