@@ -854,6 +854,7 @@ class _Session:
         self.count = 0
         self.test: Optional[_Scope] = None  # the running test's scope
         self.since = 0                      # when it began (clock ticks since boot)
+        self.wider: List[tuple] = []        # (from, to) ticks: wider fixtures set up since it began
         self.session_since = 0
         self.records: List[dict] = []       # from teardown reports (controller side under xdist)
         self.checked = 0
@@ -1099,6 +1100,7 @@ class _Session:
         before, main = _swap_env(scope.env()), HOST.main
         where = self.cgroups.where if self.cgroups else None
         HOST.main = scope
+        since = self.reaper.now_ticks()
         try:
             if where:
                 self.cgroups.goto(self.cgroups.session)
@@ -1106,6 +1108,7 @@ class _Session:
             if outcome.excinfo is None:
                 HOST.own(outcome.get_result(), scope, id(fixturedef))
         finally:
+            self.wider.append((since, self.reaper.now_ticks()))
             HOST.main = main
             _swap_env(before)
             if where:
@@ -1131,6 +1134,8 @@ class _Session:
                                                       "marker and by descent"))
         self.test = _Scope(marker, item.nodeid, cgroup, self.scope)
         self.since = self.reaper.now_ticks()
+        # one set up just before, within the same clock tick, started its processes "since"
+        self.wider = [w for w in self.wider if w[1] >= self.since]
         HOST.main = self.test
         return _swap_env(self.test.env())
 
@@ -1157,11 +1162,28 @@ class _Session:
         # children forked for another scope (a wider fixture, its threads) are not the test's;
         # with a cgroup, descent still finds a child forked without exec that left it
         others = [pid for pid, (_, owner) in host.items() if owner != marker]
+        others += self._wider_forks(test, others, host)
         finders = [self.reaper.with_env(MARKER, marker),
                    self.reaper.descendants(since=self.since, unless_env=(MARKER, marker), skip=others)]
         if test.cgroup:
             finders.append(self.reaper.with_cgroup(test.cgroup))
         return finders + _served(marker)
+
+    def _wider_forks(self, test: _Scope, others: list, host) -> List[int]:
+        """What a wider fixture set up during the test (or within its first clock tick) forked
+        without exec and let go (a daemon: adopted by pytest, with pytest's own environment):
+        started within that setup, no child of ours, no marker of the test's. Descent would
+        take it for the test's."""
+        if not self.wider:
+            return []
+        try:
+            found = self.reaper.scan(self.reaper.descendants(since=self.since, unless_env=(MARKER, test.marker),
+                                                             skip=others)).processes
+        except OSError:
+            return []
+        entry = f"{MARKER}={test.marker}".encode()
+        return [p.pid for p in found if p.pid not in host and
+                any(a <= p.start_time <= b for a, b in self.wider) and entry not in _environ(p.pid)]
 
     def _left_something(self, test: _Scope) -> bool:
         """Whether the test's processes are still there: a full collection costs about 10 ms
@@ -1235,6 +1257,14 @@ class _Session:
             yield
         finally:
             self.end(request.node, before)
+
+def _environ(pid: int) -> List[bytes]:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
+
 
 def _globs(value):
     """(the globs, None) of a marker's allow value, or ((), value) when it is none: a bad value

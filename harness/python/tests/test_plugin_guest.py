@@ -496,6 +496,44 @@ def test_thread_forks(forker):
     result.stdout.fnmatch_lines([f"{int((tmp_path / 'spawned.pid').read_text())}: sh -c sleep 600*"])
 
 
+def test_a_daemon_a_wider_fixture_forks_without_exec_is_not_the_tests(tracked):
+    # a session fixture daemonizes a child of its own (double fork, no exec, as python-daemon
+    # does): the daemon carries pytest's own environment and is adopted by pytest. Set up
+    # while a test runs (getfixturevalue), or just before it begins, it started after the
+    # test's clock did: descent alone cannot tell it from the test's.
+    tracked.makepyfile(test_daemon="""
+import os, time, pytest
+def daemonize():
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        if os.fork() == 0:
+            os.setsid()
+            os.write(w, b"x")
+            time.sleep(600)
+            os._exit(0)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    os.read(r, 1)
+@pytest.fixture(scope="session")
+def lazy():
+    daemonize()
+@pytest.fixture(scope="module")
+def eager():
+    daemonize()
+def test_lazy(request):
+    request.getfixturevalue("lazy")
+@pytest.mark.parametrize("n", range(20))
+def test_eager(eager, n):
+    pass
+""")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0", "--reaper-grace", "0")
+    result.assert_outcomes(passed=21)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(["*reaper: left by fixtures wider than a test*"])
+    assert out.count("  [killed, ") == 2, out  # the two daemons, at the session's end
+
+
 def test_a_wider_fixtures_thread_forking_through_test_boundaries_keeps_its_children(tracked):
     # a session fixture's thread forks and waits all the time while hundreds of tests begin
     # and end: every child's status is its own (none collected, none killed by a test's check)
