@@ -212,6 +212,32 @@ static int marker_scan(struct reap *rp)
 	return r;
 }
 
+/* Act on what epoll returned: exits, a cgroup's change (look again now), the host's event.
+ * Returns what the host's event asks for (ACT_TERM, ACT_KILL), else DONE: wait on. */
+static enum outcome take_events(struct reap *rp, const struct epoll_event *evs, int n, double *next_scan)
+{
+	for (int i = 0; i < n; i++) {
+		if (evs[i].data.u64 == CGROUP_KEY) {
+			/* populated or frozen changed: look now (the read re-arms the event) */
+			for (size_t k = 0; k < 32; k++)
+				if (rp->cgev[k] >= 0)
+					cgroup_events_read(rp->cgev[k], NULL, NULL);
+			*next_scan = monotonic_now();
+			continue;
+		}
+		if (evs[i].data.u64 == EVENT_KEY) {
+			int act = rp->o->on_event ? rp->o->on_event(rp->o->event_ctx) : REAPER_CONTINUE;
+			if (act == REAPER_TERMINATE_NOW && rp->phase == WAIT)
+				return ACT_TERM;
+			if (act == REAPER_KILL_NOW && rp->phase < FREEZE)
+				return ACT_KILL;
+			continue;
+		}
+		on_exit_event(rp, &rp->cs.v[evs[i].data.u64]);
+	}
+	return DONE;
+}
+
 /* Wait until everything known has exited and a rescan finds nothing new (DONE), or until
  * deadline, or until the host's event asks for more. */
 static enum outcome wait_until(struct reap *rp, double deadline)
@@ -270,25 +296,9 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 			rp->err = -errno;
 			return FAILED;
 		}
-		for (int i = 0; i < n; i++) {
-			if (evs[i].data.u64 == CGROUP_KEY) {
-				/* populated or frozen changed: look now (the read re-arms the event) */
-				for (size_t k = 0; k < 32; k++)
-					if (rp->cgev[k] >= 0)
-						cgroup_events_read(rp->cgev[k], NULL, NULL);
-				next_scan = monotonic_now();
-				continue;
-			}
-			if (evs[i].data.u64 == EVENT_KEY) {
-				int act = rp->o->on_event ? rp->o->on_event(rp->o->event_ctx) : REAPER_CONTINUE;
-				if (act == REAPER_TERMINATE_NOW && rp->phase == WAIT)
-					return ACT_TERM;
-				if (act == REAPER_KILL_NOW && rp->phase < FREEZE)
-					return ACT_KILL;
-				continue;
-			}
-			on_exit_event(rp, &rp->cs.v[evs[i].data.u64]);
-		}
+		enum outcome asked = take_events(rp, evs, n, &next_scan);
+		if (asked != DONE)
+			return asked;
 		for (size_t i = 0; rp->unwatched && i < rp->cs.n; i++)
 			if (rp->cs.v[i].live && rp->cs.v[i].polled &&
 			    pidref_exited(&rp->cs.v[i].ref, rp->sc.procfd))
