@@ -254,7 +254,14 @@ def _objects_of(value) -> list:
                    not type(v).__module__.startswith(("_pytest", "pytest", "pluggy")))
     except TypeError:
         pass
-    return out
+    return [o for o in out if not _runs_others_code(o)]
+
+
+def _runs_others_code(value) -> bool:
+    """An event loop runs whichever coroutines it is given (a test's, on a session-wide loop):
+    what its methods start for them is not its fixture's."""
+    aio = sys.modules.get("asyncio")
+    return aio is not None and isinstance(value, aio.AbstractEventLoop)
 
 
 def _move(cgroup: str, pid: int) -> None:

@@ -387,6 +387,33 @@ def test_after():
     helpers_exit(spawner.tag)
 
 
+def test_what_a_test_starts_on_a_session_scoped_event_loop_is_the_tests(tracked):
+    # pytest-asyncio's session-wide loop: the test's coroutine runs under the loop's methods,
+    # and the loop's own methods start its subprocess; the loop runs the test's code, so what
+    # it starts there is the test's, not the loop fixture's
+    tracked.makepyfile(test_loop="""
+import asyncio, pytest
+@pytest.fixture(scope="session")
+def loop():
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
+def test_leaks(loop):
+    async def main():
+        await asyncio.create_subprocess_exec("sleep", "600")
+    loop.run_until_complete(main())
+def test_clean(loop):
+    async def main():
+        p = await asyncio.create_subprocess_exec("true")
+        assert await p.wait() == 0
+    loop.run_until_complete(main())
+""")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(["*test_loop.py::test_leaks left 1 process running*", "*: sleep 600"])
+    assert "left by fixtures wider than a test" not in result.stdout.str()
+
+
 def test_children_started_before_the_session_keep_their_exit_status(tracked):
     # a conftest starts them at import, before the session: they are the host's, and the
     # zombie collector must leave their statuses to the code that waits for them later
