@@ -258,10 +258,11 @@ def _objects_of(value) -> list:
 
 
 def _runs_others_code(value) -> bool:
-    """An event loop runs whichever coroutines it is given (a test's, on a session-wide loop):
-    what its methods start for them is not its fixture's."""
-    aio = sys.modules.get("asyncio")
-    return aio is not None and isinstance(value, aio.AbstractEventLoop)
+    """An event loop runs whichever coroutines it is given (a test's, on a session-wide loop),
+    a thread pool whichever tasks: what its methods start for them is not its fixture's."""
+    aio, pool = sys.modules.get("asyncio"), sys.modules.get("concurrent.futures.thread")
+    return (aio is not None and isinstance(value, aio.AbstractEventLoop)) or \
+        (pool is not None and isinstance(value, pool.ThreadPoolExecutor))
 
 
 def _move(cgroup: str, pid: int) -> None:
@@ -620,6 +621,32 @@ class _HostChildren:
                 setattr(mod, name, returns_pid(fn, pid_of, env_at))
         self.saved.append((os, "system", os.system))
         os.system = system(os.system)
+
+        # a pool's thread runs each task for whoever submitted it, not for the scope that
+        # started the thread (a session fixture's pool, or a module's started by an earlier test)
+        from concurrent.futures import thread as pool
+
+        def submitted(init):
+            @functools.wraps(init)
+            def wrapper(item, *args, **kwargs):
+                item._reaper_scope = self.scope_here()
+                init(item, *args, **kwargs)
+            return wrapper
+
+        def run(fn):
+            @functools.wraps(fn)
+            def wrapper(item, *args, **kwargs):
+                forced = getattr(self.local, "scope", None)
+                self.local.scope = getattr(item, "_reaper_scope", None) or forced
+                try:
+                    return fn(item, *args, **kwargs)
+                finally:
+                    self.local.scope = forced
+            return wrapper
+
+        for name, wrap in (("__init__", submitted), ("run", run)):
+            self.saved.append((pool._WorkItem, name, pool._WorkItem.__dict__[name]))
+            setattr(pool._WorkItem, name, wrap(pool._WorkItem.__dict__[name]))
         self.saved.append((threading.Thread, "start", threading.Thread.start))
         threading.Thread.start = start(threading.Thread.start)
 

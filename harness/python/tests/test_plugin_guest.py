@@ -414,6 +414,36 @@ def test_clean(loop):
     assert "left by fixtures wider than a test" not in result.stdout.str()
 
 
+def test_what_a_test_submits_to_an_older_thread_pool_starts_is_the_tests(tracked):
+    # a pool's threads were started for another scope (a session fixture's pool, or a module's
+    # started by an earlier test): the task a test submits runs for the test
+    tracked.makepyfile(test_tp="""
+import concurrent.futures, subprocess, pytest
+@pytest.fixture(scope="session")
+def ex():
+    ex = concurrent.futures.ThreadPoolExecutor(1)
+    ex.submit(lambda: None).result()
+    yield ex
+    ex.shutdown()
+def test_leaks_via_a_fixtures_pool(ex):
+    ex.submit(subprocess.Popen, ["sleep", "600"]).result()
+MOD = concurrent.futures.ThreadPoolExecutor(1)
+def test_starts_the_modules_pool():
+    MOD.submit(lambda: None).result()
+def test_leaks_via_the_modules_pool():
+    MOD.submit(subprocess.Popen, ["sleep", "601"]).result()
+def test_clean(ex):
+    assert ex.submit(subprocess.run, ["true"]).result().returncode == 0
+""")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=4, errors=2)
+    result.stdout.fnmatch_lines(["*test_tp.py::test_leaks_via_a_fixtures_pool left 1 process running*",
+                                 "*: sleep 600"])
+    result.stdout.fnmatch_lines(["*test_tp.py::test_leaks_via_the_modules_pool left 1 process running*",
+                                 "*: sleep 601"])
+    assert "left by fixtures wider than a test" not in result.stdout.str()
+
+
 def test_children_started_before_the_session_keep_their_exit_status(tracked):
     # a conftest starts them at import, before the session: they are the host's, and the
     # zombie collector must leave their statuses to the code that waits for them later
