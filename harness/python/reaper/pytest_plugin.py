@@ -1183,8 +1183,9 @@ class _Session:
                 self.cgroups.goto(self.cgroups.session)  # out of it before it is reaped
             if self.gc and self._left_something(test):
                 gc.collect()  # finalizers may need the threads held back below
+            pools = _end_open_pools(test.marker)  # its threads may fork: not held back yet
             with HOST.closed_for_others():
-                self._check(item, test)
+                self._check(item, test, pools)
         finally:
             if test.cgroup:
                 left = self.cgroups.drop(test.cgroup)
@@ -1228,7 +1229,7 @@ class _Session:
         except OSError:
             return True
 
-    def _check(self, item, test: _Scope) -> None:
+    def _check(self, item, test: _Scope, pools: List[str]) -> None:
         mark = item.get_closest_marker("reaper")
         kw = dict(mark.kwargs) if mark else {}
         host = HOST.current()
@@ -1253,6 +1254,10 @@ class _Session:
         if found:
             item.__dict__["_reaper_found"] = [_record(p, item.nodeid) for p in found]
         leaks = rep.leaks
+        if pools:
+            pools = [f"reaper: {item.nodeid} left a multiprocessing pool open (workers {', '.join(pools)}); "
+                     "it was terminated (its workers killed instead could die holding its queue's lock, "
+                     "and its exit-time finalizer would wait for that lock)"]
         if leaks and not self.running:
             self.late_leaks.extend(_record(p, item.nodeid) for p in leaks)
             self.records.extend(item.__dict__.pop("_reaper_found", ()))
@@ -1268,6 +1273,7 @@ class _Session:
                              f"ancestry {p.ancestry or '?'}{owner}")
                 lines.extend(_holdings_lines(p))
             lines.append("(allow one with @pytest.mark.reaper(allow=['glob']), or wait for it in the test)")
+            lines.extend(pools)
             if bad is not None:
                 lines.append(f"(@pytest.mark.reaper(timeout={bad!r}) is not a number of seconds >= 0 and "
                              f"<= {MAX_SECONDS:g}: {timeout:g} s was used)")
@@ -1281,6 +1287,8 @@ class _Session:
         if bad_allow is not None:
             pytest.fail(f"reaper: @pytest.mark.reaper(allow={bad_allow!r}) is not a glob or a list of globs",
                         pytrace=False)
+        if pools:
+            pytest.fail(pools[0], pytrace=False)
 
     @pytest.fixture(autouse=True)
     def _reaper_check(self, request):
@@ -1291,6 +1299,25 @@ class _Session:
             yield
         finally:
             self.end(request.node, before)
+
+def _end_open_pools(marker: str) -> List[str]:
+    """Terminate the multiprocessing pools still open whose workers marker's scope started, as
+    pool.terminate() does (its workers told to quit, then ended); the workers' pids."""
+    util, mpool = sys.modules.get("multiprocessing.util"), sys.modules.get("multiprocessing.pool")
+    if util is None or mpool is None:
+        return []
+    ended = []
+    for f in list(getattr(util, "_finalizer_registry", {}).values()):
+        ref = getattr(f, "_weakref", None)
+        pool = ref() if ref is not None else None
+        if not isinstance(pool, mpool.Pool) or getattr(pool, "_state", None) != mpool.RUN:
+            continue
+        pids = [w.pid for w in getattr(pool, "_pool", ()) if getattr(w, "pid", None)]
+        if any((HOST.children.get(pid) or HOST.served.get(pid) or (0, None))[1] == marker for pid in pids):
+            pool.terminate()
+            ended.extend(str(pid) for pid in pids)
+    return ended
+
 
 def _environ(pid: int) -> List[bytes]:
     try:

@@ -444,6 +444,26 @@ def test_clean(ex):
     assert "left by fixtures wider than a test" not in result.stdout.str()
 
 
+def test_a_pool_a_test_leaves_open_is_terminated_by_its_own_terminate_not_killed_under_it(tracked):
+    # killed, an idle worker dies holding the pool's queue lock, and the pool's exit-time
+    # finalizer then waits for that lock: pytest hung at exit (plain pytest: passes, exits)
+    tracked.makepyfile(test_pool="""
+import multiprocessing
+kept = []
+def square(x):
+    return x * x
+def test_leaves_a_pool():
+    pool = multiprocessing.get_context("fork").Pool(2)
+    assert pool.map(square, range(4)) == [0, 1, 4, 9]
+    kept.append(pool)
+def test_after():
+    pass
+""")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0", timeout=90)
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(["*test_pool.py::test_leaves_a_pool left a multiprocessing pool open*"])
+
+
 def test_children_started_before_the_session_keep_their_exit_status(tracked):
     # a conftest starts them at import, before the session: they are the host's, and the
     # zombie collector must leave their statuses to the code that waits for them later
