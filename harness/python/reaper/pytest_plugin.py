@@ -738,6 +738,17 @@ def _exit_finalizers() -> None:
         run(0)
 
 
+def _inline() -> bool:
+    """Whether this session runs inside another pytest session of the same process (pytester's
+    runpytest, inline): the process, and what its exit would finalize, are that session's."""
+    from _pytest import main
+    code, f, n = main.wrap_session.__code__, sys._getframe(1), 0
+    while f is not None:
+        n += f.f_code is code
+        f = f.f_back
+    return n > 1
+
+
 def _mark_helpers(scope: _Scope) -> List[tuple]:
     """multiprocessing starts its resource tracker and fork server once, in whichever test
     first needs them, and they serve the interpreter until it exits (which ends them): they
@@ -988,7 +999,7 @@ class _Session:
 
     def _finish(self, cgroups: Optional[_Cgroups]) -> None:
         # Processes of wider-scoped fixtures: nobody's test; cleaned up, reported apart.
-        if HOST.users == 1:  # the process's own session, not one nested in a test
+        if HOST.users == 1 and not _inline():  # the process's own session, not one nested in a test
             _exit_finalizers()
         finders = [self.reaper.with_env(MARKER, self.shared_marker)] + _served(self.shared_marker)
         if cgroups:

@@ -464,6 +464,31 @@ def test_after():
     result.stdout.fnmatch_lines(["*test_pool.py::test_leaves_a_pool left a multiprocessing pool open*"])
 
 
+def test_an_inline_session_leaves_the_finalizers_of_the_process_it_runs_in_alone(inner):
+    # a plain pytest (no check of its own) runs a checked session inline (pytester): the
+    # inline session's own check ran every multiprocessing finalizer of the process, and the
+    # outer suite's session-scoped pool lost its worker (its next map waited forever)
+    inner.makepyfile(test_outer="""
+import multiprocessing, pytest
+pytest_plugins = ["pytester"]
+def square(x):
+    return x * x
+@pytest.fixture(scope="session")
+def pool():
+    with multiprocessing.get_context("fork").Pool(1) as p:
+        yield p
+def test_before(pool):
+    assert pool.map(square, [2]) == [4]
+def test_inline(pytester):
+    pytester.makepyfile("def test_x():\\n    pass\\n")
+    pytester.runpytest("-p", "reaper.pytest_plugin", "--reaper", "--reaper-nested").assert_outcomes(passed=1)
+def test_after(pool):
+    assert pool.map_async(square, [3]).get(timeout=60) == [9]
+""")
+    result = run_sub(inner, "-p", "pytester")
+    result.assert_outcomes(passed=3)
+
+
 def test_children_started_before_the_session_keep_their_exit_status(tracked):
     # a conftest starts them at import, before the session: they are the host's, and the
     # zombie collector must leave their statuses to the code that waits for them later
