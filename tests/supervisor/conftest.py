@@ -26,6 +26,12 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+# nohup starts pytest with SIGHUP ignored (the suite cancels runs with it and with SIGTERM).
+# Caught by a handler that does nothing, pytest stays as deaf to it as it was started, and the
+# reapers start with the default: a caught signal is back at its default after exec.
+for _sig in (signal.SIGHUP, signal.SIGTERM):
+    if signal.getsignal(_sig) == signal.SIG_IGN:
+        signal.signal(_sig, lambda signum, frame: None)
 
 
 def script(body):

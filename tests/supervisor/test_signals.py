@@ -8,7 +8,7 @@ import time
 import pytest
 
 from conftest import has_marker, script, signalled_script
-from procutil import alive, stat
+from procutil import PY, alive, stat
 
 IGNORE_TERM_INT = """
     import signal, time
@@ -49,6 +49,18 @@ def test_cancellation_reaches_a_runner_that_obeys_it(run, sig):
     assert doc["escalated"] is False
     assert doc["termination_signal"] == sig
     assert doc["runner_exit_code"] == 3
+
+
+def test_the_cancellation_tests_hold_when_the_suite_runs_under_nohup():
+    """nohup starts the suite with SIGHUP ignored. The reapers the suite starts must still have
+    it at its default (reaper rightly leaves an ignored signal alone), or every SIGHUP test here
+    waits out its bound."""
+    sighup = "%s::test_cancellation_reaches_a_runner_that_obeys_it[%d]" % (__file__, signal.SIGHUP)
+    inner = subprocess.run(["nohup", PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", sighup],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=300)
+    out = inner.stdout.decode(errors="replace")
+    assert inner.returncode == 0 and "1 passed" in out, out
 
 
 def test_second_sigint_escalates_at_once(run):
