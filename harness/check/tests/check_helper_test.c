@@ -434,20 +434,43 @@ static int count_procs(const char *arg)
 	return count;
 }
 
-/* Entries named reaper-check-* in the caller's cgroup directory: the helper's, left behind. */
+/* Entries of dir named for this process's runner (reaper-check-PID.*): ours, left behind. A
+ * reaper-check-* of another runner (another suite on the machine, run by root) is not ours. */
+static int own_cgroups_in(const char *dir)
+{
+	char prefix[32];
+	int len = snprintf(prefix, sizeof prefix, "reaper-check-%d.", (int)getpid());
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d)))
+		n += !strncmp(e->d_name, prefix, len);
+	if (d)
+		closedir(d);
+	return n;
+}
+
 static int leftover_cgroups(void)
 {
 	char dir[PATH_MAX];
 	if (reaper_cgroup_current(dir, sizeof dir) < 0)
 		return 0;
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0;
-	while (d && (e = readdir(d)))
-		n += !strncmp(e->d_name, "reaper-check-", 13);
-	if (d)
-		closedir(d);
-	return n;
+	return own_cgroups_in(dir);
+}
+
+/* Another runner's cgroup beside ours is not counted as one we left behind. */
+static void other_runners_cgroups_are_not_ours(void)
+{
+	char dir[PATH_MAX], sub[PATH_MAX + 64];
+	snprintf(dir, sizeof dir, "%s/cgdir", workdir);
+	EXPECT(mkdir(dir, 0700) == 0, "mkdir %s: %s", dir, strerror(errno));
+	const char *other = getpid() == 1 ? "2" : "1";
+	snprintf(sub, sizeof sub, "%s/reaper-check-%s.0123456789abcdef", dir, other);
+	EXPECT(mkdir(sub, 0700) == 0, "mkdir %s: %s", sub, strerror(errno));
+	EXPECT(own_cgroups_in(dir) == 0, "another runner's reaper-check-%s.* was counted as ours", other);
+	snprintf(sub, sizeof sub, "%s/reaper-check-%d.0123456789abcdef", dir, (int)getpid());
+	EXPECT(mkdir(sub, 0700) == 0, "mkdir %s: %s", sub, strerror(errno));
+	EXPECT(own_cgroups_in(dir) == 1, "our runner's reaper-check-%d.* was not counted", (int)getpid());
 }
 
 static void run_mode(enum fork_status mode, const char *name)
@@ -693,6 +716,7 @@ int main(void)
 	EXPECT(reaper_check_set_timeout(INFINITY) == -EINVAL, "an infinite timeout was taken");
 	EXPECT(reaper_check_allow(NULL) == -EINVAL, "a NULL glob was taken");
 	many_tcases();
+	other_runners_cgroups_are_not_ours();
 	int r = reaper_cgroup_usable(NULL);
 	with_cgroups = r == 0;
 	if (r < 0 && geteuid() != 0)
