@@ -38,6 +38,11 @@ static int cg_mode = -1;   /* enum reaper_check_cgroup; -1: not read from the en
  * runner finds what tests that never reached their teardown left in theirs. */
 static char session_cg[PATH_MAX];
 static char session_why[160]; /* why there is none, in words */
+static int tcase_open; /* a checked TCase's run has begun in this process (or the one it forked from) */
+/* TCase runs begun while another one was open: a runner inside a test (or a fixture). Their
+ * tests belong to the outer test, whose check finds what they leave: the inner fixtures do
+ * nothing, so the inner runner neither kills under the outer test nor takes its cgroups. */
+static int nested;
 
 /* The running test; one at a time per process in both fork modes. */
 static struct {
@@ -275,7 +280,12 @@ static void collect_test_zombies(uint64_t since)
  * tests are tracked by their marker and by descent. */
 static void session_open(void)
 {
-	if (session_cg[0] || cgroup_mode() == REAPER_CHECK_CGROUP_OFF)
+	if (tcase_open) {
+		nested++;
+		return;
+	}
+	tcase_open = 1;
+	if (cgroup_mode() == REAPER_CHECK_CGROUP_OFF)
 		return;
 	static int noted;
 	char name[96];
@@ -338,6 +348,8 @@ static void test_abandon(int slot)
 
 static void checked_setup(int slot)
 {
+	if (nested)
+		return;
 	if (cur.open) /* CK_NOFORK: a setup after ours failed, so no teardown ran */
 		test_abandon(slot);
 	char rnd[17], value[128];
@@ -369,6 +381,8 @@ static void checked_setup(int slot)
 
 static void checked_teardown(int slot)
 {
+	if (nested)
+		return;
 	static char msg[4096];
 	struct reaper_report *rep = NULL;
 	const char *test = tcase_name();
@@ -400,6 +414,11 @@ static void unchecked_teardown(int slot)
 {
 	char entry[96], msg[4096];
 	struct reaper_report *rep = NULL;
+	if (nested) {
+		nested--;
+		return;
+	}
+	tcase_open = 0;
 	if (cur.open) /* CK_NOFORK: the last test's teardown never ran */
 		test_abandon(slot);
 	snprintf(entry, sizeof entry, RUN_MARKER "=%s", run_value);

@@ -35,6 +35,9 @@
  * sets up outside them and is torn down after the check (when the check passed: a failed
  * check ends the teardowns).
  *
+ * A runner started inside a checked test (or fixture) defers to it: the inner TCases'
+ * fixtures do nothing, and what the inner tests leave is the outer test's.
+ *
  * Link with -lreaper-check -lreaper and Check's libraries. Functions return 0 or -errno. */
 #ifndef REAPER_CHECK_H
 #define REAPER_CHECK_H

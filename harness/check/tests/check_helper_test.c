@@ -645,6 +645,73 @@ static void many_tcases(void)
 	}
 }
 
+/* A runner inside a checked test (a test of the test tools, as pytester is for pytest): its
+ * tests are the outer test's, whose check finds what they leave. Before, the inner runner took
+ * the outer test for one of its own whose teardown never ran and killed what it had started
+ * (its own server, or the outer runner itself), and removed the outer TCase's cgroup. */
+static enum fork_status inner_mode;
+
+START_TEST(runs_a_checked_runner)
+{
+	char arg[32];
+	snprintf(arg, sizeof arg, "3607.%d", tag);
+	pid_t server = reaper_check_fork();
+	ck_assert_int_ge(server, 0);
+	if (server == 0) {
+		execlp("sleep", "sleep", arg, (char *)NULL);
+		_exit(127);
+	}
+	Suite *s = suite_create("inner");
+	TCase *tc = tcase_create("inner");
+	ck_assert_int_eq(reaper_check_tcase(tc, "inner"), 0);
+	tcase_add_test(tc, waits_for_child);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_set_fork_status(sr, inner_mode);
+	srunner_run_all(sr, CK_SILENT);
+	int nfailed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	int st = 0;
+	pid_t w = waitpid(server, &st, WNOHANG);
+	if (w == 0) {
+		kill(server, SIGTERM);
+		waitpid(server, &st, 0);
+	}
+	ck_assert_msg(w == 0, "the inner runner ended the outer test's server (waitpid: %d, status %#x)", (int)w, st);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "the server's status: %#x", st);
+	ck_assert_int_eq(nfailed, 0);
+}
+END_TEST
+
+static void nested_runners(void)
+{
+	static const enum fork_status modes[2] = { CK_FORK, CK_NOFORK };
+	for (int o = 0; o < 2; o++)
+		for (int i = 0; i < 2; i++) {
+			inner_mode = modes[i];
+			Suite *s = suite_create("outer");
+			TCase *tc = tcase_create("outer");
+			EXPECT(reaper_check_tcase(tc, "outer") == 0, "reaper_check_tcase(outer)");
+			tcase_add_test(tc, runs_a_checked_runner);
+			tcase_set_timeout(tc, 120);
+			suite_add_tcase(s, tc);
+			SRunner *sr = srunner_create(s);
+			srunner_set_fork_status(sr, modes[o]);
+			char path[160];
+			snprintf(path, sizeof path, "%s/nested.log", workdir);
+			srunner_set_log(sr, path);
+			srunner_run_all(sr, CK_SILENT);
+			int nfailed = srunner_ntests_failed(sr);
+			srunner_free(sr);
+			char *text = slurp(path);
+			EXPECT(nfailed == 0, "nested (outer %s, inner %s): %d failed:\n%s", o ? "nofork" : "fork",
+			       i ? "nofork" : "fork", nfailed, text);
+			free(text);
+			EXPECT(leftover_cgroups() == 0, "nested: %d cgroups left", leftover_cgroups());
+		}
+}
+
 /* A mount namespace of our own where the cgroup2 mount holding our cgroup is read-only, as
  * in most containers: the tests are tracked by marker and descent (with a note), and with
  * REAPER_CHECK_CGROUP=on a test that cannot have its cgroup fails saying why. Run in a
@@ -726,6 +793,7 @@ int main(void)
 		EXPECT(r == 0, "root without a usable cgroup2: %s", strerror(-r));
 	run_mode(CK_FORK, "fork");
 	run_mode(CK_NOFORK, "nofork");
+	nested_runners();
 	if (with_cgroups) {
 		fflush(stdout);
 		fflush(stderr);
