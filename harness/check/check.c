@@ -56,6 +56,10 @@ static struct {
 	char prev[PATH_MAX]; /* where its process was before it entered cg */
 	pid_t own[MAX_OWN];  /* the test's own children (reaper_check_own) */
 	size_t nown;
+	/* children already there when it began, started in the clock tick it began in (a
+	 * fixture's before ours): start times alone would count them as the test's */
+	pid_t earlier[MAX_OWN];
+	size_t nearlier;
 } cur;
 static const char *const vars[3] = { "REAPER_TEST", MARKER, RUN_MARKER };
 
@@ -118,12 +122,17 @@ static enum reaper_check_cgroup cgroup_mode(void)
 	return (enum reaper_check_cgroup)cg_mode;
 }
 
-static int is_own(pid_t pid)
+static int pid_in(const pid_t *list, size_t n, pid_t pid)
 {
-	for (size_t i = 0; i < cur.nown; i++)
-		if (cur.own[i] == pid)
+	for (size_t i = 0; i < n; i++)
+		if (list[i] == pid)
 			return 1;
 	return 0;
+}
+
+static int is_own(pid_t pid)
+{
+	return pid_in(cur.own, cur.nown, pid);
 }
 
 int reaper_check_own(pid_t pid)
@@ -200,6 +209,8 @@ static int reap(const char *entry, uint64_t since, const char *cg, double secs, 
 	if (since) {
 		f[n] = reaper_find_tree(0);
 		f[n].since = since;
+		f[n].skip = cur.earlier;
+		f[n].nskip = cur.nearlier;
 		f[n++].marker = entry;
 	}
 	if (cg && cg[0])
@@ -236,11 +247,9 @@ static void list_leaks(const struct reaper_report *rep, char *buf, size_t len)
 		snprintf(buf + used, len - used, "\n  ... and %zu more", listed - MAX_LISTED);
 }
 
-/* Orphans the test left and we adopted that exited before its reap began look like our own
- * exited children, which the library never collects: the test is over, so its zombie
- * children (started since it began) are collected here, each by its pid, none other but
- * the test's own children, whose exit status is the test's. */
-static void collect_test_zombies(uint64_t since)
+/* fn(pid, state) for each child of this process (of any of its threads) started at since or
+ * later. */
+static void each_child_since(uint64_t since, void (*fn)(pid_t pid, char state))
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof path, "/proc/%d/task", (int)getpid());
@@ -263,16 +272,39 @@ static void collect_test_zombies(uint64_t since)
 			unsigned long long start = 0;
 			/* after the comm: state (3), then fields 4-21, then the start time (22) */
 			if (rp && sscanf(rp + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-					 &state, &start) == 2 && state == 'Z' && start >= since && !is_own(pid)) {
-				siginfo_t si;
-				waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG);
-			}
+					 &state, &start) == 2 && start >= since)
+				fn(pid, state);
 		}
 		if (f)
 			fclose(f);
 	}
 	if (tasks)
 		closedir(tasks);
+}
+
+static void note_earlier(pid_t pid, char state)
+{
+	(void)state;
+	if (cur.nearlier < MAX_OWN)
+		cur.earlier[cur.nearlier++] = pid;
+}
+
+/* Orphans the test left and we adopted that exited before its reap began look like our own
+ * exited children, which the library never collects: the test is over, so its zombie
+ * children (started since it began) are collected here, each by its pid, none other but
+ * the test's own children, whose exit status is the test's, and the children that were
+ * there when it began (a fixture's, started in the same clock tick). */
+static void collect_zombie(pid_t pid, char state)
+{
+	if (state == 'Z' && !is_own(pid) && !pid_in(cur.earlier, cur.nearlier, pid)) {
+		siginfo_t si;
+		waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG);
+	}
+}
+
+static void collect_test_zombies(uint64_t since)
+{
+	each_child_since(since, collect_zombie);
 }
 
 /* The runner makes a cgroup for a TCase's tests when the TCase begins (an unchecked fixture,
@@ -363,6 +395,8 @@ static void checked_setup(int slot)
 	cur.nown = 0;
 	cur.adopted = reaper_adopt() > 0;
 	cur.since = ticks_now();
+	cur.nearlier = 0;
+	each_child_since(cur.since, note_earlier);
 	const char *why = session_cg[0] ? NULL : session_why[0] ? session_why : "not asked for";
 	if (session_cg[0]) {
 		char name[64];

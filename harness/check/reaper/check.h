@@ -16,7 +16,8 @@
  *     test, and out of it again before the check: everything the test starts stays in it,
  *     whatever it does to its environment, session or parent;
  *   - after the test, gives whatever is in the test's cgroup, whatever carries the marker, and
- *     every process under the test's process started since the test began that carries no
+ *     every process under the test's process started since the test began (not a child
+ *     already there when it began: a checked fixture's added before) that carries no
  *     other test's marker (children forked without exec carry the environment of the last
  *     exec, not setenv's changes), the timeout to exit, kills the survivors (identity-checked,
  *     through libreaper) and fails the test with the list:

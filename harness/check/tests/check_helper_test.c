@@ -645,6 +645,63 @@ static void many_tcases(void)
 	}
 }
 
+/* A checked fixture added before the helper's starts children just before the test begins
+ * (often in the same clock tick): they are the fixture's, not the test's. Before, the check
+ * collected the one that had exited (its teardown's waitpid read ECHILD) and blamed and
+ * killed the one still running. */
+static pid_t fixture_exits, fixture_runs;
+
+static void fixture_children_setup(void)
+{
+	char arg[32];
+	snprintf(arg, sizeof arg, "3609.%d", tag);
+	fixture_exits = fork();
+	if (fixture_exits == 0)
+		_exit(7);
+	fixture_runs = fork();
+	if (fixture_runs == 0) {
+		execlp("sleep", "sleep", arg, (char *)NULL);
+		_exit(127);
+	}
+}
+
+static void fixture_children_teardown(void)
+{
+	int st1 = -1, st2 = -1;
+	kill(fixture_runs, SIGTERM);
+	pid_t w1 = waitpid(fixture_exits, &st1, 0), w2 = waitpid(fixture_runs, &st2, 0);
+	ck_assert_msg(w1 == fixture_exits && WIFEXITED(st1) && WEXITSTATUS(st1) == 7,
+		      "the fixture's child that exited: waitpid %d, status %#x", (int)w1, st1);
+	ck_assert_msg(w2 == fixture_runs && WIFSIGNALED(st2) && WTERMSIG(st2) == SIGTERM,
+		      "the fixture's running child: waitpid %d, status %#x", (int)w2, st2);
+}
+
+START_TEST(does_nothing) {}
+END_TEST
+
+static void fixture_children(enum fork_status mode)
+{
+	Suite *s = suite_create("fixture");
+	TCase *tc = tcase_create("fixture");
+	tcase_add_checked_fixture(tc, fixture_children_setup, fixture_children_teardown);
+	EXPECT(reaper_check_tcase(tc, "fixture") == 0, "reaper_check_tcase(fixture)");
+	tcase_add_loop_test(tc, does_nothing, 0, 20);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_set_fork_status(sr, mode);
+	char path[160];
+	snprintf(path, sizeof path, "%s/fixture.log", workdir);
+	srunner_set_log(sr, path);
+	srunner_run_all(sr, CK_SILENT);
+	int nfailed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	char *text = slurp(path);
+	EXPECT(nfailed == 0, "fixture children (%s): %d of 20 failed:\n%.2000s", mode == CK_FORK ? "fork" : "nofork",
+	       nfailed, text);
+	free(text);
+}
+
 /* A runner inside a checked test (a test of the test tools, as pytester is for pytest): its
  * tests are the outer test's, whose check finds what they leave. Before, the inner runner took
  * the outer test for one of its own whose teardown never ran and killed what it had started
@@ -794,6 +851,8 @@ int main(void)
 	run_mode(CK_FORK, "fork");
 	run_mode(CK_NOFORK, "nofork");
 	nested_runners();
+	fixture_children(CK_FORK);
+	fixture_children(CK_NOFORK);
 	if (with_cgroups) {
 		fflush(stdout);
 		fflush(stderr);
