@@ -51,37 +51,17 @@ def test_plugin_report_whose_name_is_near_the_name_limit_is_written(pytester):
     assert '"reaper-pytest/1"' in path.read_text()
 
 
-@pytest.mark.parametrize("value", ["'abc'", "float('nan')", "-1", "1e9"])
-def test_plugin_bad_marker_timeout_still_reaps_the_test(pytester, value):
-    """A bad @pytest.mark.reaper(timeout=...) raised before the reap: the test's leftover
-    (carrying only the test's marker) outlived the session."""
+@pytest.mark.parametrize("mark, says", [
+    *((f"timeout={v}", "timeout=* is not a number of seconds >= 0") for v in ("'abc'", "float('nan')", "-1", "1e9")),
+    *((f"allow={v}", "allow=* is not a glob or a list of globs") for v in ("[1]", "42", "[None]", "b'sleep*'")),
+])
+def test_plugin_bad_marker_value_still_reaps_the_test(pytester, mark, says):
+    """A bad @pytest.mark.reaper(timeout=...) or (allow=...) raised before the reap: the test's
+    leftover (carrying only the test's marker) outlived the session."""
     pidfile = pytester.path / "pid"
     pytester.makepyfile(test_bad=f"""
 import pytest, subprocess
-@pytest.mark.reaper(timeout={value})
-def test_leaves_one():
-    subprocess.run(["sh", "-c", "setsid sleep 300 >/dev/null 2>&1 & echo $! > {pidfile}"], check=True)
-""")
-    result = pytester.runpytest(*PLUGIN, "--reaper-timeout", "0")
-    pid = int(pidfile.read_text())
-    started = reaper.start_time(pid)
-    try:
-        result.assert_outcomes(passed=1, errors=1)
-        result.stdout.fnmatch_lines(["*@pytest.mark.reaper(timeout=*) is not a number of seconds >= 0*"])
-        assert started is None, "the test's leftover outlived the session"
-    finally:
-        if started is not None:  # by identity: the pid may name another process by now
-            reaper.kill_identified({(pid, started): "sleep 300"})
-
-
-@pytest.mark.parametrize("value", ["[1]", "42", "[None]", "b'sleep*'"])
-def test_plugin_bad_marker_allow_still_reaps_the_test(pytester, value):
-    """A bad @pytest.mark.reaper(allow=...) raised before the reap (a TypeError): the test's
-    leftover outlived the session."""
-    pidfile = pytester.path / "pid"
-    pytester.makepyfile(test_bad=f"""
-import pytest, subprocess
-@pytest.mark.reaper(allow={value})
+@pytest.mark.reaper({mark})
 def test_leaves_one():
     subprocess.run(["sh", "-c", "setsid sleep 300 >/dev/null 2>&1 & echo $! > {pidfile}"], check=True)
 """)
@@ -90,7 +70,7 @@ def test_leaves_one():
     started = reaper.start_time(pid)
     try:
         result.assert_outcomes(passed=1, errors=1)
-        result.stdout.fnmatch_lines(["*@pytest.mark.reaper(allow=*) is not a glob or a list of globs*"])
+        result.stdout.fnmatch_lines([f"*@pytest.mark.reaper({says}*"])
         assert started is None, "the test's leftover outlived the session"
     finally:
         if started is not None:  # by identity: the pid may name another process by now
