@@ -645,6 +645,27 @@ static void many_tcases(void)
 	}
 }
 
+/* sleep ARG, started through forker; returns once the child runs sleep. A SIGTERM the test
+ * sends it then is sleep's: before its exec the child still has the runner's handlers, and
+ * Check's handler passes SIGTERM on to the whole process group (in CK_NOFORK mode, the
+ * runner's and whatever started it). */
+static pid_t start_sleep(pid_t (*forker)(void), const char *arg)
+{
+	int p[2];
+	ck_assert(pipe2(p, O_CLOEXEC) == 0);
+	pid_t pid = forker();
+	if (pid == 0) {
+		execlp("sleep", "sleep", arg, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	char c;
+	while (read(p[0], &c, 1) < 0 && errno == EINTR)
+		;
+	close(p[0]);
+	return pid;
+}
+
 /* A checked fixture added before the helper's starts children just before the test begins
  * (often in the same clock tick): they are the fixture's, not the test's. Before, the check
  * collected the one that had exited (its teardown's waitpid read ECHILD) and blamed and
@@ -658,11 +679,7 @@ static void fixture_children_setup(void)
 	fixture_exits = fork();
 	if (fixture_exits == 0)
 		_exit(7);
-	fixture_runs = fork();
-	if (fixture_runs == 0) {
-		execlp("sleep", "sleep", arg, (char *)NULL);
-		_exit(127);
-	}
+	fixture_runs = start_sleep(fork, arg);
 }
 
 static void fixture_children_teardown(void)
@@ -712,12 +729,8 @@ START_TEST(runs_a_checked_runner)
 {
 	char arg[32];
 	snprintf(arg, sizeof arg, "3607.%d", tag);
-	pid_t server = reaper_check_fork();
-	ck_assert_int_ge(server, 0);
-	if (server == 0) {
-		execlp("sleep", "sleep", arg, (char *)NULL);
-		_exit(127);
-	}
+	pid_t server = start_sleep(reaper_check_fork, arg);
+	ck_assert_int_gt(server, 0);
 	Suite *s = suite_create("inner");
 	TCase *tc = tcase_create("inner");
 	ck_assert_int_eq(reaper_check_tcase(tc, "inner"), 0);
