@@ -617,6 +617,23 @@ static void run_mode(enum fork_status mode, const char *name)
 	free(err);
 }
 
+/* Run suite s (mode: CK_FORK, CK_NOFORK, or -1 for the runner's default) with its log in
+ * workdir/NAME.log; *text: that log (free it). Returns how many tests failed. */
+static int run_logged(Suite *s, int mode, const char *name, char **text)
+{
+	char path[160];
+	snprintf(path, sizeof path, "%s/%s.log", workdir, name);
+	SRunner *sr = srunner_create(s);
+	if (mode >= 0)
+		srunner_set_fork_status(sr, (enum fork_status)mode);
+	srunner_set_log(sr, path);
+	srunner_run_all(sr, CK_SILENT);
+	int nfailed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	*text = slurp(path);
+	return nfailed;
+}
+
 /* Twelve checked TCases in one program: each test runs with its own TCase's name. */
 static void many_tcases(void)
 {
@@ -629,14 +646,8 @@ static void many_tcases(void)
 		tcase_add_test(tc, names_its_tcase);
 		suite_add_tcase(s, tc);
 	}
-	SRunner *sr = srunner_create(s);
-	char path[160];
-	snprintf(path, sizeof path, "%s/many.log", workdir);
-	srunner_set_log(sr, path);
-	srunner_run_all(sr, CK_SILENT);
-	int nfailed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	char *text = slurp(path);
+	char *text, path[160];
+	int nfailed = run_logged(s, -1, "many", &text);
 	EXPECT(nfailed == 0, "many: %d failed:\n%s", nfailed, text);
 	free(text);
 	for (int i = 0; i < 12; i++) {
@@ -705,15 +716,8 @@ static void fixture_children(enum fork_status mode)
 	tcase_add_loop_test(tc, does_nothing, 0, 20);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_set_fork_status(sr, mode);
-	char path[160];
-	snprintf(path, sizeof path, "%s/fixture.log", workdir);
-	srunner_set_log(sr, path);
-	srunner_run_all(sr, CK_SILENT);
-	int nfailed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	char *text = slurp(path);
+	char *text;
+	int nfailed = run_logged(s, mode, "fixture", &text);
 	EXPECT(nfailed == 0, "fixture children (%s): %d of 20 failed:\n%.2000s", mode == CK_FORK ? "fork" : "nofork",
 	       nfailed, text);
 	free(text);
@@ -766,15 +770,8 @@ static void nested_runners(void)
 			tcase_add_test(tc, runs_a_checked_runner);
 			tcase_set_timeout(tc, 120);
 			suite_add_tcase(s, tc);
-			SRunner *sr = srunner_create(s);
-			srunner_set_fork_status(sr, modes[o]);
-			char path[160];
-			snprintf(path, sizeof path, "%s/nested.log", workdir);
-			srunner_set_log(sr, path);
-			srunner_run_all(sr, CK_SILENT);
-			int nfailed = srunner_ntests_failed(sr);
-			srunner_free(sr);
-			char *text = slurp(path);
+			char *text;
+			int nfailed = run_logged(s, modes[o], "nested", &text);
 			EXPECT(nfailed == 0, "nested (outer %s, inner %s): %d failed:\n%s", o ? "nofork" : "fork",
 			       i ? "nofork" : "fork", nfailed, text);
 			free(text);
@@ -827,13 +824,8 @@ static int read_only_cgroup2(void)
 	EXPECT(reaper_check_tcase(tc, "on") == 0, "reaper_check_tcase(on)");
 	tcase_add_test(tc, waits_for_child);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	snprintf(path, sizeof path, "%s/on.log", workdir);
-	srunner_set_log(sr, path);
-	srunner_run_all(sr, CK_SILENT);
-	EXPECT(srunner_ntests_failed(sr) == 1, "on: a test without its cgroup passed");
-	srunner_free(sr);
-	char *text = slurp(path);
+	char *text;
+	EXPECT(run_logged(s, -1, "on", &text) == 1, "on: a test without its cgroup passed");
 	EXPECT(strstr(text, "reaper: REAPER_CHECK_CGROUP=on: test on cannot have a cgroup: Read-only file system"),
 	       "on: the failure does not say why:\n%s", text);
 	free(text);
