@@ -11,6 +11,7 @@ CC      ?= cc
 OBJCOPY ?= objcopy
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
+# A distribution's multiarch directory goes here: LIBDIR=/usr/lib/x86_64-linux-gnu (debian/rules).
 LIBDIR  ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR  ?= $(PREFIX)/share/man
@@ -26,7 +27,8 @@ DEV ?= 1
 endif
 export DEV
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter $(if $(filter 1,$(DEV)),-Werror)
-ALL_CFLAGS := -std=gnu11 $(WARN) -fPIC -I. $(CFLAGS) $(EXTRA_CFLAGS)
+# CPPFLAGS is a packager's (dpkg-buildflags gives -D_FORTIFY_SOURCE=2 there).
+ALL_CFLAGS := -std=gnu11 $(WARN) -fPIC -I. $(CPPFLAGS) $(CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS  += -lpthread
 
 LIB_SRC := $(sort $(wildcard reaper/*.c))

@@ -4,7 +4,8 @@
 # The package's metadata is harness/python/pyproject.toml; `make install` builds its wheel
 # (without a bundled library: it loads the libreaper installed beside it, LIBDIR) and unpacks
 # it where python3 looks. Without python3 or pip that step is skipped with a message: the
-# rest of `make install` needs a C compiler and libc only.
+# rest of `make install` needs a C compiler and libc only. INSTALL_PYTHON=no leaves the package
+# out of install and uninstall (for a packager who builds it on its own).
 PY_DIR   := harness/python
 PY_WHEEL_DIR := $(BUILD)/python-wheel
 # Debian's python3 reads /usr/lib/python3/dist-packages and /usr/local/lib/python3.X/dist-packages.
@@ -18,7 +19,11 @@ check-python: $(BUILD)/libreaper.so
 
 CHECK_TARGETS += check-python
 
+INSTALL_PYTHON ?= yes
+ifneq ($(INSTALL_PYTHON),no)
 install: install-python
+uninstall: uninstall-python
+endif
 install-python:
 	@if ! $(PYTHON) -m pip --version >/dev/null 2>&1; then \
 		echo "install-python: skipped ($(PYTHON) -m pip is not there; Debian: python3-pip python3-setuptools)"; \
@@ -30,7 +35,6 @@ install-python:
 	fi
 
 # Removes what the installed wheel's RECORD lists.
-uninstall: uninstall-python
 uninstall-python:
 	@set -e; for rec in $(DESTDIR)$(PY_SITE)/pytest_reaper-*.dist-info/RECORD; do \
 		[ -f "$$rec" ] || continue; \

@@ -4,6 +4,9 @@ home; at run time the package reports the loaded library's, reaper_version()), a
 libreaper, compiled from the checkout's C sources by the top-level Makefile and bundled into
 the package.
 
+The package is ctypes over a plain C library, no extension module: the wheel is tagged
+py3-none-PLATFORM (any Python 3 on that platform), and the bundled library is stripped.
+
 REAPER_PY_LIBDIR=DIR builds a package without a bundled library that loads DIR/libreaper.so.0
 instead (what `make install` does, beside the library it installs)."""
 from __future__ import annotations
@@ -18,6 +21,14 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_py import build_py
 from setuptools.dist import Distribution
+
+try:  # setuptools 70.1 and later carry bdist_wheel; before, the wheel package does
+    from setuptools.command.bdist_wheel import bdist_wheel
+except ImportError:
+    try:
+        from wheel.bdist_wheel import bdist_wheel
+    except ImportError:  # no wheel is being built (e.g. an sdist)
+        bdist_wheel = None
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -71,6 +82,7 @@ class BuildWithLibrary(build_py):
             raise SystemExit(f"pytest-reaper: building libreaper failed ({e}); it needs make and "
                              "a C compiler")
         shutil.copy2(out / "libreaper.so", pkg / "libreaper.so")
+        strip(pkg / "libreaper.so")
         if scratch:
             shutil.rmtree(scratch)
 
@@ -78,6 +90,16 @@ class BuildWithLibrary(build_py):
         pkg = Path(self.build_lib) / "reaper"
         extra = "_installed.py" if installed_libdir() else "libreaper.so"
         return super().get_outputs(include_bytecode) + [str(pkg / extra)]
+
+
+def strip(lib: Path) -> None:
+    """Debug information and the local symbol table out of the bundled copy (a third of its
+    size); its dynamic symbols, the API ctypes binds, stay."""
+    tool = os.environ.get("STRIP", "strip")
+    try:
+        subprocess.run([tool, "--strip-unneeded", str(lib)], check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise SystemExit(f"pytest-reaper: stripping {lib} failed ({e}); it needs {tool} (binutils)")
 
 
 class LibraryDistribution(Distribution):
@@ -90,5 +112,16 @@ class LibraryDistribution(Distribution):
 # The egg-info goes to the build tree: in the package's own directory it would register the
 # pytest entry point for anyone who puts that directory on PYTHONPATH (the test suites do).
 (HERE / "build").mkdir(exist_ok=True)
-setup(version=version(), cmdclass={"build_py": BuildWithLibrary}, distclass=LibraryDistribution,
+cmdclass = {"build_py": BuildWithLibrary}
+if bdist_wheel is not None:
+    class AnyPython3Wheel(bdist_wheel):
+        """Platform-specific (the bundled library), Python-independent (ctypes loads it):
+        py3-none-PLATFORM rather than the building interpreter's cp3X-cp3X-PLATFORM."""
+
+        def get_tag(self):
+            _, _, plat = super().get_tag()
+            return "py3", "none", plat
+
+    cmdclass["bdist_wheel"] = AnyPython3Wheel
+setup(version=version(), cmdclass=cmdclass, distclass=LibraryDistribution,
       options={"egg_info": {"egg_base": "build"}})
