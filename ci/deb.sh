@@ -36,6 +36,7 @@ else
 	tar -cf - --exclude=./.git --exclude="./${out#"$here"/}" --exclude=./build --exclude='./build-*' \
 		--exclude=./debian/build --exclude=./harness/python/build . | tar -xf - -C "$src"
 fi
-(cd "$src" && dpkg-buildpackage -us -uc -b)
+# as a packager runs it: not with the settings of the make that called this (DEV=1 under check-deb)
+(cd "$src" && env -u DEV -u MAKEFLAGS -u MFLAGS -u MAKELEVEL dpkg-buildpackage -us -uc -b)
 rm -rf "$src"
 ls -l "$out"/*.deb

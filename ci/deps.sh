@@ -4,9 +4,12 @@
 # exact apt-get line and fails (as anyone else).  Extra packages: REAPER_DEPS_EXTRA.
 set -eu
 # The packaging suite (tests/pkg) builds the Python wheel in a venv (pip, venv, setuptools,
-# wheel), validates JUnit with xmllint, reads action.yml (yaml) and resolves man page links.
+# wheel), validates JUnit with xmllint, reads action.yml (yaml) and resolves man page links;
+# it runs Debian's pytest on older Pythons too (3.9 and 3.10 need exceptiongroup and tomli).
+# make deb / check-deb build the Debian packages (dpkg-dev, debhelper, dh-python) and lint them.
 pkgs="gcc make binutils pkg-config check libproc2-dev python3 python3-pytest clang libclang-rt-14-dev valgrind util-linux procps
-	python3-pip python3-venv python3-setuptools python3-wheel python3-yaml libxml2-utils man-db ${REAPER_DEPS_EXTRA:-}"
+	python3-pip python3-venv python3-setuptools python3-wheel python3-yaml libxml2-utils man-db
+	python3-exceptiongroup python3-tomli dpkg-dev debhelper dh-python lintian ${REAPER_DEPS_EXTRA:-}"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
