@@ -113,9 +113,14 @@ def test_every_source_has_a_licence_line():
 def test_version_has_one_home():
     header = (ROOT / "reaper" / "reaper.h").read_text()
     (version,) = re.findall(r'^#define REAPER_VERSION "([^"]+)"', header, re.M)
+    # debian/changelog names the version a package is built at (dpkg reads it there; make deb
+    # refuses one that is not the header's), the symbols file the version each function came in
     files = subprocess.run(["git", "-C", str(ROOT), "grep", "-l", "-F", version, "--", ".",
-                            ":!CHANGELOG.md", ":!*.md", ":!tests/"], capture_output=True, text=True).stdout.split()
+                            ":!CHANGELOG.md", ":!*.md", ":!tests/", ":!debian/changelog", ":!debian/*.symbols"],
+                           capture_output=True, text=True).stdout.split()
     assert files == ["reaper/reaper.h"], files
+    changelog = (ROOT / "debian/changelog").read_text()
+    assert changelog.startswith(f"reaper ({version}) "), changelog.splitlines()[0]
     # what the programs built from it say: the command, and the Python package run from the
     # checkout (the version its library reports)
     out = subprocess.run([str(BUILD / "reaper"), "--version"], capture_output=True, text=True, check=True)
@@ -179,3 +184,27 @@ def test_public_headers_compile_pedantic_in_c_and_cpp(tmp_path, compiler, std):
         src.write_text("#include <reaper/check.h>\n")
         r = subprocess.run(args + [f"-I{ROOT}/harness/check", str(src)], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
+
+
+def test_packager_flags_reach_compiler_and_linker():
+    """dpkg-buildflags hands over CPPFLAGS (-D_FORTIFY_SOURCE=2) and LDFLAGS (-z relro -z now):
+    every compile gets the one, every link of the installed programs the other."""
+    lines = make_commands("CPPFLAGS=-DREAPER_PACKAGER_PROBE=1", "LDFLAGS=-Wl,-z,now", "all").splitlines()
+    compiles = [line for line in lines if " -c " in line]
+    assert compiles and all("-DREAPER_PACKAGER_PROBE=1" in line for line in compiles), compiles
+    for out in ("/reaper ", "/libreaper.so "):
+        links = [line for line in lines if f"-o {BUILD}-dry{out}" in line]
+        assert links and all("-Wl,-z,now" in line for line in links), (out, links)
+
+
+def test_install_without_the_python_package(tmp_path):
+    """INSTALL_PYTHON=no: a packager who builds the Python package on its own gets the rest."""
+    args = ["make", "-s", "-C", str(ROOT), f"BUILD={BUILD}", f"DESTDIR={tmp_path}", "PREFIX=/usr",
+            "LIBDIR=/usr/lib/x86_64-linux-gnu", "INSTALL_PYTHON=no"]
+    r = subprocess.run(args + ["install"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "usr/bin/reaper").exists() and (tmp_path / "usr/lib/x86_64-linux-gnu/libreaper.so.0").exists()
+    assert not (tmp_path / "usr/lib/python3").exists()
+    r = subprocess.run(args + ["uninstall"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert [p for p in tmp_path.rglob("*") if not p.is_dir()] == []

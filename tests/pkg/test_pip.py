@@ -1,13 +1,17 @@
 # SPDX-License-Identifier: MIT
 """`pip install` of harness/python into a fresh venv, offline (Debian's setuptools, no build
 isolation): the wheel builds and bundles libreaper, the package loads the bundled copy, and
-the pytest plugin it registers turns a leaking test into an error naming test and command."""
+the pytest plugin it registers turns a leaking test into an error naming test and command.
+The one wheel (py3-none-PLATFORM) installs and works on the oldest and newest Python it claims."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import textwrap
 import zipfile
 from pathlib import Path
@@ -102,30 +106,123 @@ def test_plugin_from_the_installed_package_catches_a_leak(venv, tmp_path):
         assert "2 passed, 1 error" in out  # the body passed; its teardown errs
         assert stat(pid) is None or stat(pid)["state"] == "Z"
     finally:
-        try:
-            fd = os.pidfd_open(pid)
-        except OSError:
-            fd = None
-        if fd is not None:
-            if "sleep" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace"):
-                signal.pidfd_send_signal(fd, signal.SIGKILL)
-            os.close(fd)
+        kill_if_sleep(pid)
 
 
-def test_wheel_builds_from_a_checkout_under_a_path_with_spaces(tmp_path):
-    src = copy_checkout(tmp_path / "my projects" / "re aper")
-    out = tmp_path / "wheels"
+def kill_if_sleep(pid: int) -> None:
+    """The leaked sleep, should a check have missed it (pidfd first, then the check)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return
+    try:
+        if "sleep" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace"):
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel pip builds from a copy of the checkout under a path with spaces."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    src = copy_checkout(tmp / "my projects" / "re aper")
+    out = tmp / "wheels"
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-index", "--no-build-isolation", "--no-deps",
                         "-w", str(out), str(src / "harness/python")], capture_output=True, text=True, timeout=600,
                        env=clean_env())
     assert r.returncode == 0, r.stdout + r.stderr
-    wheel, = out.glob("pytest_reaper-*.whl")
+    whl, = out.glob("pytest_reaper-*.whl")
+    return whl
+
+
+def test_wheel_builds_from_a_checkout_under_a_path_with_spaces(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "reaper/libreaper.so" in names
     # the MIT licence asks for its text in every copy: the wheel carries it
     licence = [n for n in names if n.endswith(".dist-info/LICENSE")]
     assert licence, names
     assert "MIT" in zipfile.ZipFile(wheel).read(licence[0]).decode()
+
+
+def test_wheel_is_for_any_python3_and_its_library_is_stripped(wheel, tmp_path):
+    """ctypes only, no extension module: py3-none-PLATFORM, not the building interpreter's
+    cp3X-cp3X tag (which pip refuses on every other Python)."""
+    z = zipfile.ZipFile(wheel)
+    meta = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/WHEEL"))).decode()
+    plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    assert wheel.name == f"pytest_reaper-{wheel.name.split('-')[1]}-py3-none-{plat}.whl", wheel.name
+    assert f"Tag: py3-none-{plat}\n" in meta and "Root-Is-Purelib: false" in meta, meta
+    lib = tmp_path / "libreaper.so"
+    lib.write_bytes(z.read("reaper/libreaper.so"))
+    sections = subprocess.run(["readelf", "-S", "-W", str(lib)], capture_output=True, text=True, check=True).stdout
+    assert ".symtab" not in sections and ".debug_info" not in sections, sections
+    exported = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True).stdout
+    assert " T reaper_reap\n" in exported  # what ctypes binds is still there
+
+
+def claimed_pythons() -> list:
+    """The oldest Python the package claims (requires-python) and the newest (its classifiers)."""
+    text = (ROOT / "harness/python/pyproject.toml").read_text()
+    oldest = re.search(r'^requires-python = ">=(3\.\d+)"', text, re.M).group(1)
+    newest = max(re.findall(r'"Programming Language :: Python :: (3\.\d+)"', text), key=lambda v: int(v[2:]))
+    return [oldest, newest]
+
+
+def interpreter(version: str):
+    """A CPython of that version: pyenv's (PYENV_ROOT, ~/.pyenv, /root/.pyenv), else on PATH."""
+    roots = [os.environ.get("PYENV_ROOT"), os.path.expanduser("~/.pyenv"), "/root/.pyenv"]
+    for root in filter(None, roots):
+        found = sorted(Path(root, "versions").glob(f"{version}.*/bin/python{version}"),
+                       key=lambda p: [int(x) for x in re.findall(r"\d+", p.parts[-3])])
+        if found:
+            return str(found[-1])
+    return shutil.which(f"python{version}")
+
+
+# Debian's pytest (python3-pytest; on 3.9 and 3.10 with python3-exceptiongroup and python3-tomli)
+# is pure Python: a fresh venv of another Python runs it from there, offline.
+DEBIAN_SITE = "/usr/lib/python3/dist-packages"
+
+
+@pytest.mark.parametrize("version", claimed_pythons())
+def test_wheel_catches_a_leak_on_the_oldest_and_newest_python(wheel, version, tmp_path):
+    py = interpreter(version)
+    if not py:
+        pytest.skip(f"no Python {version} on this machine (pyenv or python{version} on PATH) to test the wheel on")
+    env_dir = tmp_path / "venv"
+    subprocess.run([py, "-m", "venv", str(env_dir)], check=True, capture_output=True, timeout=300)
+    vpy = str(env_dir / "bin" / "python")
+    r = subprocess.run([vpy, "-m", "pip", "install", "-q", "--no-index", "--no-deps", str(wheel)],
+                       capture_output=True, text=True, timeout=300, env=clean_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    env = clean_env()
+    env["PYTHONPATH"] = DEBIAN_SITE
+    env["LEAK_PIDFILE"] = str(tmp_path / "leak.pid")
+    probe = subprocess.run([vpy, "-c", "import sys, reaper; print('%d.%d' % sys.version_info[:2]); "
+                            "print(reaper.library_path); import pytest; print(pytest.__file__)"],
+                           capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert probe.returncode == 0, probe.stderr
+    got, lib, pytest_file = probe.stdout.split()
+    assert got == version
+    assert lib.startswith(str(env_dir)) and lib.endswith("/reaper/libreaper.so"), lib
+    assert pytest_file.startswith(DEBIAN_SITE), pytest_file
+    (tmp_path / "test_leaky.py").write_text(textwrap.dedent(LEAKY_SUITE))
+    r = subprocess.run([vpy, "-m", "pytest", "-p", "no:cacheprovider", "--reaper", "--reaper-timeout", "1",
+                        "test_leaky.py"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    pid = int((tmp_path / "leak.pid").read_text())
+    try:
+        out = r.stdout + r.stderr
+        assert r.returncode == 1, out
+        assert f"platform linux -- Python {version}." in out
+        assert "plugins: reaper-" in out  # found through the wheel's pytest11 entry point
+        assert "ERROR at teardown of test_leaks_a_daemon" in out and "sleep 300" in out
+        assert "2 passed, 1 error" in out
+        assert stat(pid) is None or stat(pid)["state"] == "Z"
+    finally:
+        kill_if_sleep(pid)
 
 
 def test_a_library_without_the_api_is_named_not_a_crash(tmp_path):
