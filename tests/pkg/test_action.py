@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
 """The composite GitHub action (action.yml) run step by step the way a runner does: its
 expressions replaced by the inputs (and their defaults), each step's script run by bash with
-the step's environment. A command that leaks fails the step with the leak exit code and leaves
-the JUnit report, the annotations and the job summary behind."""
+the step's environment, the outputs read back from GITHUB_OUTPUT. A command that leaks fails
+the step with the leak exit code and leaves the JUnit report, the annotations, the job summary
+and the leak count behind; the command and reaper's options are given one argument a line."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -15,6 +17,30 @@ import pytest
 from procutil import ROOT
 
 yaml = pytest.importorskip("yaml", reason="PyYAML (python3-yaml) reads action.yml")
+
+
+def outputs(path) -> dict:
+    """GITHUB_OUTPUT's NAME<<DELIMITER ... DELIMITER (and NAME=VALUE) entries."""
+    out, lines = {}, path.read_text().split("\n") if path.exists() else []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if "<<" in line:
+            name, delim = line.split("<<", 1)
+            end = lines.index(delim, i + 1)
+            out[name] = "\n".join(lines[i + 1:end])
+            i = end + 1
+        else:
+            if "=" in line:
+                name, value = line.split("=", 1)
+                out[name] = value
+            i += 1
+    return out
+
+
+# The build step's output, made by the first test that runs the action: the tests after it reuse
+# it (a link in their runner.temp) instead of building reaper again.
+BUILT: dict = {}
 
 
 def run_action(tmp_path, inputs: dict) -> subprocess.CompletedProcess:
@@ -30,15 +56,30 @@ def run_action(tmp_path, inputs: dict) -> subprocess.CompletedProcess:
         return re.sub(r"\$\{\{\s*([\w.]+)\s*\}\}", lambda m: context[m.group(1)], text)
 
     base = {"PATH": os.environ["PATH"], "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-            "HOME": str(tmp_path)}
+            "HOME": str(tmp_path), "RUNNER_TEMP": str(tmp_path / "runner")}
     r = None
-    for step in action["runs"]["steps"]:
+    steps = {}
+    for n, step in enumerate(action["runs"]["steps"]):
         assert step["shell"] == "bash"
-        env = dict(base, **{k: expand(str(v)) for k, v in step.get("env", {}).items()})
+        out = tmp_path / "runner" / f"output-{n}"
+        if step.get("name") == "Build reaper" and "dir" in BUILT:
+            (tmp_path / "runner" / "reaper-build").symlink_to(BUILT["dir"])
+            continue
+        env = dict(base, GITHUB_OUTPUT=str(out), **{k: expand(str(v)) for k, v in step.get("env", {}).items()})
         r = subprocess.run(["bash", "-e", "-c", expand(step["run"])], env=env, cwd=tmp_path, capture_output=True,
                            text=True, timeout=600)
+        if "id" in step:
+            steps[step["id"]] = outputs(out)
         if r.returncode != 0:
             break
+        if step.get("name") == "Build reaper":
+            BUILT["dir"] = tmp_path / "runner" / "reaper-build"
+    # the action's outputs, as the runner resolves ${{ steps.ID.outputs.NAME }}
+    r.outputs = {}
+    for name, spec in action["outputs"].items():
+        m = re.fullmatch(r"\$\{\{\s*steps\.([\w-]+)\.outputs\.([\w-]+)\s*\}\}", spec["value"])
+        assert m, spec
+        r.outputs[name] = steps.get(m.group(1), {}).get(m.group(2), "")
     return r
 
 
@@ -64,6 +105,8 @@ def test_action_fails_the_step_on_a_leak_and_reports_it(tmp_path):
     assert 'classname="tests.test_srv" name="test_up: leaked sleep N"' in (tmp_path / "reaper-junit.xml").read_text()
     assert (tmp_path / "reaper-report.json").exists()
     assert "| tests/test\\_srv.py::test\\_up | " in (tmp_path / "summary.md").read_text()
+    assert r.outputs == {"leaks": "1", "report": str(tmp_path / "reaper-report.json"),
+                         "junit": str(tmp_path / "reaper-junit.xml"), "exit-code": "23"}
 
 
 def test_action_passes_a_clean_command(tmp_path):
@@ -71,3 +114,48 @@ def test_action_passes_a_clean_command(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert not (tmp_path / "reaper-junit.xml").exists()
     assert (tmp_path / "summary.md").read_text() == "### reaper: no leaked processes\n\n"
+    # the count still comes from a report, written to the runner's scratch space and removed
+    assert r.outputs == {"leaks": "0", "report": "", "junit": "", "exit-code": "0"}
+    assert not list((tmp_path / "runner").glob("reaper-action.*"))
+
+
+def test_argv_is_one_argument_a_line_without_a_shell(tmp_path):
+    """Spaces, quotes, $ and ; stay inside their argument; nothing is evaluated."""
+    script = ("REAPER_TEST=tests/t.py::test_a setsid sleep 300 </dev/null >/dev/null 2>&1 & "
+              "while [ -e /proc/$! ]; do case $(readlink /proc/$!/exe) in */sleep) break ;; esac; sleep 0.01; done; "
+              'printf "[%s]\\n" "$@"')
+    argv = "\n".join(["sh", "-c", script, "argv0", "two  words", "it's \"quoted\"", "", "$HOME; touch pwned"])
+    r = run_action(tmp_path, {"argv": argv, "timeout": "0.5", "grace": "1"})
+    assert r.returncode == 23, r.stdout + r.stderr
+    assert "[two  words]\n[it's \"quoted\"]\n[$HOME; touch pwned]\n" in r.stdout
+    assert not (tmp_path / "pwned").exists()
+    assert r.outputs["leaks"] == "1" and r.outputs["exit-code"] == "23"
+
+
+@pytest.mark.parametrize("args", ["--allow\nsleep 30*", "--allow=sleep 30*\n"])
+def test_args_are_one_argument_a_line(tmp_path, args):
+    """An allow pattern holding a space is one argument: the leftover it matches is cleaned
+    up and not counted (split on spaces, `30*` was a stray word: a usage error)."""
+    r = run_action(tmp_path, {"command": LEAKY, "args": args, "timeout": "0.5", "grace": "1"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.outputs["leaks"] == "0", r.outputs
+    report = json.loads((tmp_path / "reaper-report.json").read_text())
+    assert report["summary"]["allowed"] == 1 and report["summary"]["leaks"] == 0, report["summary"]
+
+
+def test_leak_count_is_the_reports(tmp_path):
+    """Three leftovers of one command: the output counts each, as the report's summary does."""
+    three = "for i in 1 2 3; do\n" + LEAKY.replace("echo started", "done")
+    r = run_action(tmp_path, {"command": three, "timeout": "0.5", "grace": "1"})
+    assert r.returncode == 23, r.stdout + r.stderr
+    report = json.loads((tmp_path / "reaper-report.json").read_text())
+    assert r.outputs["leaks"] == str(report["summary"]["leaks"]) and report["summary"]["leaks"] >= 3, r.outputs
+
+
+@pytest.mark.parametrize("inputs,says", [({"command": "true", "argv": "true"}, "not both"),
+                                        ({}, "no command")])
+def test_command_and_argv_are_one_or_the_other(tmp_path, inputs, says):
+    r = run_action(tmp_path, inputs)
+    assert r.returncode == 64, r.stdout + r.stderr
+    assert f"::error title=reaper action::" in r.stdout and says in r.stdout
+    assert r.outputs["exit-code"] == "64" and r.outputs["leaks"] == ""

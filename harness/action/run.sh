@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The step of action.yml that runs the command under `reaper run` and writes the step's
+# outputs. Its inputs come as the environment a composite step gives it:
+#   REAPER_BIN     the reaper command built by the step before
+#   INPUT_COMMAND  a shell command line, run by bash -c (its quoting is bash's)
+#   INPUT_ARGV     or the command itself, one argument a line, no shell (spaces, quotes, $ and
+#                  ; stay in their argument); exactly one of the two is given
+#   INPUT_ARGS     more `reaper run` options, one argument a line (`--allow` and `sleep 30*`
+#                  on two lines, or `--allow=sleep 30*` on one)
+#   INPUT_HOME, INPUT_TIMEOUT, INPUT_GRACE, INPUT_JUNIT, INPUT_REPORT  as action.yml says
+#   GITHUB_OUTPUT  the file the outputs are appended to; RUNNER_TEMP  a scratch directory
+# In the line inputs an empty line is skipped, and a carriage return ending a line is dropped.
+# Outputs: leaks (leaked processes, from the JSON report; empty when reaper wrote none, as on
+# a usage error), report and junit (absolute paths of the files written, empty when not
+# asked for), exit-code (reaper's). The step's own status is reaper's.
+set -u
+
+# lines NAME TEXT: the array NAME, one element per non-empty line of TEXT
+lines() {
+	local -n into=$1
+	local line
+	into=()
+	while IFS= read -r line || [ -n "$line" ]; do
+		line=${line%$'\r'}
+		[ -z "$line" ] || into+=("$line")
+	done <<< "$2"
+}
+
+# output NAME VALUE: one output, in the delimited form (a value may hold any byte but NUL)
+output() {
+	local delim
+	delim="reaper_$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+	printf '%s<<%s\n%s\n%s\n' "$1" "$delim" "$2" "$delim" >> "${GITHUB_OUTPUT:-/dev/null}"
+}
+
+absolute() {
+	case $1 in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac
+}
+
+usage_error() {
+	echo "::error title=reaper action::$*"
+	echo "reaper action: $*" >&2
+	output exit-code 64
+	exit 64
+}
+
+lines argv "${INPUT_ARGV:-}"
+lines extra "${INPUT_ARGS:-}"
+command=${INPUT_COMMAND:-}
+if [ -n "$command" ] && [ "${#argv[@]}" -gt 0 ]; then
+	usage_error "give either command (a shell command line) or argv (one argument a line), not both"
+elif [ -n "$command" ]; then
+	argv=(bash -c "$command")
+elif [ "${#argv[@]}" -eq 0 ]; then
+	usage_error "no command: give command (a shell command line) or argv (one argument a line)"
+fi
+
+args=(--timeout "${INPUT_TIMEOUT:-10}" --grace "${INPUT_GRACE:-5}")
+[ -z "${INPUT_HOME:-}" ] || args+=(--home "$INPUT_HOME")
+junit=${INPUT_JUNIT:-}
+[ -z "$junit" ] || args+=(--junit "$junit")
+# the count needs the JSON report: one in the scratch directory when none was asked for
+report=${INPUT_REPORT:-}
+scratch=
+if [ -n "$report" ]; then
+	json=$report
+else
+	scratch=$(mktemp -d "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/reaper-action.XXXXXX") || exit 1
+	json=$scratch/report.json
+fi
+args+=(--report "$json")
+
+"$REAPER_BIN" run "${args[@]}" "${extra[@]}" -- "${argv[@]}"
+status=$?
+
+leaks=
+if [ -f "$json" ]; then
+	# reaper writes the summary object on one line: "summary": {"processes": N, "leaks": N, ...}
+	leaks=$(sed -n 's/^ *"summary": {.*"leaks": \([0-9][0-9]*\)[,}].*/\1/p' "$json")
+fi
+output leaks "$leaks"
+output report "$([ -n "$report" ] && [ -f "$report" ] && absolute "$report")"
+output junit "$([ -n "$junit" ] && [ -f "$junit" ] && absolute "$junit")"
+output exit-code "$status"
+[ -z "$scratch" ] || rm -rf "$scratch"
+exit "$status"
