@@ -806,3 +806,17 @@ int reaper_cgroup_release(const char *path)
 	close(procfd);
 	return r < 0 ? r : moved;
 }
+
+int cgroup_move_up(const char *path, const struct pidref *ref, int procfd)
+{
+	char parent[PATH_MAX], pid[24];
+	int w = snprintf(parent, sizeof parent, "%s", path);
+	char *slash = w > 0 && (size_t)w < sizeof parent ? strrchr(parent, '/') : NULL;
+	if (!slash || slash == parent)
+		return -EINVAL;
+	*slash = 0;
+	if (pidref_held(ref, procfd) < 0)
+		return -ESRCH;
+	snprintf(pid, sizeof pid, "%d", (int)ref->pid);
+	return cgroup_write(parent, "cgroup.procs", pid);
+}

@@ -15,6 +15,9 @@ struct pidref;
  * pinned may name an earlier holder of its pid), 0 when not, -errno. *v, *cap: a buffer kept
  * by the caller for the listing. */
 int cgroup_holds(const char *path, const struct pidref *ref, int procfd, pid_t **v, size_t *cap);
+/* Move the pinned process ref (a member of path or of a cgroup below it) into the cgroup
+ * directly above path, all its threads. 0, -ESRCH when ref is gone, or -errno. */
+int cgroup_move_up(const char *path, const struct pidref *ref, int procfd);
 /* open path/cgroup.events for reading (poll it for POLLPRI). fd or -errno. */
 int cgroup_events_open(const char *path);
 /* Read "populated" and "frozen" (either pointer may be NULL) from an open cgroup.events. */

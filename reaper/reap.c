@@ -58,6 +58,20 @@ static int foreign(const struct reap *rp, const struct cand *c)
 	       !(c->info.matched_by & ~rp->sc.env_mask);
 }
 
+/* Older than the cgroup that holds it, and found by nothing else: moved in by whoever may
+ * write cgroup.procs, not started by the run. Whatever else matched it (descent, a marker)
+ * makes it the run's. */
+static int moved_in(const struct reap *rp, const struct cand *c)
+{
+	uint32_t m = c->info.matched_by;
+	if (rp->o->kill_moved_in || !m || (m & ~rp->sc.cgroup_mask))
+		return 0;
+	for (size_t i = 0; i < rp->sc.nf; i++)
+		if ((m & (1u << i)) && c->info.start_time >= rp->sc.f[i].since)
+			return 0;
+	return 1;
+}
+
 static void unwatch(struct reap *rp, struct cand *c)
 {
 	c->live = 0;
@@ -68,24 +82,36 @@ static void unwatch(struct reap *rp, struct cand *c)
 		epoll_ctl(rp->ep, EPOLL_CTL_DEL, c->ref.fd, NULL);
 }
 
-/* After a whole scan (every finder has had its say on matched_by), foreign matches leave the
- * reap: never signalled, never waited for. */
-static void let_go_foreign(struct reap *rp)
+/* After a whole scan (every finder has had its say on matched_by), foreign and moved-in
+ * matches leave the reap: never signalled, never waited for. */
+static void let_go(struct reap *rp)
 {
-	for (size_t i = 0; rp->guard_users && i < rp->cs.n; i++) {
+	for (size_t i = 0; i < rp->cs.n; i++) {
 		struct cand *c = &rp->cs.v[i];
-		if (c->live && foreign(rp, c)) {
+		enum reaper_fate f = !c->live ? REAPER_ALIVE
+				     : foreign(rp, c) ? REAPER_FOREIGN
+				     : moved_in(rp, c) ? REAPER_MOVED_IN
+							: REAPER_ALIVE;
+		if (f != REAPER_ALIVE) {
 			(void)scanner_describe(&rp->sc, c); /* reported, as it is now */
 			unwatch(rp, c);
-			c->info.fate = REAPER_FOREIGN;
+			c->info.fate = f;
 		}
 	}
 }
 
+/* A candidate left alone on purpose and still there: what a bulk action must not reach. */
+static int spared(const struct reap *rp, const struct cand *c)
+{
+	enum reaper_fate f = c->info.fate;
+	return !c->live && c->ref.pid > 0 && (f == REAPER_KEPT || f == REAPER_FOREIGN || f == REAPER_MOVED_IN) &&
+	       pidref_held(&c->ref, rp->sc.procfd) == 0;
+}
+
 static void signal_cand(struct reap *rp, struct cand *c, int sig)
 {
-	/* foreign: a scan still under way may yet find it by descent */
-	if (rp->o->report_only || !c->live || foreign(rp, c))
+	/* foreign or moved in: a scan still under way may yet find it by descent */
+	if (rp->o->report_only || !c->live || foreign(rp, c) || moved_in(rp, c))
 		return;
 	if (sig == SIGTERM && rp->o->term_skip_pgrp && c->info.pgrp == rp->o->term_skip_pgrp) {
 		c->term_sent = 1; /* the caller signalled its group */
@@ -193,7 +219,7 @@ static int scan(struct reap *rp)
 	if (r >= 0 && rp->err)
 		r = rp->err;
 	if (r >= 0)
-		let_go_foreign(rp);
+		let_go(rp);
 	return r;
 }
 
@@ -317,12 +343,43 @@ static void signal_all(struct reap *rp, int sig)
 	}
 }
 
+/* Before cgroup finder i's cgroup is frozen or killed as a whole, what must survive that
+ * leaves it for the cgroup above: what the reap spares (kept, foreign, moved in) and the
+ * caller's ancestors, which are never candidates. A frozen process that moves out thaws. 0,
+ * or -errno when one could not be moved: the cgroup is then left to the per-process signals,
+ * which spare them. */
+static int move_out_spared(struct reap *rp, size_t i)
+{
+	const char *path = rp->sc.f[i].cgroup;
+	pid_t *v = NULL;
+	size_t n = 0, cap = 0;
+	int r = cgroup_members(path, &v, &n, &cap);
+	for (size_t k = 0; r == 0 && k < n; k++) {
+		ssize_t ci = candset_find(&rp->cs, v[k]);
+		if (ci >= 0 && spared(rp, &rp->cs.v[ci])) {
+			r = cgroup_move_up(path, &rp->cs.v[ci].ref, rp->sc.procfd);
+		} else if (scanner_excluded(&rp->sc, v[k])) {
+			struct pidref ref;
+			struct reaper_stat st;
+			if ((r = pidref_open_stat(&ref, rp->sc.procfd, v[k], &st)) == 0) {
+				r = cgroup_move_up(path, &ref, rp->sc.procfd);
+				pidref_done(&ref);
+			}
+		}
+		if (r == -ESRCH)
+			r = 0; /* gone meanwhile */
+	}
+	free(v);
+	return r == -ENOENT ? 0 : r;
+}
+
 /* Freeze (FREEZE) or kill (KILL) each cgroup finder's cgroup as a whole, where the caller
- * is outside it; what the kernel cannot do is left to the per-process signals. */
+ * is outside it and what must survive could be moved out; what the kernel cannot do is left
+ * to the per-process signals. */
 static void cgroups_act(struct reap *rp, enum phase phase)
 {
 	for (size_t i = 0; i < rp->sc.nf; i++) {
-		if (!(rp->cg_ours & (1u << i)))
+		if (!(rp->cg_ours & (1u << i)) || move_out_spared(rp, i) < 0)
 			continue;
 		const char *path = rp->sc.f[i].cgroup;
 		if (phase == FREEZE) {
@@ -388,7 +445,7 @@ static void finish(struct reap *rp)
 		}
 		if (!c->ref.pid)
 			continue;
-		if (c->info.fate == REAPER_KEPT || c->info.fate == REAPER_FOREIGN) {
+		if (c->info.fate == REAPER_KEPT || c->info.fate == REAPER_FOREIGN || c->info.fate == REAPER_MOVED_IN) {
 			cand_unpin(&rp->cs, c); /* left alone, zombie included */
 			continue;
 		}

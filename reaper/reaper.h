@@ -94,7 +94,8 @@ struct reaper_finder {
 	void *find_ctx;
 	const char *cgroup; /* REAPER_FIND_CGROUP: the cgroup's directory, e.g. /sys/fs/cgroup/x */
 	uint64_t since;     /* REAPER_FIND_TREE: start time (clock ticks since boot, as stat field
-			       22) a descendant must have at least; 0: any */
+			       22) a descendant must have at least; 0: any. REAPER_FIND_CGROUP: a
+			       member started before it was moved in (REAPER_MOVED_IN) */
 	const pid_t *skip;  /* REAPER_FIND_TREE: pids that are not this finder's (nskip of them) */
 	size_t nskip;
 	/* REAPER_FIND_ENV, optional: only processes started at or after this origin match, and
@@ -121,7 +122,9 @@ REAPER_EXPORT struct reaper_finder reaper_find_call(int (*find)(void *ctx, struc
  * has exited stays a member while any of its threads runs). With a cgroup finder,
  * reaper_reap() waits on cgroup.events instead of rescanning /proc, runs the marker
  * finders once at the end (for processes outside the cgroup), and ends the cgroup with
- * cgroup.freeze + cgroup.kill, unless the caller itself is inside it. */
+ * cgroup.freeze + cgroup.kill, unless the caller itself is inside it. What must survive
+ * those (kept, foreign, moved in, the caller's ancestors) is first moved into the cgroup
+ * above path; where it cannot be, the cgroup is left to the per-process signals. */
 REAPER_EXPORT struct reaper_finder reaper_find_cgroup(const char *path);
 
 /* ---- reap --------------------------------------------------------------------------- */
@@ -135,9 +138,12 @@ enum reaper_fate {
 	REAPER_ZOMBIE_HELD,     /* a zombie whose live parent is outside the run */
 	REAPER_KEPT,            /* matched a keep pattern: left running, not a leak */
 	REAPER_GONE,            /* reserved: this version drops a match that vanishes before it is identified */
-	REAPER_FOREIGN          /* another user's, found only by a marker (not a descendant, not by a
+	REAPER_FOREIGN,         /* another user's, found only by a marker (not a descendant, not by a
 	                           cgroup) while the caller is root: not signalled, not a leak
 	                           (opts.any_user signals it like any other) */
+	REAPER_MOVED_IN         /* older than its cgroup finder's since, found only in that cgroup:
+	                           moved in from outside, not signalled, not a leak
+	                           (opts.kill_moved_in signals it like any other) */
 };
 
 /* What a leak held when it was found still there at the deadline (reaper_opts.holdings). */
@@ -207,6 +213,7 @@ struct reaper_report {
 	size_t foreign;              /* REAPER_FOREIGN */
 	double marker_scan;          /* seconds of the one /proc-wide marker scan a reap with a
 	                                cgroup finder makes (0: none was made) */
+	size_t moved_in;             /* REAPER_MOVED_IN */
 };
 
 /* What reaper_reap may be told while it waits. */
@@ -257,6 +264,10 @@ struct reaper_opts {
 	 * exit status is never collected: the report marks them host_child. */
 	const pid_t *host_children;
 	size_t nhost_children;
+	/* Also signal the processes older than a cgroup finder's since that only that cgroup
+	 * holds. Without it they are REAPER_MOVED_IN: whoever may write cgroup.procs can move any
+	 * process in, and what began before the run is not the run's. */
+	int kill_moved_in;
 };
 
 /* How long a reap waits for what it killed to be gone (seconds): SIGKILL ends a process at

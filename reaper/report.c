@@ -36,7 +36,7 @@ const char *reaper_fate_name(enum reaper_fate f)
 		[REAPER_TERMINATED] = "terminated", [REAPER_KILLED] = "killed",
 		[REAPER_UNKILLABLE] = "unkillable", [REAPER_ZOMBIE_HELD] = "zombie-held",
 		[REAPER_KEPT] = "kept",             [REAPER_GONE] = "gone",
-		[REAPER_FOREIGN] = "foreign",
+		[REAPER_FOREIGN] = "foreign",       [REAPER_MOVED_IN] = "moved-in",
 	};
 	return (unsigned)f < sizeof names / sizeof *names && names[f] ? names[f] : "unknown";
 }
@@ -105,7 +105,7 @@ static void count(struct reaper_report *r, const struct reaper_proc *p, int sign
 		[REAPER_EXITED] = &r->exited,         [REAPER_TERMINATED] = &r->terminated,
 		[REAPER_KILLED] = &r->killed,         [REAPER_UNKILLABLE] = &r->unkillable,
 		[REAPER_ZOMBIE_HELD] = &r->zombies_held, [REAPER_KEPT] = &r->kept,
-		[REAPER_FOREIGN] = &r->foreign,
+		[REAPER_FOREIGN] = &r->foreign,       [REAPER_MOVED_IN] = &r->moved_in,
 	};
 	if (reaper_proc_is_leak(p))
 		r->leaks += (size_t)sign;

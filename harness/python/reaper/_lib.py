@@ -122,6 +122,7 @@ class Report(ctypes.Structure):
         ("incomplete_reason", ctypes.c_char_p),
         ("foreign", ctypes.c_size_t),
         ("marker_scan", ctypes.c_double),
+        ("moved_in", ctypes.c_size_t),
     ]
 
 
@@ -160,6 +161,7 @@ class Opts(ctypes.Structure):
         ("any_user", ctypes.c_int),
         ("host_children", ctypes.POINTER(pid_t)),
         ("nhost_children", ctypes.c_size_t),
+        ("kill_moved_in", ctypes.c_int),
     ]
 
 
