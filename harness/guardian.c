@@ -36,7 +36,7 @@ static void close_fds(unsigned lo, unsigned hi)
 		close((int)fd);
 }
 
-static void guard(int rfd, const char *marker, const char *cgroup)
+static void guard(int rfd, const char *marker, const char *cgroup, const struct guardian_rules *rules)
 {
 	setsid();
 	prctl(PR_SET_NAME, "reaper-guard", 0, 0, 0);
@@ -60,17 +60,21 @@ static void guard(int rfd, const char *marker, const char *cgroup)
 		;
 	if (n == 1)
 		_exit(0); /* a normal stop */
-	/* The run's cgroup first, in one write: it holds what carries no marker (env -i). We
-	 * were given its path before it was made: made or not, only the run makes that name. */
+	/* The run's cgroup holds what carries no marker (env -i). We were given its path before
+	 * it was made: made or not, only the run makes that name. The reap freezes and kills it
+	 * whole once what the run's rules spare has left it. */
 	struct stat sb;
 	if (*cgroup && stat(cgroup, &sb) < 0)
 		cgroup = "";
-	if (*cgroup)
-		reaper_cgroup_kill(cgroup);
 	struct reaper_finder f[2] = { reaper_find_env(marker), reaper_find_cgroup(cgroup) };
+	f[0].origin = rules->origin;
+	f[1].since = rules->origin ? rules->origin->start_time : 0;
 	struct reaper_opts o;
 	reaper_opts_init(&o);
 	o.settle = 3.0;
+	o.patterns = rules->patterns;
+	o.npatterns = rules->npatterns;
+	o.kill_moved_in = rules->kill_moved_in;
 	/* the run's marker is random and never seen outside the run: a process of another user
 	 * that carries it (a daemon the suite started as that user) is the run's */
 	o.any_user = 1;
@@ -89,6 +93,7 @@ struct middle_args {
 	int p[2], q[2];
 	const char *marker;
 	const char *cgroup;
+	const struct guardian_rules *rules;
 };
 
 /* The middle process: on our memory and a stack of its own (CLONE_VM | CLONE_VFORK), so
@@ -105,7 +110,7 @@ static int middle(void *arg)
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		guard(m->p[0], m->marker, m->cgroup);
+		guard(m->p[0], m->marker, m->cgroup, m->rules);
 	}
 	/* the status tells the parent why (an errno fits in it) */
 	if (g < 0)
@@ -160,10 +165,11 @@ static void drop_fd(int *fd)
 	*fd = -1;
 }
 
-int guardian_start(const char *marker, const char *cgroup, struct pidref *guardian)
+int guardian_start(const char *marker, const char *cgroup, const struct guardian_rules *rules,
+		   struct pidref *guardian)
 {
 	/* p: reaper -> guardian, held open for the run; q: the middle process tells us the pid */
-	struct middle_args m = { .p = { -1, -1 }, .q = { -1, -1 }, .marker = marker, .cgroup = cgroup };
+	struct middle_args m = { .p = { -1, -1 }, .q = { -1, -1 }, .marker = marker, .cgroup = cgroup, .rules = rules };
 	struct sigaction dfl = { .sa_handler = SIG_DFL }, oldchld;
 	struct reaper_stat gst;
 	int chld_saved = 0, e = 0;

@@ -10,12 +10,25 @@
 #define HARNESS_GUARDIAN_H
 
 #include "reaper/pidref.h"
+#include "reaper/reaper.h"
+
+/* The run's rules the guardian's reap keeps (referenced, not copied: the guardian has its own
+ * copy of our memory from the moment it starts). */
+struct guardian_rules {
+	const struct reaper_pattern *patterns; /* --keep, --allow */
+	size_t npatterns;
+	const struct reaper_origin *origin;    /* where the run began (NULL: not known) */
+	int kill_moved_in;                     /* --kill-moved-in */
+};
 
 /* Start the guardian for marker ("REAPER_RUN=id") and the run's cgroup (cgroup: its
- * directory, "" for none; it may be made after this, or never): on owner death it kills the
- * cgroup (when it exists) in one write, reaps by the marker and the cgroup, and removes it. Returns the pipe's write end and the
- * guardian pinned in *guardian, or -errno (with a warning) when it could not be started. */
-int guardian_start(const char *marker, const char *cgroup, struct pidref *guardian);
+ * directory, "" for none; it may be made after this, or never): on owner death it reaps by
+ * the marker and the cgroup under the run's rules (what is kept or moved in is spared, the
+ * cgroup frozen and killed around it), and removes the cgroup. Returns the pipe's write end
+ * and the guardian pinned in *guardian, or -errno (with a warning) when it could not be
+ * started. */
+int guardian_start(const char *marker, const char *cgroup, const struct guardian_rules *rules,
+		   struct pidref *guardian);
 /* Tell the guardian the run ended normally, close fd, and wait (boundedly) until it has
  * exited: reaper leaves no process of its own behind when it returns. */
 void guardian_stop(int fd, struct pidref *guardian);

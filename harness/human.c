@@ -53,6 +53,8 @@ static void label(struct tree *t, const struct reaper_proc *p)
 		what = "ZOMBIE", code = "\033[35m";
 	else if (p->fate == REAPER_FOREIGN)
 		what = "FOREIGN", code = "\033[33m";
+	else if (p->fate == REAPER_MOVED_IN)
+		what = "MOVED IN", code = "\033[33m";
 	else
 		what = "SEEN", code = "";
 	sbuf_printf(&t->line, "%s%s%s (%s%s)", color(t->o, code), what, color(t->o, "\033[0m"), reaper_fate_name(p->fate),
@@ -212,6 +214,8 @@ static void summary(struct tree *t)
 		    r->kept, r->allowed, r->zombies_held, r->escalated ? "; SIGKILL was needed" : "");
 	if (r->foreign)
 		sbuf_printf(l, "; %zu foreign (another user's, found only by a marker): not signalled", r->foreign);
+	if (r->moved_in)
+		sbuf_printf(l, "; %zu moved in (older than the run, moved into its cgroup): not signalled", r->moved_in);
 	struct test_count *tc;
 	size_t n = output_tests(r, &tc);
 	for (size_t i = 0; i < n; i++) {

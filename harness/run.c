@@ -47,6 +47,7 @@ struct run {
 	double timeout, grace;
 	int leak_code;
 	int isolate;                /* --isolate: the run in its own PID namespace */
+	int kill_moved_in;          /* --kill-moved-in: end what was moved into the run's cgroup too */
 	char **argv;
 	char run_marker[64];
 	struct reaper_finder finders[MAX_MARKERS + 4];
@@ -345,7 +346,7 @@ static int usage_error(const char *msg)
 {
 	warn("%s", msg);
 	fputs("usage: reaper run [--home DIR] [--marker NAME=VALUE] [--timeout S] [--grace S] [--state FILE] "
-	      "[--leak-exit-code N] [--isolate] [--cgroup auto|on|off] -- COMMAND [ARG...]\n",
+	      "[--leak-exit-code N] [--isolate] [--cgroup auto|on|off] [--kill-moved-in] -- COMMAND [ARG...]\n",
 	      stderr);
 	return EXIT_USAGE;
 }
@@ -357,7 +358,7 @@ static int parse(struct run *r, int argc, char **argv)
 		{ "timeout", required_argument, 0, 't' }, { "grace", required_argument, 0, 'g' },
 		{ "state", required_argument, 0, 's' },   { "leak-exit-code", required_argument, 0, 'l' },
 		{ "isolate", no_argument, 0, 'I' },       { "cgroup", required_argument, 0, 'c' },
-		{ "help", no_argument, 0, 'h' },
+		{ "kill-moved-in", no_argument, 0, 'M' }, { "help", no_argument, 0, 'h' },
 		OUTPUT_LONG_OPTIONS,
 		{ 0, 0, 0, 0 },
 	};
@@ -380,6 +381,7 @@ static int parse(struct run *r, int argc, char **argv)
 		case 's': r->st.path = optarg; break;
 		case 'l': leak = optarg; break;
 		case 'I': r->isolate = 1; break;
+		case 'M': r->kill_moved_in = 1; break;
 		case 'c': cgroup = optarg; break;
 		case 'h': return -1;
 		default: {
@@ -510,12 +512,13 @@ static int setup_cgroup(struct run *r, const char *own, int e)
 			warn("note: %s; tracking the run by its marker and by descent", why);
 		return 0;
 	}
-	/* The cgroup takes the run marker's place as a finder: everything that carries
-	 * REAPER_RUN was started in the cgroup and stays there unless a privileged writer moves
-	 * it out, so a /proc-wide scan for the marker would cost O(host) for nothing. --home and
-	 * --marker finders still run, once, for what an outside daemon started with them. The
-	 * marker stays set, and the guardian still uses it. */
-	r->finders[0] = reaper_find_cgroup(r->cgroup);
+	/* The cgroup joins the finders; the marker stays one: an outside daemon (a process
+	 * server, a job queue) starts work with the run's environment in no cgroup of the run.
+	 * The marker finders run once, at the end of the wait, and the run's reads only the pids
+	 * given out since the run began. A member older than the run was moved in. */
+	struct reaper_finder *cg = &r->finders[r->nfinders++];
+	*cg = reaper_find_cgroup(r->cgroup);
+	cg->since = r->origin.start_time;
 	r->st.tracking = r->out.tracking = "cgroup";
 	return 0;
 }
@@ -551,6 +554,7 @@ static void init_reap_opts(struct run *r, double timeout, double grace)
 	r->hold_dirs[2] = "/tmp";
 	r->opts.hold_dirs = r->hold_dirs;
 	r->opts.nhold_dirs = 3;
+	r->opts.kill_moved_in = r->kill_moved_in;
 }
 
 /* Everything of the run gets the cancellation signal (COMMAND's group as one), then grace,
@@ -831,19 +835,22 @@ static int set_up(struct run *r)
 		return die(EXIT_CANNOT_EXEC, "cannot set up signals: %s", strerror(-e));
 	char own[PATH_MAX];
 	int planned = plan_cgroup(r, own, sizeof own);
+	/* The run begins here: only what starts from now on can carry its marker, so a scan for
+	 * it reads only the pids given out since (when that can be told), and a member of its
+	 * cgroup older than this was moved in. HOME=DIR and --marker are not the run's alone:
+	 * whatever carries them is looked for everywhere. */
+	if (reaper_origin_now(&r->origin) == 0)
+		r->finders[0].origin = &r->origin;
 	/* Before we become a subreaper, so the guardian's orphaned self is not ours; before the
-	 * cgroup is made, so that it never exists without a guardian to remove it. */
+	 * cgroup is made, so that it never exists without a guardian to remove it. It keeps the
+	 * run's rules: what --keep keeps and the origin. */
+	struct guardian_rules rules = { .patterns = r->out.patterns, .npatterns = r->out.npatterns,
+					.origin = r->finders[0].origin, .kill_moved_in = r->kill_moved_in };
 	if (getpid() != 1)
-		r->guardian_fd = guardian_start(r->run_marker, r->cgroup, &r->guardian);
+		r->guardian_fd = guardian_start(r->run_marker, r->cgroup, &rules, &r->guardian);
 	r->st.guardian_pid = r->guardian.pid;
 	if (setup_cgroup(r, own, planned) < 0)
 		return EXIT_CANNOT_EXEC;
-	/* Without a cgroup the run's marker is looked for in /proc. Only what starts from now on
-	 * can carry it: a scan for it reads only the pids given out since (when that can be
-	 * told). HOME=DIR and --marker are not the run's alone: whatever carries them is looked
-	 * for everywhere. (With a cgroup, the cgroup is that finder.) */
-	if (!r->cgroup[0] && reaper_origin_now(&r->origin) == 0)
-		r->finders[0].origin = &r->origin;
 	if ((e = reaper_adopt()) < 0 && getpid() != 1)
 		warn("warning: cannot become a child subreaper: %s; orphans go to init", strerror(-e));
 	getrlimit(RLIMIT_NOFILE, &r->nofile);
@@ -977,7 +984,9 @@ void run_usage(FILE *out)
 		"                       root): nothing of the run outlives it, even if reaper is SIGKILLed\n"
 		"  --cgroup MODE        auto (default): the run in a cgroup v2 of its own when a writable\n"
 		"                       cgroup2 is there, else tracked by marker and descent; on: fail without\n"
-		"                       one; off: never (REAPER_CGROUP)\n\n"
+		"                       one; off: never (REAPER_CGROUP)\n"
+		"  --kill-moved-in      also end processes older than the run that were moved into its\n"
+		"                       cgroup (without it they are reported 'moved-in', untouched)\n\n"
 		"S: seconds, or a number with ms, s, m, h or d (1.5, 30s, 2m, 1h).\n"
 		"Every process of the run carries REAPER_RUN=<random id> and is found by it, by descent, and\n"
 		"by the run's cgroup (removed when the run ends).\n"
