@@ -3,7 +3,8 @@
  * a child started inside; members found in the cgroup and the cgroups below it through
  * setsid, double fork and env -i; a process whose main thread has exited found alive and
  * killed; waiting on cgroup.events; cgroup.kill; entering and leaving; a reap from inside the
- * cgroup; the marker scan outside the cgroup; a read-only cgroup2 mount. Root (CI) never
+ * cgroup; the marker scan outside the cgroup; kept and moved-in processes spared by the
+ * freeze and cgroup.kill; a read-only cgroup2 mount. Root (CI) never
  * skips; others skip with the reason when no writable cgroup2 is theirs. */
 #define _GNU_SOURCE
 #include "testutil.h"
@@ -383,6 +384,123 @@ START_TEST(marker_scan_finds_what_is_outside_the_cgroup)
 }
 END_TEST
 
+/* Put a process of ours (not yet in cg) into it, as a root COMMAND may write any pid. */
+static void move_in(pid_t pid)
+{
+	char path[PATH_MAX + 16], v[24];
+	snprintf(path, sizeof path, "%s/cgroup.procs", cg);
+	snprintf(v, sizeof v, "%d", (int)pid);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_gt(fputs(v, f), -1);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A child started in cg that ignores SIGTERM and sleeps (only SIGKILL ends it). */
+static pid_t deaf_sleeper(void)
+{
+	pid_t c = reaper_cgroup_fork(cg);
+	ck_assert_int_ge(c, 0);
+	if (c == 0) {
+		signal(SIGTERM, SIG_IGN);
+		char *argv[] = { "sleep", "302", NULL };
+		char *envp[] = { marker, NULL };
+		execve("/bin/sleep", argv, envp);
+		_exit(127);
+	}
+	return c;
+}
+
+/* The escalation freezes the cgroup and writes cgroup.kill; what the per-process rules spare
+ * (a kept process, one older than the cgroup's since: moved in) leaves for the cgroup above
+ * first and lives on. With kill_moved_in the moved-in one is ended like any other. */
+START_TEST(kept_and_moved_in_survive_freeze_and_kill)
+{
+	if (!need_cgroup())
+		return;
+	struct tu_proc outsider, kept, deaf;
+	char *old_argv[] = { "/bin/sleep", "300", NULL }, *keep_argv[] = { "/bin/sleep", "301", NULL };
+	char *envp[] = { marker, NULL };
+	ck_assert_int_eq(tu_spawn(&outsider, old_argv, envp, -1, -1), 0);
+	/* the run begins a tick after the outsider did */
+	struct reaper_origin o0;
+	double t0 = tu_now();
+	do {
+		ck_assert_int_eq(reaper_origin_now(&o0), 0);
+		if (o0.start_time <= outsider.start_time)
+			usleep(1000);
+	} while (o0.start_time <= outsider.start_time && tu_now() - t0 < 30);
+	ck_assert_uint_gt(o0.start_time, outsider.start_time);
+	pid_t k = reaper_cgroup_fork(cg);
+	ck_assert_int_ge(k, 0);
+	if (k == 0) {
+		execve(keep_argv[0], keep_argv, envp);
+		_exit(127);
+	}
+	ck_assert_int_eq(tu_pin(&kept, k, 0), 0);
+	ck_assert_int_eq(tu_pin(&deaf, deaf_sleeper(), 0), 0);
+	move_in(outsider.pid);
+
+	struct reaper_finder f = reaper_find_cgroup(cg);
+	f.since = o0.start_time;
+	struct reaper_pattern keep = { REAPER_KEEP, "/bin/sleep 301" };
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.timeout = 0.05;
+	o.grace = 0.05;
+	o.patterns = &keep;
+	o.npatterns = 1;
+	/* the kept one must have exec'd for its cmdline to be judged */
+	for (t0 = tu_now(); tu_now() - t0 < 30;) {
+		char path[64], b[64] = "";
+		snprintf(path, sizeof path, "/proc/%d/cmdline", (int)k);
+		FILE *fp = fopen(path, "r");
+		size_t n = fp ? fread(b, 1, sizeof b - 1, fp) : 0;
+		if (fp)
+			fclose(fp);
+		if (n > 10 && !strcmp(b + 11, "301"))
+			break;
+		usleep(1000);
+	}
+	struct reaper_report *r = NULL;
+	ck_assert_int_eq(reaper_reap(&f, 1, &o, &r), 0);
+	int fates[3] = { -1, -1, -1 };
+	for (size_t i = 0; i < r->n; i++) {
+		const struct reaper_proc *p = &r->procs[i];
+		int w = p->pid == outsider.pid ? 0 : p->pid == kept.pid ? 1 : p->pid == deaf.pid ? 2 : -1;
+		if (w >= 0)
+			fates[w] = p->fate;
+	}
+	ck_assert_msg(fates[0] == REAPER_MOVED_IN && fates[1] == REAPER_KEPT && fates[2] == REAPER_KILLED,
+		      "outsider %s, kept %s, deaf %s", reaper_fate_name(fates[0]), reaper_fate_name(fates[1]),
+		      reaper_fate_name(fates[2]));
+	ck_assert_int_eq((int)r->leaks, 1);
+	ck_assert_int_eq((int)r->moved_in, 1);
+	ck_assert_int_eq((int)r->kept, 1);
+	ck_assert_int_eq(r->escalated, 1);
+	reaper_report_free(r);
+	ck_assert_int_eq(tu_alive(kept.pid, kept.start_time), 1);
+	ck_assert_int_eq(tu_alive(outsider.pid, outsider.start_time), 1);
+	ck_assert_int_eq(tu_exists(deaf.pid, deaf.start_time), 0);
+	ck_assert_int_eq(tu_kill_wait(&kept), 0);
+
+	/* asked to: the moved-in one is ended too */
+	move_in(outsider.pid);
+	o.kill_moved_in = 1;
+	o.npatterns = 0;
+	ck_assert_int_eq(reaper_reap(&f, 1, &o, &r), 0);
+	ck_assert_msg(r->n == 1 && r->procs[0].pid == outsider.pid && r->procs[0].fate == REAPER_TERMINATED,
+		      "%zu found, fate %s", r->n, r->n ? reaper_fate_name(r->procs[0].fate) : "-");
+	ck_assert_int_eq((int)r->leaks, 1);
+	reaper_report_free(r);
+	ck_assert_int_eq(tu_exists(outsider.pid, outsider.start_time), 0);
+	tu_proc_close(&outsider);
+	tu_proc_close(&kept);
+	tu_proc_close(&deaf);
+	drop_cgroup();
+}
+END_TEST
+
 /* In a private mount namespace with the cgroup2 mount read-only: the cause is named. */
 START_TEST(read_only_cgroup2_is_named)
 {
@@ -475,6 +593,7 @@ int main(void)
 	tcase_add_test(tc, wait_ends_on_cgroup_events);
 	tcase_add_test(tc, reap_from_inside_spares_the_caller);
 	tcase_add_test(tc, marker_scan_finds_what_is_outside_the_cgroup);
+	tcase_add_test(tc, kept_and_moved_in_survive_freeze_and_kill);
 	suite_add_tcase(s, tc);
 	tu_add_nothing_left(s, marker);
 	return tu_run_suite(s);
