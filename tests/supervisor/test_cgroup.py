@@ -19,7 +19,7 @@ import time
 import pytest
 
 from conftest import script
-from procutil import FIXTURES, PY, REAPER, start_time, stat, wait_gone
+from procutil import FIXTURES, PY, REAPER, running, start_time, stat, wait_gone
 
 
 def own_cgroup():
@@ -579,3 +579,158 @@ def test_a_reaper_killed_the_moment_its_cgroup_exists_leaves_no_cgroup(run):
     finally:
         if path and os.path.isdir(path) and not open(os.path.join(path, "cgroup.procs")).read():
             os.rmdir(path)
+
+
+# COMMAND leaves a kept process (its cmdline says keepme) beside one that ignores SIGTERM, and
+# prints "PID START" of each, kept first
+KEEP_AND_DEAF = """
+    import os, signal, sys, time
+    def leave(body):
+        r, w = os.pipe()
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                null = os.open("/dev/null", os.O_RDWR)
+                for i in (0, 1, 2):
+                    os.dup2(null, i)
+                st = open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]
+                os.write(w, ("%d %s\\n" % (os.getpid(), st)).encode())
+                body()
+            os._exit(0)
+        os.wait()
+        os.close(w)
+        return os.read(r, 100).decode().strip()
+    def kept():
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", "keepme"])
+    def deaf():  # execs: COMMAND's own cmdline holds the word the kept one is kept by
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)"])
+    print(leave(kept), leave(deaf), flush=True)
+    time.sleep(float(sys.argv[1]))
+"""
+
+MODES = [pytest.param("on", marks=needs_cgroup), "off"]
+
+
+def kept_and_deaf(r):
+    """(kept, deaf) as (pid, start time), from COMMAND's line; the kept one is waited for until
+    it has exec'd (its cmdline is what --keep judges)."""
+    f = list(map(int, r.line(60).split()))
+    kept, deaf = (f[0], f[1]), (f[2], f[3])
+    deadline = time.monotonic() + 60
+    while not open("/proc/%d/cmdline" % kept[0], "rb").read().endswith(b"\0keepme\0"):
+        assert time.monotonic() < deadline, "the kept process never exec'd"
+        time.sleep(0.01)
+    return kept, deaf
+
+
+def end_kept(kept):
+    """SIGKILL it through a pidfd if it is still that process, and wait until it is gone."""
+    try:
+        fd = os.pidfd_open(kept[0])
+    except ProcessLookupError:
+        return
+    try:
+        if start_time(kept[0]) == kept[1]:
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+            wait_gone([fd], 30)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_keep_is_kept_when_the_run_is_killed_whole(run, tmp_path, mode):
+    """The escalation freezes the run's cgroup and writes cgroup.kill: the kept process leaves
+    the cgroup first and stays running, as it does without a cgroup."""
+    r = run(["--cgroup", mode, "--keep", "*keepme*", "--timeout", "0.1", "--grace", "0.2",
+             "--report", str(tmp_path / "r.json")], script(KEEP_AND_DEAF) + ["0"])
+    kept = None
+    try:
+        kept, deaf = kept_and_deaf(r)
+        assert r.wait(60) == 23, r.stderr
+        fates = {p["pid"]: p["fate"] for p in report(tmp_path)["processes"]}
+        assert fates.get(kept[0]) == "kept" and fates.get(deaf[0]) == "killed", fates
+        assert running(*kept), "the kept process was killed: " + r.stderr
+        assert not running(*deaf)
+        if mode == "on":
+            assert not cgroups_of_run(r.state()["run_id"])
+    finally:
+        if kept:
+            end_kept(kept)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_owner_death_keeps_what_keep_keeps(run, tmp_path, mode):
+    """reaper SIGKILLed: its guardian reaps under the run's --keep, the cgroup killed around
+    the kept process."""
+    r = run(["--cgroup", mode, "--keep", "*keepme*", "--timeout", "60"], script(KEEP_AND_DEAF) + ["300"])
+    kept = None
+    try:
+        kept, deaf = kept_and_deaf(r)
+        doc = r.state()
+        guardian = os.pidfd_open(doc["guardian_pid"])
+        try:
+            r.signal(signal.SIGKILL)
+            assert wait_gone([guardian], 60) == [], "the guardian did not end"
+        finally:
+            os.close(guardian)
+        assert not running(*deaf), "the guardian left the run's leftover"
+        assert running(*kept), "the guardian killed the kept process"
+        if mode == "on":
+            assert not cgroups_of_run(doc["run_id"])
+    finally:
+        if kept:
+            end_kept(kept)
+
+
+def outsider_argv():
+    """An outsider: started before the run, as nobody when we are root."""
+    body = "import os, time\nif os.geteuid() == 0:\n    os.setgid(65534); os.setuid(65534)\ntime.sleep(300)"
+    return [PY, "-c", body]
+
+
+# a root COMMAND writes the outsider's pid (argv[1]) into its own cgroup
+MOVE_IN = """
+    import sys
+    cg = [l[3:].strip() for l in open("/proc/self/cgroup") if l.startswith("0::")][0]
+    with open("%s" + cg + "/cgroup.procs", "w") as f:
+        f.write(sys.argv[1])
+"""
+
+
+@needs_cgroup
+@pytest.mark.parametrize("kill", [False, True], ids=["default", "kill-moved-in"])
+def test_an_outsider_moved_into_the_runs_cgroup_is_moved_in(run, tmp_path, kill):
+    """A process older than the run in its cgroup is reported moved in and left alone; with
+    --kill-moved-in it is ended as a leak."""
+    out = subprocess.Popen(outsider_argv(), stdin=subprocess.DEVNULL)
+    fd = os.pidfd_open(out.pid)
+    try:
+        st = start_time(out.pid)
+        deadline = time.monotonic() + 30
+        while os.stat("/proc/%d" % out.pid).st_uid != (65534 if os.geteuid() == 0 else os.geteuid()):
+            assert time.monotonic() < deadline, "the outsider never dropped to nobody"
+            time.sleep(0.01)
+        time.sleep(0.05)  # start times count in clock ticks: the run begins a tick later
+        r = run(["--cgroup", "on", "--timeout", "0.1", "--grace", "0.2", "--report", str(tmp_path / "r.json")]
+                + (["--kill-moved-in"] if kill else []), script(MOVE_IN % MOUNT) + [str(out.pid)])
+        code = r.wait(60)
+        procs = {p["pid"]: p for p in report(tmp_path)["processes"]}
+        assert out.pid in procs, (procs, r.stderr)
+        if kill:
+            assert code == 23, r.stderr
+            assert procs[out.pid]["fate"] == "terminated" and procs[out.pid]["leak"], procs[out.pid]
+            assert wait_gone([fd], 30) == []
+        else:
+            assert code == 0, r.stderr
+            assert procs[out.pid]["fate"] == "moved-in" and not procs[out.pid]["leak"], procs[out.pid]
+            assert "MOVED IN" in r.stderr and "1 moved in" in r.stderr, r.stderr
+            assert running(out.pid, st)
+        assert not cgroups_of_run(r.state()["run_id"])
+    finally:
+        try:
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out.wait(30)
+        os.close(fd)

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""`reaper run` without a cgroup looks for its random REAPER_RUN marker in the pids given out
-since the run began only: a process an outside daemon (older than the run, no ancestor of it)
-starts during the run with the run's marker is found and killed; a process older than the run
-that execs with the marker later is not the run's (it is no descendant) and is left alone."""
+"""`reaper run`, with a cgroup or without, looks for its random REAPER_RUN marker in the pids
+given out since the run began only: a process an outside daemon (older than the run, no
+ancestor of it, in no cgroup of the run) starts during the run with the run's marker is found
+and killed; a process older than the run that execs with the marker later is not the run's (it
+is no descendant) and is left alone."""
 import json
 import os
 import signal
@@ -10,9 +11,11 @@ import subprocess
 import textwrap
 import time
 
+import pytest
 
 from conftest import script
 from procutil import PY, running, start_time
+from test_cgroup import needs_cgroup
 
 # The outside daemon: started before the run, so neither reaper nor COMMAND is its ancestor.
 # Each line on its stdin is an environment entry: it starts a sleep carrying it (a child of its
@@ -52,7 +55,8 @@ def end(pid, st):
         os.close(fd)
 
 
-def test_run_marker_read_in_the_pids_given_out_since_the_run_began(run, tmp_path):
+@pytest.mark.parametrize("mode", [pytest.param("on", marks=needs_cgroup), "off"])
+def test_run_marker_read_in_the_pids_given_out_since_the_run_began(run, tmp_path, mode):
     daemon = subprocess.Popen([PY, "-c", DAEMON], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     execer = subprocess.Popen([PY, "-c", EXECER], stdin=subprocess.PIPE, text=True)
     old = (execer.pid, start_time(execer.pid))
@@ -62,7 +66,7 @@ def test_run_marker_read_in_the_pids_given_out_since_the_run_began(run, tmp_path
         ask = tmp_path / "ask"
         os.mkfifo(ask)
         # COMMAND hands its marker out (through the fifo) and waits for the word to end
-        r = run(["--cgroup", "off", "--timeout", "0.2", "--grace", "0", "--report", str(tmp_path / "r.json")],
+        r = run(["--cgroup", mode, "--timeout", "0.2", "--grace", "0", "--report", str(tmp_path / "r.json")],
                 script("""
                     import os, sys
                     with open(sys.argv[1], "w") as f:
