@@ -604,7 +604,7 @@ KEEP_AND_DEAF = """
         os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", "keepme"])
     def deaf():  # execs: COMMAND's own cmdline holds the word the kept one is kept by
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)"])
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", "deaf"])
     print(leave(kept), leave(deaf), flush=True)
     time.sleep(float(sys.argv[1]))
 """
@@ -613,14 +613,15 @@ MODES = [pytest.param("on", marks=needs_cgroup), "off"]
 
 
 def kept_and_deaf(r):
-    """(kept, deaf) as (pid, start time), from COMMAND's line; the kept one is waited for until
-    it has exec'd (its cmdline is what --keep judges)."""
+    """(kept, deaf) as (pid, start time), from COMMAND's line; both are waited for until they
+    have exec'd (their cmdlines are what --keep judges: before, both show COMMAND's)."""
     f = list(map(int, r.line(60).split()))
     kept, deaf = (f[0], f[1]), (f[2], f[3])
     deadline = time.monotonic() + 60
-    while not open("/proc/%d/cmdline" % kept[0], "rb").read().endswith(b"\0keepme\0"):
-        assert time.monotonic() < deadline, "the kept process never exec'd"
-        time.sleep(0.01)
+    for (pid, _), word in ((kept, b"keepme"), (deaf, b"deaf")):
+        while not open("/proc/%d/cmdline" % pid, "rb").read().endswith(b"\0" + word + b"\0"):
+            assert time.monotonic() < deadline, "pid %d never exec'd" % pid
+            time.sleep(0.01)
     return kept, deaf
 
 
