@@ -726,6 +726,7 @@ def test_an_outsider_moved_into_the_runs_cgroup_is_moved_in(run, tmp_path, kill)
             assert code == 0, r.stderr
             assert procs[out.pid]["fate"] == "moved-in" and not procs[out.pid]["leak"], procs[out.pid]
             assert "MOVED IN" in r.stderr and "1 moved in" in r.stderr, r.stderr
+            assert report(tmp_path)["summary"]["moved_in"] == 1
             assert running(out.pid, st)
         assert not cgroups_of_run(r.state()["run_id"])
     finally:
