@@ -379,7 +379,7 @@ static int move_out_spared(struct reap *rp, size_t i)
 static void cgroups_act(struct reap *rp, enum phase phase)
 {
 	for (size_t i = 0; i < rp->sc.nf; i++) {
-		if (!(rp->cg_ours & (1u << i)) || move_out_spared(rp, i) < 0)
+		if (!(rp->cg_ours & (1u << i)) || (phase != FREEZE && phase != KILL) || move_out_spared(rp, i) < 0)
 			continue;
 		const char *path = rp->sc.f[i].cgroup;
 		if (phase == FREEZE) {
