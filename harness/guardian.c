@@ -75,6 +75,7 @@ static void guard(int rfd, const char *marker, const char *cgroup, const struct 
 	o.patterns = rules->patterns;
 	o.npatterns = rules->npatterns;
 	o.kill_moved_in = rules->kill_moved_in;
+	o.report_only = rules->report_only;
 	/* the run's marker is random and never seen outside the run: a process of another user
 	 * that carries it (a daemon the suite started as that user) is the run's */
 	o.any_user = 1;

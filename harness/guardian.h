@@ -19,6 +19,7 @@ struct guardian_rules {
 	size_t npatterns;
 	const struct reaper_origin *origin;    /* where the run began (NULL: not known) */
 	int kill_moved_in;                     /* --kill-moved-in */
+	int report_only;                       /* --report-only: signal nothing */
 };
 
 /* Start the guardian for marker ("REAPER_RUN=id") and the run's cgroup (cgroup: its

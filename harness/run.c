@@ -843,9 +843,10 @@ static int set_up(struct run *r)
 		r->finders[0].origin = &r->origin;
 	/* Before we become a subreaper, so the guardian's orphaned self is not ours; before the
 	 * cgroup is made, so that it never exists without a guardian to remove it. It keeps the
-	 * run's rules: what --keep keeps and the origin. */
+	 * run's rules: what --keep keeps, --report-only and the origin. */
 	struct guardian_rules rules = { .patterns = r->out.patterns, .npatterns = r->out.npatterns,
-					.origin = r->finders[0].origin, .kill_moved_in = r->kill_moved_in };
+					.origin = r->finders[0].origin, .kill_moved_in = r->kill_moved_in,
+					.report_only = r->out.report_only };
 	if (getpid() != 1)
 		r->guardian_fd = guardian_start(r->run_marker, r->cgroup, &rules, &r->guardian);
 	r->st.guardian_pid = r->guardian.pid;

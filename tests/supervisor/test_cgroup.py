@@ -625,7 +625,7 @@ def kept_and_deaf(r):
     return kept, deaf
 
 
-def end_kept(kept):
+def end_identified(kept):
     """SIGKILL it through a pidfd if it is still that process, and wait until it is gone."""
     try:
         fd = os.pidfd_open(kept[0])
@@ -657,7 +657,7 @@ def test_keep_is_kept_when_the_run_is_killed_whole(run, tmp_path, mode):
             assert not cgroups_of_run(r.state()["run_id"])
     finally:
         if kept:
-            end_kept(kept)
+            end_identified(kept)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -681,7 +681,7 @@ def test_owner_death_keeps_what_keep_keeps(run, tmp_path, mode):
             assert not cgroups_of_run(doc["run_id"])
     finally:
         if kept:
-            end_kept(kept)
+            end_identified(kept)
 
 
 def outsider_argv():
@@ -736,3 +736,26 @@ def test_an_outsider_moved_into_the_runs_cgroup_is_moved_in(run, tmp_path, kill)
             pass
         out.wait(30)
         os.close(fd)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_owner_death_of_a_report_only_run_signals_nothing(run, tmp_path, mode):
+    """--report-only holds for the guardian too: reaper SIGKILLed, what the run left runs on
+    (moved up into reaper's cgroup, the run's removed)."""
+    r = run(["--cgroup", mode, "--report-only", "--timeout", "60"], script(KEEP_AND_DEAF) + ["300"])
+    procs = []
+    try:
+        procs = list(kept_and_deaf(r))
+        doc = r.state()
+        guardian = os.pidfd_open(doc["guardian_pid"])
+        try:
+            r.signal(signal.SIGKILL)
+            assert wait_gone([guardian], 60) == [], "the guardian did not end"
+        finally:
+            os.close(guardian)
+        assert all(running(*p) for p in procs), "the guardian of a report-only run signalled its processes"
+        if mode == "on":
+            assert not cgroups_of_run(doc["run_id"])
+    finally:
+        for p in procs:
+            end_identified(p)
