@@ -501,6 +501,55 @@ START_TEST(kept_and_moved_in_survive_freeze_and_kill)
 }
 END_TEST
 
+/* The caller's ancestor moved into the cgroup is never a candidate, and the freeze and the
+ * cgroup.kill do not reach it either: it leaves for the cgroup above first. */
+START_TEST(callers_ancestor_in_the_cgroup_survives_freeze_and_kill)
+{
+	if (!need_cgroup())
+		return;
+	struct tu_proc deaf;
+	ck_assert_int_eq(tu_pin(&deaf, deaf_sleeper(), 0), 0);
+	int go[2];
+	ck_assert_int_eq(pipe(go), 0);
+	pid_t a = fork();
+	ck_assert_int_ge(a, 0);
+	if (a == 0) {
+		pid_t b = fork();
+		if (b == 0) { /* the caller: its parent is in the cgroup when it reaps */
+			char c;
+			if (read(go[0], &c, 1) != 1)
+				_exit(10);
+			struct reaper_finder f = reaper_find_cgroup(cg);
+			struct reaper_opts o;
+			reaper_opts_init(&o);
+			o.timeout = 0.05;
+			o.grace = 0.05;
+			struct reaper_report *r = NULL;
+			if (reaper_reap(&f, 1, &o, &r) < 0)
+				_exit(11);
+			int ok = r->n == 1 && r->procs[0].fate == REAPER_KILLED && r->escalated;
+			reaper_report_free(r);
+			_exit(ok ? 0 : 12);
+		}
+		int st = 0;
+		if (b < 0 || waitpid(b, &st, 0) != b)
+			_exit(13);
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 14);
+	}
+	close(go[0]);
+	move_in(a);
+	ck_assert_int_eq(write(go[1], "g", 1), 1);
+	close(go[1]);
+	int st;
+	ck_assert_int_eq(waitpid(a, &st, 0), a);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the caller's parent: status %#x", st);
+	st = tu_wait_exit(&deaf); /* killed by the reap; our child to collect */
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "the deaf sleeper: status %#x", st);
+	tu_proc_close(&deaf);
+	drop_cgroup();
+}
+END_TEST
+
 /* In a private mount namespace with the cgroup2 mount read-only: the cause is named. */
 START_TEST(read_only_cgroup2_is_named)
 {
@@ -594,6 +643,7 @@ int main(void)
 	tcase_add_test(tc, reap_from_inside_spares_the_caller);
 	tcase_add_test(tc, marker_scan_finds_what_is_outside_the_cgroup);
 	tcase_add_test(tc, kept_and_moved_in_survive_freeze_and_kill);
+	tcase_add_test(tc, callers_ancestor_in_the_cgroup_survives_freeze_and_kill);
 	suite_add_tcase(s, tc);
 	tu_add_nothing_left(s, marker);
 	return tu_run_suite(s);
