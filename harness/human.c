@@ -178,6 +178,7 @@ static void draw_tree(struct tree *t)
 {
 	const struct reaper_report *r = t->r;
 	const char *last_context = NULL;
+	int last_reparented = 0;
 	size_t nshown = 0;
 	for (size_t i = 0; i < r->n; i++)
 		nshown += output_shown(&r->procs[i]);
@@ -189,13 +190,16 @@ static void draw_tree(struct tree *t)
 		const struct reaper_proc *p = &r->procs[i];
 		if (!output_shown(p) || t->parent[i] >= 0)
 			continue;
-		if (!last_context || strcmp(last_context, p->ancestry)) {
+		if (!last_context || strcmp(last_context, p->ancestry) || output_reparented(t->o, p) != last_reparented) {
 			t->line.len = 0;
 			sbuf_puts(&t->line, "  under ");
 			escape_text(&t->line, p->ancestry[0] ? p->ancestry : "?", p->ancestry[0] ? strlen(p->ancestry) : 1,
 				    CMDLINE_MAX * 2);
+			if (output_reparented(t->o, p))
+				sbuf_puts(&t->line, " (" OUTPUT_REPARENTED ")");
 			fprintf(t->out, "%s\n", sbuf_str(&t->line));
 			last_context = p->ancestry;
+			last_reparented = output_reparented(t->o, p);
 		}
 		draw_subtree(t, i);
 	}
@@ -257,6 +261,12 @@ void human_report(FILE *out, const struct output *o, const struct reaper_report 
 		  size_t nf)
 {
 	struct tree t = { .out = out, .o = o, .r = r, .f = f, .nf = nf };
+	size_t shown = 0;
+	for (size_t i = 0; i < r->n; i++)
+		shown += output_shown(&r->procs[i]);
+	/* nothing left behind: a clean step is a silent one, as with timeout(1) or tini */
+	if (!shown && !o->verbose)
+		return;
 	size_t n = r->n ? r->n : 1;
 	t.parent = calloc(n, sizeof *t.parent);
 	t.first_child = calloc(n, sizeof *t.first_child);

@@ -46,7 +46,8 @@ static char state_char(char c)
 	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ? c : '?';
 }
 
-static void proc(struct sbuf *b, const struct reaper_proc *p, const struct reaper_finder *f, size_t nf)
+static void proc(struct sbuf *b, const struct output *o, const struct reaper_proc *p, const struct reaper_finder *f,
+		 size_t nf)
 {
 	sbuf_printf(b, "    {\"pid\": %d, \"ppid\": %d, \"pgrp\": %d, \"uid\": %ld, \"start_time\": %llu, "
 		       "\"age\": %.3f, \"state\": \"%c\",\n      ",
@@ -60,7 +61,8 @@ static void proc(struct sbuf *b, const struct reaper_proc *p, const struct reape
 	sbuf_puts(b, "[");
 	output_found_by(b, f, nf, p->matched_by, put_name);
 	sbuf_puts(b, "],\n      ");
-	field_str(b, "ancestry", p->ancestry, ",\n      ");
+	field_str(b, "ancestry", p->ancestry, ", ");
+	sbuf_printf(b, "\"reparented\": %s,\n      ", boolean(output_reparented(o, p)));
 	if (p->test[0])
 		field_str(b, "test", p->test, ", ");
 	else
@@ -134,7 +136,7 @@ void json_report(struct sbuf *b, const struct output *o, const struct reaper_rep
 	sbuf_puts(b, o->npatterns ? "\n  ],\n  \"processes\": [" : "],\n  \"processes\": [");
 	for (size_t i = 0; i < r->n; i++) {
 		sbuf_puts(b, i ? ",\n" : "\n");
-		proc(b, &r->procs[i], f, nf);
+		proc(b, o, &r->procs[i], f, nf);
 	}
 	sbuf_puts(b, r->n ? "\n  ]\n}\n" : "]\n}\n");
 }

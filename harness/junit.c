@@ -50,8 +50,8 @@ static void testcase_id(struct sbuf *id, const struct reaper_proc *p)
 }
 
 /* dup: how many earlier testcases have the same classname and name (they get " (2)", ...) */
-static void testcase(struct sbuf *b, const struct reaper_proc *p, const struct reaper_finder *f, size_t nf,
-		     struct sbuf *id, size_t dup)
+static void testcase(struct sbuf *b, const struct output *o, const struct reaper_proc *p,
+		     const struct reaper_finder *f, size_t nf, struct sbuf *id, size_t dup)
 {
 	int leak = reaper_proc_is_leak(p);
 	const char *cls = sbuf_str(id);
@@ -90,7 +90,14 @@ static void testcase(struct sbuf *b, const struct reaper_proc *p, const struct r
 	output_found_by(&by, f, nf, p->matched_by, sbuf_puts);
 	detail(b, "found by:", sbuf_str(&by));
 	sbuf_free(&by);
-	detail(b, "ancestry:", p->ancestry[0] ? p->ancestry : "?");
+	if (output_reparented(o, p)) {
+		struct sbuf anc = { 0 };
+		sbuf_printf(&anc, "%s (" OUTPUT_REPARENTED ")", p->ancestry[0] ? p->ancestry : "?");
+		detail(b, "ancestry:", sbuf_str(&anc));
+		sbuf_free(&anc);
+	} else {
+		detail(b, "ancestry:", p->ancestry[0] ? p->ancestry : "?");
+	}
 	detail(b, "test:", p->test[0] ? p->test : "(unknown: no REAPER_TEST in its environment)");
 	if (p->holdings_read) {
 		detail(b, "holds:", p->holds[0] ? p->holds : "no socket, no file of the run, not its output");
@@ -137,7 +144,7 @@ void junit_report(struct sbuf *b, const struct output *o, const struct reaper_re
 		size_t dup = 0;
 		for (size_t j = 0; ids && j < i; j++)
 			dup += ids[j].len == id->len && !memcmp(ids[j].p, id->p, id->len);
-		testcase(b, p, f, nf, id, dup);
+		testcase(b, o, p, f, nf, id, dup);
 		sbuf_free(&one);
 	}
 	for (size_t i = 0; ids && i < r->n; i++)
@@ -147,5 +154,4 @@ void junit_report(struct sbuf *b, const struct output *o, const struct reaper_re
 		sbuf_printf(b, "    <testcase classname=\"reaper\" name=\"no leaked processes\" time=\"%.3f\"/>\n",
 			    r->waited);
 	sbuf_puts(b, "  </testsuite>\n</testsuites>\n");
-	(void)o;
 }

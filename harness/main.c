@@ -17,7 +17,7 @@ static void usage(FILE *out)
 	fprintf(out, "usage: reaper run [OPTIONS] -- COMMAND [ARG...]\n"
 		     "       reaper scan FINDERS [--json] [REPORT OPTIONS]\n"
 		     "       reaper reap FINDERS [--timeout S] [--grace S] [REPORT OPTIONS]\n"
-		     "       reaper --help | --version\n\n");
+		     "       reaper -h | --help | -V | --version\n\n");
 	run_usage(out);
 	fputc('\n', out);
 	scan_usage(out);
@@ -26,6 +26,15 @@ static void usage(FILE *out)
 	fputc('\n', out);
 	output_usage(out);
 	fprintf(out, "\nSee reaper(1).\n");
+}
+
+/* A usage error: the synopsis and where to read more, not the whole help. */
+static void short_usage(void)
+{
+	fputs("usage: reaper run [OPTIONS] -- COMMAND [ARG...]\n"
+	      "       reaper scan|reap FINDERS [OPTIONS]\n"
+	      "Try 'reaper --help' or 'reaper COMMAND --help'; the manual is reaper(1).\n",
+	      stderr);
 }
 
 /* Started with stdin, stdout or stderr closed, the first pipe we make would land there, and
@@ -41,7 +50,7 @@ int main(int argc, char **argv)
 {
 	hold_std_fds();
 	if (argc < 2) {
-		usage(stderr);
+		short_usage();
 		return EXIT_USAGE;
 	}
 	const char *sub = argv[1];
@@ -49,7 +58,7 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(sub, "--version")) {
+	if (!strcmp(sub, "--version") || !strcmp(sub, "-V")) {
 		printf("reaper %s\n", reaper_version());
 		return 0;
 	}
@@ -60,6 +69,6 @@ int main(int argc, char **argv)
 	if (!strcmp(sub, "reap"))
 		return cmd_reap(argc - 1, argv + 1);
 	warn("unknown command '%s'", sub);
-	usage(stderr);
+	short_usage();
 	return EXIT_USAGE;
 }

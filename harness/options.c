@@ -149,6 +149,9 @@ int output_option(struct output *o, int c, const char *arg)
 	case OUTPUT_OPT_ANY_USER:
 		o->any_user = 1;
 		return 1;
+	case 'v':
+		o->verbose = 1;
+		return 1;
 	default:
 		return 0;
 	}
@@ -166,6 +169,7 @@ void output_usage(FILE *out)
 		"  --report-only        find, wait and report; signal nothing\n"
 		"  --any-user           as root, also signal other users' processes found only by a\n"
 		"                       marker (without it they are reported 'foreign', untouched)\n"
+		"  -v, --verbose        the SUMMARY line even when nothing was left behind\n"
 		"PATTERNs are fnmatch(3) globs matched against the cmdline and the exe path; the first\n"
 		"matching pattern wins. With GITHUB_ACTIONS=true each leak is also an ::error line on\n"
 		"stdout. NO_COLOR disables colour. A report file that cannot be written is an error;\n"

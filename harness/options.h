@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* options: the report flags that `reaper run`, `reaper reap` and `reaper scan` share
- * (--report, --junit, --allow, --keep, --allow-file, --report-only, --any-user), read into a
+ * (--report, --junit, --allow, --keep, --allow-file, --report-only, --any-user,
+ * -v/--verbose), read into a
  * struct output (output.h) as getopt_long meets them. */
 #ifndef HARNESS_OPTIONS_H
 #define HARNESS_OPTIONS_H
@@ -28,9 +29,10 @@ enum {
 	{ "keep", required_argument, 0, OUTPUT_OPT_KEEP },                      \
 	{ "allow-file", required_argument, 0, OUTPUT_OPT_ALLOW_FILE },          \
 	{ "report-only", no_argument, 0, OUTPUT_OPT_REPORT_ONLY },             \
-	{ "any-user", no_argument, 0, OUTPUT_OPT_ANY_USER }
+	{ "any-user", no_argument, 0, OUTPUT_OPT_ANY_USER },                  \
+	{ "verbose", no_argument, 0, 'v' }
 
-/* Handle a getopt_long value c (OUTPUT_OPT_*) with its argument: 1 handled, 0 not a
+/* Handle a getopt_long value c (OUTPUT_OPT_*, or 'v') with its argument: 1 handled, 0 not a
  * report flag, -1 a usage error described in o->err. */
 int output_option(struct output *o, int c, const char *arg);
 /* The lines of an allow file read from f ("allow: GLOB", "keep: GLOB", blank lines and '#'

@@ -23,6 +23,7 @@ struct output {
 	size_t nowned, owned_cap;
 	int report_only;
 	int any_user;                  /* --any-user: root signals other users' marker-only matches */
+	int verbose;                   /* -v: the human report even when nothing was left behind */
 	int github;                    /* GITHUB_ACTIONS=true: ::error lines on stdout */
 	int color;                     /* stderr is a tty and NO_COLOR is unset or empty */
 	int tty;                       /* stderr is a tty: the countdown line */
@@ -30,6 +31,8 @@ struct output {
 	unsigned progress_calls;       /* off a tty: a progress line every few of these */
 	double timeout, grace;         /* recorded in the JSON report */
 	const char *tracking;          /* "cgroup" or "proc" (NULL: "proc"): how the run was tracked */
+	pid_t adopter;                 /* reaper run: our pid; COMMAND, our only child, is not in the
+	                                  report, so a leak whose parent we are was re-parented to us */
 	char err[512];                 /* the message of a failed output_option() */
 };
 
@@ -50,6 +53,12 @@ static inline int output_shown(const struct reaper_proc *p)
 {
 	return p->fate != REAPER_EXITED && p->fate != REAPER_GONE;
 }
+/* 1 when p was re-parented to the run's reaper (its own parent exited), as far as is known. */
+static inline int output_reparented(const struct output *o, const struct reaper_proc *p)
+{
+	return o->adopter > 0 && p->ppid == o->adopter;
+}
+#define OUTPUT_REPARENTED "re-parented to reaper: its parent exited"
 /* When r is incomplete: say so on stderr and return 1; else 0. */
 int output_incomplete(const struct reaper_report *r);
 

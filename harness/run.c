@@ -345,8 +345,8 @@ static int start_command(struct run *r)
 static int usage_error(const char *msg)
 {
 	warn("%s", msg);
-	fputs("usage: reaper run [--home DIR] [--marker NAME=VALUE] [--timeout S] [--grace S] [--state FILE] "
-	      "[--leak-exit-code N] [--isolate] [--cgroup auto|on|off] [--kill-moved-in] -- COMMAND [ARG...]\n",
+	fputs("usage: reaper run [OPTIONS] -- COMMAND [ARG...]\n"
+	      "Try 'reaper run --help'; the manual is reaper(1).\n",
 	      stderr);
 	return EXIT_USAGE;
 }
@@ -366,7 +366,7 @@ static int parse(struct run *r, int argc, char **argv)
 	int c;
 	opterr = 0;
 	optind = 0; /* 0, not 1: getopt forgets a cluster of short options a former parse left */
-	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+hv", opts, NULL)) != -1) {
 		switch (c) {
 		case 'H': r->home = optarg; break;
 		case 'm':
@@ -790,6 +790,8 @@ static int choose_exit(struct run *r, int rr, const struct reaper_report *rep)
 			code = incomplete ? EXIT_INCOMPLETE : r->leak_code;
 		return code;
 	}
+	/* COMMAND, our one child, has left the report: a leak we are the parent of was re-parented */
+	r->out.adopter = getpid();
 	/* a report file that cannot be written decides only what nothing else does */
 	if (output_emit(&r->out, rep, r->finders, r->nfinders, OUT_ALL) < 0 && code == EXIT_OK && !rep->leaks)
 		code = EXIT_REPORT_FAILED;

@@ -50,6 +50,7 @@ __attribute__((format(printf, 2, 3))) static int usage_error(struct cli *c, cons
 	vwarn(fmt, ap);
 	va_end(ap);
 	fputs(strcmp(c->name, "scan") ? reap_synopsis : scan_synopsis, stderr);
+	fprintf(stderr, "Try 'reaper %s --help'; the manual is reaper(1).\n", c->name);
 	return EXIT_USAGE;
 }
 
@@ -135,7 +136,7 @@ static int parse(struct cli *c, int argc, char **argv, int reap)
 	int opt, r;
 	opterr = 0;
 	optind = 0; /* 0, not 1: getopt forgets a cluster of short options a former parse left */
-	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1)
+	while ((opt = getopt_long(argc, argv, "+hv", opts, NULL)) != -1)
 		if ((r = option(c, opt, argv, reap)))
 			return r;
 	if (optind < argc)

@@ -3,7 +3,8 @@
  * time) and what found it is checked again when it is younger than the scan; what its stat
  * says (parent, group, state, comm, age) and its ancestry are kept as first seen. The rest of
  * what a report says about it (cmdline, exe, cwd, uid, test) is read only when it is
- * described: most matches exit in time and are never reported. */
+ * described: most matches exit in time and are never reported. The test is REAPER_TEST from
+ * its environment, or pytest's PYTEST_CURRENT_TEST (a suite run without the plugin). */
 #define _GNU_SOURCE
 #include "scanner.h"
 
@@ -54,6 +55,21 @@ static char *cmdline_text(struct scanner *sc, ssize_t n, const char *comm)
 	return strndup(sc->aux.p, (size_t)n);
 }
 
+/* Where an ancestry ends: at the run's root, the caller (or one of its own ancestors, the
+ * shells and makes above the run) or a tree finder's root; what is above is not the run's. */
+static int ancestry_root(const struct scanner *sc, pid_t p)
+{
+	if (p == 1)
+		return 1;
+	for (size_t i = 0; i < sc->nanc; i++)
+		if (sc->ancestors[i] == p)
+			return 1;
+	for (size_t i = 0; i < sc->nf; i++)
+		if (sc->f[i].kind == REAPER_FIND_TREE && sc->f[i].root == p)
+			return 1;
+	return 0;
+}
+
 static char *ancestry_of(struct scanner *sc, const struct reaper_stat *st)
 {
 	if (st->ppid == sc->anc_last)
@@ -77,11 +93,35 @@ static char *ancestry_of(struct scanner *sc, const struct reaper_stat *st)
 			break;
 		}
 		len += (size_t)w;
+		if (ancestry_root(sc, p))
+			break;
 		p = a->ppid;
 	}
 	buf[len] = 0;
 	sc->anc_last = st->ppid;
 	return strdup(buf);
+}
+
+/* The test an environment names: REAPER_TEST, else the test pytest was running when the
+ * process (or the ancestor whose environment it carries) was started: PYTEST_CURRENT_TEST,
+ * "tests/test_x.py::test_y (call)", without its phase. NULL when it names none. */
+static const char *test_in(const char *env, size_t len, size_t *vlen)
+{
+	const char *t = reaper_environ_get(env, len, "REAPER_TEST", vlen);
+	if (t && *vlen)
+		return t;
+	t = reaper_environ_get(env, len, "PYTEST_CURRENT_TEST", vlen);
+	if (!t)
+		return NULL;
+	static const char *const phases[] = { " (setup)", " (call)", " (teardown)" };
+	for (size_t i = 0; i < sizeof phases / sizeof *phases; i++) {
+		size_t pl = strlen(phases[i]);
+		if (*vlen > pl && !memcmp(t + *vlen - pl, phases[i], pl)) {
+			*vlen -= pl;
+			break;
+		}
+	}
+	return *vlen ? t : NULL;
 }
 
 static int pattern_match(struct scanner *sc, const struct reaper_proc *info)
@@ -197,7 +237,7 @@ static int first_facts(struct scanner *sc, struct reaper_proc *pi, const struct 
 		       const char *env, ssize_t envlen)
 {
 	size_t vlen = 0;
-	const char *test = env && envlen > 0 ? reaper_environ_get(env, (size_t)envlen, "REAPER_TEST", &vlen) : NULL;
+	const char *test = env && envlen > 0 ? test_in(env, (size_t)envlen, &vlen) : NULL;
 	pi->test = test ? strndup(test, vlen) : strdup("");
 	pi->comm = strdup(st->comm);
 	pi->cmdline = bracketed(st->comm);
@@ -351,7 +391,7 @@ again:
 	}
 	char *cmd = cmdline_text(sc, cmdlen, st.comm), *comm = strdup(st.comm);
 	size_t vlen = 0;
-	const char *test = n > 0 ? reaper_environ_get(sc->buf.p, (size_t)n, "REAPER_TEST", &vlen) : NULL;
+	const char *test = n > 0 ? test_in(sc->buf.p, (size_t)n, &vlen) : NULL;
 	char *t = test && vlen ? strndup(test, vlen) : NULL;
 	/* all of it read while the pid was still this process's, or none of it is used */
 	if (!cmd || !comm || !exe || !cwd || (test && vlen && !t) || pidref_held(&c->ref, sc->procfd) < 0) {

@@ -182,7 +182,8 @@ struct reaper_proc {
 	char *comm;
 	char *exe;                   /* "" when unreadable */
 	char *cwd;                   /* "" when unreadable */
-	char *test;                  /* REAPER_TEST value from its environment, "" if none */
+	char *test;                  /* REAPER_TEST from its environment, else PYTEST_CURRENT_TEST
+					without its " (call)" phase; "" if none */
 	char *ancestry;              /* "pid comm < ppid comm < ..." as first seen */
 	/* reaper_opts.holdings: what it held when found still there at the deadline, read before
 	 * any signal. Only leaks get them; holds is NULL when nothing was gathered. */

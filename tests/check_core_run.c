@@ -174,7 +174,7 @@ END_TEST
 START_TEST(short_leftover_exits_zero_fast)
 {
 	struct run r;
-	char *args[] = { "run", "--timeout", "60", "--", "sh", "-c", "(sleep 0.3 &); exit 0", NULL };
+	char *args[] = { "run", "-v", "--timeout", "60", "--", "sh", "-c", "(sleep 0.3 &); exit 0", NULL };
 	run_reaper(&r, args);
 	ck_assert_msg(r.code == 0, "exit %d; stderr:\n%s", r.code, r.err);
 	ck_assert_ptr_nonnull(strstr(r.err, "SUMMARY: 0 leaked"));
