@@ -47,6 +47,14 @@ void ci_github_annotations(const struct reaper_report *r)
 			escape_text(&msg, p->cwd, strlen(p->cwd), 200);
 			sbuf_puts(&msg, ")");
 		}
+		if (p->why_read && p->why_text[0]) {
+			sbuf_puts(&msg, "; still running: ");
+			escape_text(&msg, p->why_text, strlen(p->why_text), 300);
+		}
+		if (p->holds && p->holds[0]) {
+			sbuf_puts(&msg, "; holds ");
+			escape_text(&msg, p->holds, strlen(p->holds), 300);
+		}
 		line.len = 0;
 		sbuf_puts(&line, "::error ");
 		size_t flen = testid_file(p->test);

@@ -97,6 +97,12 @@ static void node(struct tree *t, size_t i, const char *prefix, int last, int roo
 	sbuf_printf(l, "  %s%s  found by ", sub, bar);
 	output_found_by(l, t->f, t->nf, p->matched_by, put_name);
 	fprintf(t->out, "%s\n", sbuf_str(l));
+	if (p->why_read && p->why_text[0]) {
+		l->len = 0;
+		sbuf_printf(l, "  %s%s  still running: ", sub, bar);
+		escape_text(l, p->why_text, strlen(p->why_text), HOLDS_MAX);
+		fprintf(t->out, "%s\n", sbuf_str(l));
+	}
 	if (p->holds && p->holds[0]) {
 		l->len = 0;
 		sbuf_printf(l, "  %s%s  holds ", sub, bar);

@@ -46,6 +46,33 @@ static char state_char(char c)
 	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ? c : '?';
 }
 
+/* Why a leak was still running: the reasons in words and each fact alone. */
+static void why(struct sbuf *b, const struct reaper_proc *p)
+{
+	const char *term = p->why & REAPER_WHY_TERM_IGNORED ? "\"ignored\""
+			   : p->why & REAPER_WHY_TERM_CAUGHT ? "\"caught\""
+			   : p->why & REAPER_WHY_READ_SIGNALS ? "\"default\""
+						      : "null";
+	sbuf_puts(b, ",\n      \"why\": {");
+	field_str(b, "summary", p->why_text, ", ");
+	sbuf_printf(b, "\"sigterm\": %s, \"stopped\": %s, \"traced_by\": ", term,
+		    boolean(p->why & REAPER_WHY_STOPPED));
+	if (p->why & REAPER_WHY_TRACED)
+		sbuf_printf(b, "%d, ", (int)p->tracer);
+	else
+		sbuf_puts(b, "null, ");
+	if (p->wchan[0])
+		field_str(b, "wchan", p->wchan, ", ");
+	else
+		sbuf_puts(b, "\"wchan\": null, ");
+	if (p->tty[0])
+		field_str(b, "tty", p->tty, ", ");
+	else
+		sbuf_puts(b, "\"tty\": null, ");
+	sbuf_printf(b, "\"holds_output\": %s, \"holds_stdin\": %s}", boolean(p->why & REAPER_WHY_OUTPUT),
+		    boolean(p->why & REAPER_WHY_INPUT));
+}
+
 static void proc(struct sbuf *b, const struct output *o, const struct reaper_proc *p, const struct reaper_finder *f,
 		 size_t nf)
 {
@@ -86,6 +113,8 @@ static void proc(struct sbuf *b, const struct output *o, const struct reaper_pro
 		}
 		sbuf_puts(b, "]}");
 	}
+	if (p->why_read)
+		why(b, p);
 	sbuf_puts(b, "}");
 }
 

@@ -66,6 +66,10 @@ static void testcase(struct sbuf *b, const struct output *o, const struct reaper
 		sbuf_printf(b, "      <failure type=\"process leak\" message=\"pid %d leaked (%s): ", (int)p->pid,
 			    reaper_fate_name(p->fate));
 		text(b, p->cmdline, 200);
+		if (p->why_read && p->why_text[0]) {
+			sbuf_puts(b, "; still running: ");
+			text(b, p->why_text, 300);
+		}
 		sbuf_puts(b, "\">");
 	} else {
 		sbuf_printf(b, "      <skipped message=\"pid %d %s: ", (int)p->pid,
@@ -104,6 +108,8 @@ static void testcase(struct sbuf *b, const struct output *o, const struct reaper
 		snprintf(tmp, sizeof tmp, "RSS %.1f MiB, CPU %.2f s", (double)p->rss / 1048576.0, p->cpu_time);
 		detail(b, "used:", tmp);
 	}
+	if (p->why_read && p->why_text[0])
+		detail(b, "why:", p->why_text);
 	sbuf_puts(b, leak ? "</failure>\n" : "</skipped>\n");
 	sbuf_puts(b, "    </testcase>\n");
 }

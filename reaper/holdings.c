@@ -2,7 +2,8 @@
 /* holdings: see holdings.h. Sockets are named by matching the socket inodes of
  * /proc/PID/fd against the tables of the process's network namespace (/proc/PID/net/tcp,
  * tcp6, udp, udp6, unix), read once per namespace; a file is the run's output when its
- * device and inode are those of the caller's fd 1 or 2, or it is the caller's terminal. */
+ * device and inode are those of the caller's fd 1 or 2, or it is the caller's terminal, and
+ * the run's stdin when they are those of the caller's fd 0. */
 #define _GNU_SOURCE
 #include "holdings.h"
 #include "clock.h"
@@ -53,6 +54,7 @@ struct holdings {
 	char *dirs[HOLD_MAX_DIRS];
 	size_t ndirs;
 	struct outfile out[2]; /* the caller's fd 1 and fd 2 */
+	struct outfile in;     /* the caller's fd 0 */
 	dev_t tty;             /* the caller's controlling terminal, 0 for none */
 	struct netns ns[HOLD_MAX_NETNS];
 	size_t nns;
@@ -156,11 +158,15 @@ struct holdings *holdings_new(const struct reaper_opts *o)
 		add_dir(h, "/tmp");
 		free(cwd);
 	}
-	for (int fd = 1; fd <= 2; fd++) {
+	for (int fd = 0; fd <= 2; fd++) {
 		struct stat st;
 		/* /dev/null and the like hang nothing up; a terminal is matched as the terminal */
-		if (fstat(fd, &st) == 0 && !S_ISCHR(st.st_mode))
-			h->out[fd - 1] = (struct outfile){ .ok = 1, .dev = st.st_dev, .ino = st.st_ino };
+		if (fstat(fd, &st) < 0 || S_ISCHR(st.st_mode))
+			continue;
+		/* a stdin to wait on: a file or a directory gives its reader an end */
+		if (!fd && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode))
+			continue;
+		*(fd ? &h->out[fd - 1] : &h->in) = (struct outfile){ .ok = 1, .dev = st.st_dev, .ino = st.st_ino };
 	}
 	h->tty = own_tty(-1, &h->buf);
 	h->page = sysconf(_SC_PAGESIZE);
@@ -414,7 +420,7 @@ static int locked(struct holdings *h, int procfd, pid_t pid, const char *fd)
 	return n > 0 && (!strncmp(h->buf.p, "lock:", 5) || strstr(h->buf.p, "\nlock:"));
 }
 
-enum { OUT_STDOUT = 1, OUT_STDERR = 2, OUT_TTY = 4 };
+enum { OUT_STDOUT = 1, OUT_STDERR = 2, OUT_TTY = 4, OUT_STDIN = 8 };
 
 static int is_output(const struct holdings *h, const struct stat *st)
 {
@@ -424,6 +430,8 @@ static int is_output(const struct holdings *h, const struct stat *st)
 	for (int i = 0; i < 2; i++)
 		if (h->out[i].ok && h->out[i].dev == st->st_dev && h->out[i].ino == st->st_ino)
 			m |= i ? OUT_STDERR : OUT_STDOUT;
+	if (h->in.ok && h->in.dev == st->st_dev && h->in.ino == st->st_ino)
+		m |= OUT_STDIN;
 	return m;
 }
 
@@ -454,9 +462,9 @@ static void look_at_fd(struct holdings *h, int procfd, pid_t pid, int dfd, const
 		return; /* closed meanwhile */
 	target[n] = 0;
 	int o = is_output(h, &st);
-	for (int bit = 1; bit <= OUT_TTY; bit <<= 1)
+	for (int bit = 1; bit <= OUT_STDIN; bit <<= 1)
 		if ((o & bit) && !(*out & bit))
-			out_fd[bit == OUT_TTY ? 2 : bit - 1] = fd;
+			out_fd[bit == OUT_STDIN ? 3 : bit == OUT_TTY ? 2 : bit - 1] = fd;
 	*out |= o;
 	if (o)
 		return; /* named as the run's output, not again as a file under /tmp */
@@ -500,7 +508,7 @@ static void look_at_fds(struct holdings *h, int procfd, pid_t pid, struct list *
 	}
 	struct dirent *de;
 	struct netns *ns = NULL;
-	int ns_err = 0, out = 0, out_fd[3] = { -1, -1, -1 };
+	int ns_err = 0, out = 0, out_fd[4] = { -1, -1, -1, -1 };
 	size_t seen = 0, skipped = 0;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
@@ -518,6 +526,8 @@ static void look_at_fds(struct holdings *h, int procfd, pid_t pid, struct list *
 		add(l, REAPER_HOLD_UNREADABLE, -1, "%zu more descriptors not looked at", skipped);
 	if (out & OUT_TTY)
 		add(l, REAPER_HOLD_OUTPUT, out_fd[2], "the run's terminal");
+	if (out & OUT_STDIN)
+		add(l, REAPER_HOLD_INPUT, out_fd[3], "the run's stdin");
 	if ((out & OUT_STDOUT) && (out & OUT_STDERR) && h->out[0].dev == h->out[1].dev && h->out[0].ino == h->out[1].ino)
 		add(l, REAPER_HOLD_OUTPUT, out_fd[0], "the run's stdout and stderr");
 	else {
@@ -532,8 +542,9 @@ static void look_at_fds(struct holdings *h, int procfd, pid_t pid, struct list *
 static int kind_rank(enum reaper_hold_kind k)
 {
 	static const int rank[] = { [REAPER_HOLD_LISTENING] = 0, [REAPER_HOLD_CONNECTED] = 1, [REAPER_HOLD_OUTPUT] = 2,
-				    [REAPER_HOLD_FILE] = 3,      [REAPER_HOLD_DELETED] = 4,   [REAPER_HOLD_UNREADABLE] = 5 };
-	return (unsigned)k < sizeof rank / sizeof *rank ? rank[k] : 6;
+				    [REAPER_HOLD_INPUT] = 3,     [REAPER_HOLD_FILE] = 4,      [REAPER_HOLD_DELETED] = 5,
+				    [REAPER_HOLD_UNREADABLE] = 6 };
+	return (unsigned)k < sizeof rank / sizeof *rank ? rank[k] : 7;
 }
 
 static int by_kind(const void *a, const void *b)

@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "scanner.h"
 #include "holdings.h"
+#include "why.h"
 #include "cgroup.h"
 
 #include <errno.h>
@@ -38,6 +39,7 @@ struct reap {
 	int err;
 	size_t unwatched; /* live candidates whose exit is polled, not an epoll event */
 	struct holdings *hold; /* opts->holdings: what each leak holds */
+	struct why *why;       /* and why it is still running */
 	int incomplete;   /* positive errno: a match could not be signalled (descriptors) */
 	const char *incomplete_why;
 	int short_scans;  /* scans in a row that could not read everything */
@@ -149,9 +151,10 @@ static void signal_cand(struct reap *rp, struct cand *c, int sig)
 		c->term_sent = 1;
 }
 
-/* c is a leak (still there at the deadline): what it holds is read now, before any signal
- * changes it. What holdings are compared with (our outputs, terminal, directories) is read
- * at the first leak: a reap without one needs none of it. */
+/* c is a leak (still there at the deadline): what it holds and why it is still running are
+ * read now, before any signal changes them. What holdings are compared with (our outputs,
+ * terminal, directories) is read at the first leak, and libproc2 loaded then: a reap without
+ * one needs none of it. */
 static void leak_found(struct reap *rp, struct cand *c)
 {
 	if (!c->live || c->info.allowed || !rp->o->holdings)
@@ -160,6 +163,9 @@ static void leak_found(struct reap *rp, struct cand *c)
 		rp->hold = holdings_new(rp->o); /* out of memory: a report without holdings */
 	if (rp->hold)
 		holdings_gather(rp->hold, rp->sc.procfd, &c->info);
+	if (!rp->why)
+		rp->why = why_new();
+	why_gather(rp->why, rp->sc.procfd, &c->info);
 }
 
 /* A report-only reap without a timeout (reaper_scan): it waits for nothing and takes
@@ -616,6 +622,7 @@ out:
 	candset_free(&rp.cs);
 	scanner_done(&rp.sc);
 	holdings_free(rp.hold);
+	why_free(rp.why);
 	return r;
 }
 

@@ -153,7 +153,22 @@ enum reaper_hold_kind {
 	REAPER_HOLD_FILE,          /* an open file under one of the hold directories */
 	REAPER_HOLD_DELETED,       /* a deleted file still open */
 	REAPER_HOLD_OUTPUT,        /* the run's stdout, stderr or terminal */
-	REAPER_HOLD_UNREADABLE     /* what could not be looked at, and why */
+	REAPER_HOLD_UNREADABLE,    /* what could not be looked at, and why */
+	REAPER_HOLD_INPUT          /* the run's stdin (a leak waiting to read it may wait forever) */
+};
+
+/* Why a leak was still running at the deadline (reaper_proc.why). */
+enum reaper_why {
+	REAPER_WHY_TERM_IGNORED = 1 << 0, /* SIGTERM is ignored (SigIgn) */
+	REAPER_WHY_TERM_CAUGHT = 1 << 1,  /* SIGTERM has a handler (SigCgt), which may not exit */
+	REAPER_WHY_STOPPED = 1 << 2,      /* stopped (state T): no signal but SIGKILL acts until SIGCONT */
+	REAPER_WHY_TRACED = 1 << 3,       /* traced (TracerPid) or in a tracing stop (state t) */
+	REAPER_WHY_WAITS = 1 << 4,        /* asleep in the kernel function named by wchan */
+	REAPER_WHY_OUTPUT = 1 << 5,       /* holds the run's stdout, stderr or terminal */
+	REAPER_WHY_INPUT = 1 << 6,        /* holds the run's stdin (the one holding named in why_text) */
+	REAPER_WHY_READ_SIGNALS = 1 << 30 /* not a reason: the SIGTERM disposition, wchan and tty
+					     were read (libproc2 was there), so their absence says
+					     "default", "running", "none" */
 };
 
 struct reaper_holding {
@@ -195,6 +210,27 @@ struct reaper_proc {
 	char *holds;                 /* the holdings' texts joined by ", " ("" when it held none) */
 	int host_child;              /* one of opts->host_children: signalled like any leftover,
 					but its zombie is left for the caller to wait for */
+	/* reaper_opts.holdings: why it was still running when found there at the deadline, read
+	 * with its holdings, before any signal. The strings are NULL while why_read is 0. The
+	 * signal dispositions, wchan and tty need libproc2 (procps-ng 4) at run time; without it
+	 * they are not reported. */
+	int why_read;                /* 1: the fields below were gathered */
+	uint32_t why;                /* enum reaper_why bits */
+	pid_t tracer;                /* the process tracing it (TracerPid), 0 for none */
+	char *wchan;                 /* the kernel function it sleeps in, "" when running or unknown */
+	char *tty;                   /* its controlling terminal ("pts/3"), "" for none or unknown */
+	char *why_text;              /* the reasons in words, joined by "; " ("ignores SIGTERM; waits
+					in pipe_read; holds the run's stdin"), "" when none is known */
+	/* Where it was started, when known: the spawn site a test harness records (the pytest
+	 * plugin), or REAPER_STARTED_AT / REAPER_STARTED_IN ("FILE:LINE:FUNCTION") in its
+	 * environment. started_* is the frame in the test's own file, started_in_* the innermost
+	 * frame of the caller's code (a helper's). NULL and 0 when not known. */
+	char *started_file;
+	unsigned started_line;
+	char *started_func;
+	char *started_in_file;
+	unsigned started_in_line;
+	char *started_in_func;
 };
 
 struct reaper_report {
@@ -309,7 +345,7 @@ REAPER_EXPORT int reaper_proc_is_leak(const struct reaper_proc *p);
 REAPER_EXPORT const char *reaper_version(void);
 /* Names: "exited", "killed", ... */
 REAPER_EXPORT const char *reaper_fate_name(enum reaper_fate f);
-/* Names: "listening", "connected", "file", "deleted", "output", "unreadable". */
+/* Names: "listening", "connected", "file", "deleted", "output", "unreadable", "input". */
 REAPER_EXPORT const char *reaper_hold_kind_name(enum reaper_hold_kind k);
 /* "env HOME=/x", "descendant of the run" (tree 0: the caller's tree), "descendant of PID
  * 123", "cgroup" or "call" for finders[i] matched in mask, joined by ", " into buf. 0, or -ENOSPC when buf is too small (-EINVAL when len is 0). */

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "report.h"
 #include "holdings.h"
+#include "why.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -47,6 +48,7 @@ const char *reaper_hold_kind_name(enum reaper_hold_kind k)
 		[REAPER_HOLD_LISTENING] = "listening", [REAPER_HOLD_CONNECTED] = "connected",
 		[REAPER_HOLD_FILE] = "file",           [REAPER_HOLD_DELETED] = "deleted",
 		[REAPER_HOLD_OUTPUT] = "output",       [REAPER_HOLD_UNREADABLE] = "unreadable",
+		[REAPER_HOLD_INPUT] = "input",
 	};
 	return (unsigned)k < sizeof names / sizeof *names && names[k] ? names[k] : "unknown";
 }
@@ -87,6 +89,11 @@ void proc_free(struct reaper_proc *p)
 	free(p->test);
 	free(p->ancestry);
 	holdings_clear(p);
+	why_clear(p);
+	free(p->started_file);
+	free(p->started_func);
+	free(p->started_in_file);
+	free(p->started_in_func);
 	memset(p, 0, sizeof *p);
 }
 
