@@ -5,6 +5,7 @@
 
 #include "escape.h"
 #include "msg.h"
+#include "output.h"
 #include "testid.h"
 
 #include <errno.h>
@@ -55,10 +56,28 @@ void ci_github_annotations(const struct reaper_report *r)
 			sbuf_puts(&msg, "; holds ");
 			escape_text(&msg, p->holds, strlen(p->holds), 300);
 		}
+		struct sbuf at = { 0 };
+		if (output_started_at(&at, p)) {
+			sbuf_puts(&msg, "; started at ");
+			escape_text(&msg, sbuf_str(&at), at.len, 300);
+		}
+		sbuf_free(&at);
 		line.len = 0;
 		sbuf_puts(&line, "::error ");
+		/* the line that started it, else the test's file (and its line when known) */
+		const char *site = p->started_file && *p->started_file ? p->started_file : p->started_in_file;
+		unsigned site_line = site == p->started_file ? p->started_line : p->started_in_line;
 		size_t flen = testid_file(p->test);
-		if (flen) {
+		if (site && *site) {
+			struct sbuf file = { 0 };
+			escape_text(&file, site, strlen(site), 0);
+			sbuf_puts(&line, "file=");
+			escape_github(&line, sbuf_str(&file), file.oom ? 0 : file.len, 1);
+			sbuf_free(&file);
+			if (site_line)
+				sbuf_printf(&line, ",line=%u", site_line);
+			sbuf_puts(&line, ",");
+		} else if (flen) {
 			/* visible text like the message: a file name's bytes must not reach a log raw */
 			struct sbuf file = { 0 };
 			escape_text(&file, p->test, flen, 0);

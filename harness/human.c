@@ -93,6 +93,14 @@ static void node(struct tree *t, size_t i, const char *prefix, int last, int roo
 	sbuf_puts(l, ", cwd ");
 	escape_text(l, p->cwd[0] ? p->cwd : "?", p->cwd[0] ? strlen(p->cwd) : 1, CMDLINE_MAX);
 	fprintf(t->out, "%s\n", sbuf_str(l));
+	struct sbuf at = { 0 };
+	if (output_started_at(&at, p)) {
+		l->len = 0;
+		sbuf_printf(l, "  %s%s  started at ", sub, bar);
+		escape_text(l, sbuf_str(&at), at.len, HOLDS_MAX);
+		fprintf(t->out, "%s\n", sbuf_str(l));
+	}
+	sbuf_free(&at);
 	l->len = 0;
 	sbuf_printf(l, "  %s%s  found by ", sub, bar);
 	output_found_by(l, t->f, t->nf, p->matched_by, put_name);

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SCHEMA "reaper-report/1.1"
+#define SCHEMA "reaper-report/1.2"
 
 static void key(struct sbuf *b, const char *k)
 {
@@ -44,6 +44,33 @@ static const char *boolean(int v)
 static char state_char(char c)
 {
 	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ? c : '?';
+}
+
+/* A frame of where it was started: {"file", "line", "function"}, or null. */
+static void frame(struct sbuf *b, const char *file, unsigned line, const char *func)
+{
+	if (!file || !*file) {
+		sbuf_puts(b, "null");
+		return;
+	}
+	sbuf_puts(b, "{");
+	field_str(b, "file", file, ", ");
+	sbuf_printf(b, "\"line\": %u, ", line);
+	field_str(b, "function", func ? func : "", "}");
+}
+
+static void started_at(struct sbuf *b, const struct reaper_proc *p)
+{
+	key(b, "started_at");
+	if ((!p->started_file || !*p->started_file) && (!p->started_in_file || !*p->started_in_file)) {
+		sbuf_puts(b, "null,\n      ");
+		return;
+	}
+	sbuf_puts(b, "{\"test_frame\": ");
+	frame(b, p->started_file, p->started_line, p->started_func);
+	sbuf_puts(b, ", \"innermost\": ");
+	frame(b, p->started_in_file, p->started_in_line, p->started_in_func);
+	sbuf_puts(b, "},\n      ");
 }
 
 /* Why a leak was still running: the reasons in words and each fact alone. */
@@ -94,6 +121,7 @@ static void proc(struct sbuf *b, const struct output *o, const struct reaper_pro
 		field_str(b, "test", p->test, ", ");
 	else
 		sbuf_puts(b, "\"test\": null, ");
+	started_at(b, p);
 	sbuf_printf(b, "\"fate\": \"%s\", \"leak\": %s, \"allowed\": %s, \"kept\": %s, ", reaper_fate_name(p->fate),
 		    boolean(reaper_proc_is_leak(p)), boolean(p->allowed), boolean(p->fate == REAPER_KEPT));
 	if (p->exit_status >= 0)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* json: the JSON report, schema "reaper-report/1.1" (docs/report-schema.md). */
+/* json: the JSON report, schema "reaper-report/1.2" (docs/report-schema.md). */
 #ifndef HARNESS_JSON_H
 #define HARNESS_JSON_H
 

@@ -103,6 +103,10 @@ static void testcase(struct sbuf *b, const struct output *o, const struct reaper
 		detail(b, "ancestry:", p->ancestry[0] ? p->ancestry : "?");
 	}
 	detail(b, "test:", p->test[0] ? p->test : "(unknown: no REAPER_TEST in its environment)");
+	struct sbuf at = { 0 };
+	if (output_started_at(&at, p))
+		detail(b, "started at:", sbuf_str(&at));
+	sbuf_free(&at);
 	if (p->holdings_read) {
 		detail(b, "holds:", p->holds[0] ? p->holds : "no socket, no file of the run, not its output");
 		snprintf(tmp, sizeof tmp, "RSS %.1f MiB, CPU %.2f s", (double)p->rss / 1048576.0, p->cpu_time);

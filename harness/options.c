@@ -161,7 +161,7 @@ void output_usage(FILE *out)
 {
 	fprintf(out,
 		"Report options (run, reap, scan):\n"
-		"  --report FILE        write the JSON report (schema reaper-report/1.1) to FILE\n"
+		"  --report FILE        write the JSON report (schema reaper-report/1.2) to FILE\n"
 		"  --junit FILE         write a JUnit XML report (testsuite 'reaper') to FILE\n"
 		"  --allow PATTERN      a leftover matching PATTERN is cleaned up but is not a leak\n"
 		"  --keep PATTERN       a leftover matching PATTERN is left running and is not a leak\n"

@@ -157,6 +157,26 @@ void output_done(struct output *o)
 	memset(o, 0, sizeof *o);
 }
 
+static void frame(struct sbuf *b, const char *file, unsigned line, const char *func)
+{
+	sbuf_printf(b, "%s:%u", file, line);
+	if (func && *func)
+		sbuf_printf(b, " in %s", func);
+}
+
+int output_started_at(struct sbuf *b, const struct reaper_proc *p)
+{
+	int at = p->started_file && *p->started_file, in = p->started_in_file && *p->started_in_file;
+	if (at)
+		frame(b, p->started_file, p->started_line, p->started_func);
+	/* the innermost frame, when it is not the test's own */
+	if (in && (!at || strcmp(p->started_in_file, p->started_file) || p->started_in_line != p->started_line)) {
+		sbuf_puts(b, at ? ", via " : "");
+		frame(b, p->started_in_file, p->started_in_line, p->started_in_func);
+	}
+	return at || in;
+}
+
 int output_incomplete(const struct reaper_report *r)
 {
 	if (!r->incomplete)

@@ -59,6 +59,9 @@ static inline int output_reparented(const struct output *o, const struct reaper_
 	return o->adopter > 0 && p->ppid == o->adopter;
 }
 #define OUTPUT_REPARENTED "re-parented to reaper: its parent exited"
+/* Where p was started, as raw text ("tests/test_x.py:12 in test_y, via helpers.py:30 in
+ * start_server"), appended to b; nothing when it is not known. Returns 1 when known. */
+int output_started_at(struct sbuf *b, const struct reaper_proc *p);
 /* When r is incomplete: say so on stderr and return 1; else 0. */
 int output_incomplete(const struct reaper_report *r);
 

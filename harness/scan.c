@@ -304,7 +304,7 @@ void scan_usage(FILE *out)
 		"  --home DIR           processes whose environment holds HOME=DIR\n"
 		"  --env NAME=VALUE     processes whose environment holds NAME=VALUE (repeatable)\n"
 		"  --tree PID           descendants of PID (repeatable)\n"
-		"  --json               print the JSON report (schema reaper-report/1.1) on stdout\n\n"
+		"  --json               print the JSON report (schema reaper-report/1.2) on stdout\n\n"
 		"Exit status: %d some process matched; %d none did; %d usage error; %d a --report or\n"
 		"--junit file could not be written; %d the scan is incomplete (out of descriptors, say);\n"
 		"%d /proc could not be scanned.\n",

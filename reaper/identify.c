@@ -4,7 +4,8 @@
  * says (parent, group, state, comm, age) and its ancestry are kept as first seen. The rest of
  * what a report says about it (cmdline, exe, cwd, uid, test) is read only when it is
  * described: most matches exit in time and are never reported. The test is REAPER_TEST from
- * its environment, or pytest's PYTEST_CURRENT_TEST (a suite run without the plugin). */
+ * its environment, or pytest's PYTEST_CURRENT_TEST (a suite run without the plugin); where
+ * it was started, REAPER_STARTED_AT and REAPER_STARTED_IN, when a harness put them there. */
 #define _GNU_SOURCE
 #include "scanner.h"
 
@@ -122,6 +123,45 @@ static const char *test_in(const char *env, size_t len, size_t *vlen)
 		}
 	}
 	return *vlen ? t : NULL;
+}
+
+/* "FILE:LINE:FUNCTION" (read from the right: a file name may hold ':') into its parts; 0
+ * when the value is not of that form, -ENOMEM. */
+static int frame_of(const char *v, size_t len, char **file, unsigned *line, char **func)
+{
+	const char *fn = memrchr(v, ':', len);
+	const char *ln = fn ? memrchr(v, ':', (size_t)(fn - v)) : NULL;
+	if (!ln || ln == v || ln + 1 == fn)
+		return 0;
+	unsigned long n = 0;
+	for (const char *d = ln + 1; d < fn; d++) {
+		if (*d < '0' || *d > '9' || n > 100000000)
+			return 0;
+		n = n * 10 + (unsigned long)(*d - '0');
+	}
+	char *f = strndup(v, (size_t)(ln - v)), *u = strndup(fn + 1, len - (size_t)(fn + 1 - v));
+	if (!f || !u) {
+		free(f), free(u);
+		return -ENOMEM;
+	}
+	free(*file), free(*func);
+	*file = f, *func = u, *line = (unsigned)n;
+	return 1;
+}
+
+/* Where the process was started, as its environment says (REAPER_STARTED_AT: the frame in
+ * the test's own file; REAPER_STARTED_IN: the innermost frame of the caller's code). A value
+ * not of the form FILE:LINE:FUNCTION is not used. 0, or -ENOMEM. */
+static int started_from(struct reaper_proc *pi, const char *env, size_t len)
+{
+	size_t vlen;
+	const char *v = reaper_environ_get(env, len, "REAPER_STARTED_AT", &vlen);
+	if (v && frame_of(v, vlen, &pi->started_file, &pi->started_line, &pi->started_func) < 0)
+		return -ENOMEM;
+	v = reaper_environ_get(env, len, "REAPER_STARTED_IN", &vlen);
+	if (v && frame_of(v, vlen, &pi->started_in_file, &pi->started_in_line, &pi->started_in_func) < 0)
+		return -ENOMEM;
+	return 0;
 }
 
 static int pattern_match(struct scanner *sc, const struct reaper_proc *info)
@@ -244,6 +284,8 @@ static int first_facts(struct scanner *sc, struct reaper_proc *pi, const struct 
 	pi->exe = strdup("");
 	pi->cwd = strdup("");
 	pi->ancestry = sc->brief ? strdup("") : ancestry_of(sc, st);
+	if (!sc->brief && env && envlen > 0 && started_from(pi, env, (size_t)envlen) < 0)
+		return -ENOMEM;
 	return pi->test && pi->comm && pi->cmdline && pi->exe && pi->cwd && pi->ancestry ? 0 : -ENOMEM;
 }
 
@@ -414,6 +456,8 @@ again:
 		free(pi->test);
 		pi->test = t;
 	}
+	if (n > 0 && started_from(pi, sc->buf.p, (size_t)n) < 0)
+		return -ENOMEM;
 	c->described = 1;
 	return 0;
 }

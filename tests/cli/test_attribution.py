@@ -59,3 +59,39 @@ def test_plain_pytest_suite_names_the_test_of_each_leak(tmp_path):
             st = start_time(pid)
             if st:
                 kill_identified(pid, st)
+
+
+def test_started_at_from_the_environment_in_every_format(tmp_path):
+    """A harness that knows the spawning line puts it in REAPER_STARTED_AT (the test's frame)
+    and REAPER_STARTED_IN (the innermost one); every format carries it, the GitHub annotation
+    at that file and line. Without them the field is null and no line says it."""
+    report, junit = tmp_path / "r.json", tmp_path / "r.xml"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REAPER_", "PYTEST_"))}
+    env.update(GITHUB_ACTIONS="true")
+    script = ("REAPER_STARTED_AT=tests/test_x.py:12:test_y REAPER_STARTED_IN=tests/a:b.py:30:start_server "
+              "sleep 600 & a=$!; sleep 601 & b=$!; "
+              # until both have exec'd: found before, they would be shown as sh
+              "for p in $a $b; do while [ \"$(cat /proc/$p/comm)\" != sleep ]; do sleep 0.01; done; done")
+    r = subprocess.run([REAPER, "run", "--timeout", "0", "--grace", "2", "--report", str(report), "--junit",
+                        str(junit), "--", "sh", "-c", script], env=env, capture_output=True, timeout=300)
+    procs = load_json(report)["processes"]
+    try:
+        assert r.returncode == 23, r.stderr
+        (site,) = [p for p in procs if p["cmdline"] == "sleep 600"]
+        (plain,) = [p for p in procs if p["cmdline"] == "sleep 601"]
+        assert site["started_at"] == {
+            "test_frame": {"file": "tests/test_x.py", "line": 12, "function": "test_y"},
+            "innermost": {"file": "tests/a:b.py", "line": 30, "function": "start_server"}}
+        assert plain["started_at"] is None
+        said = "started at tests/test_x.py:12 in test_y, via tests/a:b.py:30 in start_server"
+        assert r.stderr.decode().count(said) == 1, r.stderr
+        assert junit.read_text().count("started at: " + said.replace("started at ", "")) == 1
+        notes = [x for x in r.stdout.decode().splitlines() if x.startswith("::error ")]
+        (note,) = [x for x in notes if "::pid %d " % site["pid"] in x]
+        assert note.startswith("::error file=tests/test_x.py,line=12,title=process leak::") and said in note
+        (note,) = [x for x in notes if "::pid %d " % plain["pid"] in x]
+        assert "started at" not in note and "file=" not in note
+    finally:
+        for p in procs:
+            if start_time(p["pid"]) == p["start_time"]:
+                kill_identified(p["pid"], p["start_time"])

@@ -68,7 +68,8 @@ def test_run_takes_the_report_flags(home, tmp_path):
 
 def test_every_message_begins_with_the_tool_name(tmp_path):
     """Each line reaper writes on stderr starts 'reaper: ', for run, scan and reap alike: usage
-    errors, refusals and failures (the usage synopsis that follows a usage error aside)."""
+    errors, refusals and failures (the usage synopsis and the pointer to --help that follow a
+    usage error aside)."""
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)
@@ -85,7 +86,7 @@ def test_every_message_begins_with_the_tool_name(tmp_path):
     for args, code in cases:
         r = reaper(*args)
         assert r.returncode == code, (args, r.stderr)
-        said = [x for x in r.stderr.decode().splitlines() if not x.startswith(("usage: ", " "))]
+        said = [x for x in r.stderr.decode().splitlines() if not x.startswith(("usage: ", " ", "Try 'reaper"))]
         assert said and all(x.startswith("reaper: ") for x in said), (args, r.stderr)
 
 

@@ -78,7 +78,7 @@ def test_web_server_is_reported_holding_its_port(home, tmp_path, sweep):
     p = the_leak(rep)
     want = "127.0.0.1:%d (listening)" % port
     assert holds_line(r.stderr, p["pid"]) == "holds " + want
-    assert rep["schema"] == "reaper-report/1.1"
+    assert rep["schema"] == "reaper-report/1.2"
     h = p["holdings"]
     assert {"kind": "listening", "fd": h["held"][0]["fd"], "what": want} in h["held"], h
     assert h["summary"] == want and h["rss"] > 0 and h["cpu_time"] >= 0

@@ -19,7 +19,7 @@ def test_reap_after_suite_kills_and_reports(spawn, home, tmp_path):
     assert r.returncode == 23, r.stderr
     assert not wait_gone([polite.fd, stubborn.fd], 5)
     rep = load_json(report)
-    assert rep["schema"] == "reaper-report/1.1" and rep["command"] == "reap"
+    assert rep["schema"] == "reaper-report/1.2" and rep["command"] == "reap"
     procs = by_pid(rep)
     assert procs[polite.pid]["fate"] == "terminated"
     assert procs[stubborn.pid]["fate"] == "killed"

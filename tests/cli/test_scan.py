@@ -32,7 +32,7 @@ def test_scan_json_on_live_processes(spawn, home):
     r = reaper("scan", "--home", home, "--json")
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout.decode("utf-8"))
-    assert rep["schema"] == "reaper-report/1.1"
+    assert rep["schema"] == "reaper-report/1.2"
     assert rep["command"] == "scan"
     assert rep["finders"] == ["env HOME=" + home]
     procs = by_pid(rep)
