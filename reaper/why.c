@@ -54,7 +54,8 @@ static int load(struct why *w)
 		return w->dl != NULL;
 	w->tried = 1;
 #ifdef WHY_LIBPROC2
-	w->dl = dlopen("libproc2.so.0", RTLD_NOW | RTLD_LOCAL);
+	/* never unloaded (NODELETE): its per-thread buffers stay its own, reachable */
+	w->dl = dlopen("libproc2.so.0", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 	if (!w->dl)
 		return 0;
 	*(void **)&w->pids_new = dlsym(w->dl, "procps_pids_new");

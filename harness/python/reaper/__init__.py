@@ -222,6 +222,9 @@ class Process:
     rss: Optional[int] = None
     cpu_time: Optional[float] = None
     host_child: bool = False
+    #: with ``holdings=True``, for a leak: why it was still running at the deadline, in words
+    #: ("ignores SIGTERM; waits in pipe_read"), "" when no reason is known; None when not read
+    why: Optional[str] = None
     #: a leak, as the library counts one (reaper_proc_is_leak): still running at the end, or
     #: it had to be signalled, and not allowed by a pattern
     leaked: bool = False
@@ -259,7 +262,8 @@ def _holdings(c) -> dict:
         return {}
     held = tuple((_c().reaper_hold_kind_name(c.holdings[i].kind).decode("ascii"), c.holdings[i].fd,
                   _text(c.holdings[i].what)) for i in range(c.nholdings))
-    return {"holdings": held, "holds": _text(c.holds), "rss": c.rss, "cpu_time": c.cpu_time}
+    why = {"why": _text(c.why_text)} if c.why_read else {}
+    return {"holdings": held, "holds": _text(c.holds), "rss": c.rss, "cpu_time": c.cpu_time, **why}
 
 
 def _convert(rep: "_lib.Report", finders: Tuple[Finder, ...]) -> ReapReport:

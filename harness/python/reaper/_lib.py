@@ -99,6 +99,18 @@ class Proc(ctypes.Structure):
         ("nholdings", ctypes.c_size_t),
         ("holds", ctypes.POINTER(ctypes.c_char)),
         ("host_child", ctypes.c_int),
+        ("why_read", ctypes.c_int),
+        ("why", ctypes.c_uint32),
+        ("tracer", pid_t),
+        ("wchan", ctypes.POINTER(ctypes.c_char)),
+        ("tty", ctypes.POINTER(ctypes.c_char)),
+        ("why_text", ctypes.POINTER(ctypes.c_char)),
+        ("started_file", ctypes.POINTER(ctypes.c_char)),
+        ("started_line", ctypes.c_uint),
+        ("started_func", ctypes.POINTER(ctypes.c_char)),
+        ("started_in_file", ctypes.POINTER(ctypes.c_char)),
+        ("started_in_line", ctypes.c_uint),
+        ("started_in_func", ctypes.POINTER(ctypes.c_char)),
     ]
 
 
