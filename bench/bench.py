@@ -616,6 +616,14 @@ def table(res: dict) -> str:
             add(f"candidate details, {raw[1]} candidates: raw reads vs libproc2 procps_pids_select",
                 f"{raw[0] / raw[1] * 1e6:.1f} us each", f"{lp[0] / max(lp[1], 1) * 1e6:.1f} us each",
                 f"libproc2 {lp[0] / raw[0]:.2f}x", "(measured)", lp[1] == raw[1])
+            why = d.get("why_libproc2")
+            if why and why[1] > 1:
+                # every candidate but the first, whose cost (dlopen, procps_pids_new) is apart
+                add(f"describing one leak via libproc2 (why it is still running: SIGTERM, wchan, tty, "
+                    f"TracerPid), {why[1]} leaks: vs its raw detail reads",
+                    f"{why[0] / (why[1] - 1) * 1e6:.1f} us each (first {why[2] * 1e3:.2f} ms)",
+                    f"{raw[0] / raw[1] * 1e6:.1f} us each", f"{why[0] / (why[1] - 1) / (raw[0] / raw[1]):.2f}x",
+                    "(measured)", why[1] == raw[1])
     for r in res.get("exit", []):
         target = r["n"] == 100
         add(f"exit detection, {r['n']} leftovers ({r.get('procs', 0):.0f} procs): last exit -> reap() returns",

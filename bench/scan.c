@@ -4,7 +4,8 @@
  * on stdin, answers one JSON line each:
  *   scan ENTRY      floor, reaper_scan, rescan, libproc2 (reap and get) over every process
  *   details ENTRY   per-candidate details of every process holding ENTRY: raw reads as
- *                   libreaper does them, beside libproc2 procps_pids_select
+ *                   libreaper does them, beside libproc2 procps_pids_select; and why
+ *                   each would still be running, as a reap describes a leak (why.c)
  * Each contender answers [wall seconds, how many it found (they must agree), CPU seconds];
  * CPU time is what the other users of a shared machine do not inflate. */
 #define _GNU_SOURCE
@@ -12,6 +13,7 @@
 #include "reaper/scanner.h"
 #include "reaper/procfs.h"
 #include "reaper/reaper.h"
+#include "reaper/why.h"
 
 #include <libproc2/pids.h>
 
@@ -181,7 +183,31 @@ static void cmd_details(const char *entry)
 		procps_pids_unref(&info);
 	}
 	t_lp = bench_now() - t_lp;
-	printf("{\"details_raw\": [%.9f, %ld], \"details_libproc2\": [%.9f, %ld]}\n", t_raw, n_raw, t_lp, n_lp);
+	/* why each was still running, as a reap describes a leak: libproc2 (dlopen and
+	 * procps_pids_new at the first, then one procps_pids_select each) plus TracerPid and the
+	 * identity re-check; the first leak's cost apart */
+	double t_first = bench_now(), t_why = 0;
+	long n_why = 0;
+	int first = 1;
+	struct why *w = why_new();
+	for (int i = 0; w && i < np; i++) {
+		struct reaper_proc p = { .pid = (pid_t)pids[i] };
+		struct reaper_stat st;
+		if (procfs_stat(procfd, p.pid, &st) < 0)
+			continue;
+		p.start_time = st.start_time;
+		double t1 = bench_now();
+		why_gather(w, procfd, &p);
+		if (first)
+			t_first = bench_now() - t_first, first = 0;
+		else
+			t_why += bench_now() - t1;
+		n_why += p.why_read && (p.why & REAPER_WHY_READ_SIGNALS);
+		why_clear(&p);
+	}
+	why_free(w);
+	printf("{\"details_raw\": [%.9f, %ld], \"details_libproc2\": [%.9f, %ld], \"why_libproc2\": [%.9f, %ld, %.9f]}\n",
+	       t_raw, n_raw, t_lp, n_lp, t_why, n_why, first ? 0.0 : t_first);
 	fflush(stdout);
 	free(pids);
 }

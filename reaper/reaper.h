@@ -5,7 +5,8 @@
  * the value constructors and predicates below say what they return.
  * The library installs no signal handlers, never waits for "any child" (pid -1), and keeps no
  * global state but the adoption refcount; all functions are safe to call from several
- * threads at once.
+ * threads at once. A reap that describes a leak with opts->holdings opens libproc2
+ * (dlopen), which then stays loaded.
  *
  * Zombies: reaper_reap() collects only the zombies of processes it found whose parent is
  * the caller (adopted orphans, what it killed, and children that died during the reap);
