@@ -55,7 +55,7 @@ def run_leaking(home, tmp_path, leftover, ready):
 def holds_line(stderr, pid):
     lines = stderr.decode().splitlines()
     i = next(n for n, x in enumerate(lines) if x.startswith("  %d LEAK " % pid))
-    for x in lines[i + 1:i + 4]:
+    for x in lines[i + 1:i + 6]:  # age, started at, found by, still running, holds
         if x.strip().startswith("holds "):
             return x.strip()
     raise AssertionError("no holds line for %d in:\n%s" % (pid, stderr.decode()))

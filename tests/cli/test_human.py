@@ -40,8 +40,9 @@ def test_tree_summary_and_attribution(spawn, home):
     assert lines[i + 1].startswith("  |    age ") and "state S" in lines[i + 1]
     assert "test tests/test_x.py::test_daemon" in lines[i + 1] and "cwd " in lines[i + 1]
     assert lines[i + 2] == "  |    found by env HOME=" + home
-    assert lines[i + 3].startswith("  `- %d LEAK (terminated) " % child.pid)
-    assert lines[i + 4].startswith("          age ")
+    assert lines[i + 3].startswith("  |    still running: waits in ")
+    assert lines[i + 4].startswith("  `- %d LEAK (terminated) " % child.pid)
+    assert lines[i + 5].startswith("          age ")
     assert any(x.startswith("  %d LEAK (terminated) " % lone.pid) for x in lines)
     assert any(x.startswith("  %d LEAK (terminated) " % plain.pid) for x in lines)
     summary = [x for x in lines if x.startswith("reaper: SUMMARY: ")]
