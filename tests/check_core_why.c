@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* check_core_why: why a leak was still running, against real children: one that ignores
- * SIGTERM, one that stopped itself (SIGSTOP), one that catches SIGTERM; and the describer on
+ * SIGTERM, one stopped (SIGSTOP), one that catches SIGTERM, one we trace; and the describer on
  * a process that is gone or whose pid is not the one described (a pid that changed hands
  * mid-read): it says so and nothing else, and the report loses nothing else. */
 #define _GNU_SOURCE
@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -115,6 +116,40 @@ START_TEST(each_reason_is_read_before_the_kill)
 }
 END_TEST
 
+/* A child we trace (PTRACE_TRACEME, then its exec stops it): traced by us, in a tracing stop. */
+START_TEST(a_traced_leak_names_its_tracer)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char *argv[] = { "/bin/sleep", "600", NULL }, *env[] = { suite_marker, NULL };
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0)
+			_exit(1);
+		execve(argv[0], argv, env);
+		_exit(1);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFSTOPPED(status), "the exec stops a traced child (status %#x)", status);
+	struct reaper_finder f = reaper_find_tree(0);
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.holdings = 1;
+	o.grace = 0.2;
+	struct reaper_report *r = NULL;
+	ck_assert_int_eq(reaper_reap(&f, 1, &o, &r), 0);
+	const struct reaper_proc *p = find(r, pid);
+	ck_assert(p->why & REAPER_WHY_TRACED);
+	ck_assert_int_eq(p->tracer, getpid());
+	char want[64];
+	snprintf(want, sizeof want, "traced by pid %d", (int)getpid());
+	ck_assert_msg(strstr(p->why_text, want) != NULL, "%s", p->why_text);
+	ck_assert_int_eq(p->fate, REAPER_KILLED);
+	reaper_report_free(r);
+	ck_assert(!tu_exists(pid, 0));
+}
+END_TEST
+
 /* A describer asked about pid with start time start: what it says. */
 static void describe(struct why *w, pid_t pid, uint64_t start, struct reaper_proc *p)
 {
@@ -165,6 +200,7 @@ int main(void)
 	TCase *tc = tcase_create("why");
 	tcase_add_test(tc, each_reason_is_read_before_the_kill);
 	tcase_add_test(tc, a_process_gone_or_replaced_is_said_so);
+	tcase_add_test(tc, a_traced_leak_names_its_tracer);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	tu_add_nothing_left(s, suite_marker);
