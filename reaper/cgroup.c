@@ -12,7 +12,6 @@
 #include "procfs.h"
 #include "reaper.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -35,8 +34,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#define MAX_DEPTH 256
 
 /* Read a whole small file (at dirfd/name) into a NUL-terminated malloc'd buffer. */
 static ssize_t slurp(int dirfd, const char *name, char **out)
@@ -400,30 +397,16 @@ pid_t cgroup_vfork(const char *path, int (*fn)(void *), void *arg)
 }
 #endif
 
-static int push(pid_t **v, size_t *n, size_t *cap, pid_t pid)
-{
-	if (ARRAY_RESERVE(*v, *cap, *n + 1, 64) < 0)
-		return -ENOMEM;
-	(*v)[(*n)++] = pid;
-	return 0;
-}
+/* Where cgroup_members appends. */
+struct members {
+	pid_t **v;
+	size_t *n, *cap;
+};
 
-/* The directory dfd names, to list with readdir (dfd itself stays open and unmoved): NULL
- * with errno set. */
-static DIR *listing(int dfd)
+static int read_members(void *ctx, int dfd, const char *name)
 {
-	int lfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
-	if (!d && lfd >= 0) {
-		int e = errno;
-		close(lfd);
-		errno = e;
-	}
-	return d;
-}
-
-static int members_at(int dfd, pid_t **v, size_t *n, size_t *cap, int depth)
-{
+	(void)name;
+	struct members *m = ctx;
 	char *text = NULL;
 	ssize_t len = slurp(dfd, "cgroup.procs", &text);
 	if (len < 0)
@@ -435,44 +418,17 @@ static int members_at(int dfd, pid_t **v, size_t *n, size_t *cap, int depth)
 		if (e == p)
 			break;
 		p = e;
-		if (pid > 0)
-			r = push(v, n, cap, (pid_t)pid);
+		if (pid > 0 && (r = ARRAY_RESERVE(*m->v, *m->cap, *m->n + 1, 64)) == 0)
+			(*m->v)[(*m->n)++] = (pid_t)pid;
 	}
 	free(text);
-	if (r < 0)
-		return r;
-	if (depth >= MAX_DEPTH)
-		return -ELOOP;
-	DIR *d = listing(dfd);
-	if (!d)
-		return -errno;
-	struct dirent *de;
-	while (r == 0 && (de = readdir(d))) {
-		if (de->d_type != DT_DIR || de->d_name[0] == '.')
-			continue;
-		int cfd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (cfd < 0) {
-			if (errno != ENOENT) /* removed since the listing: nothing lives there */
-				r = -errno;
-			continue;
-		}
-		r = members_at(cfd, v, n, cap, depth + 1);
-		if (r == -ENOENT || r == -ENODEV)
-			r = 0;
-		close(cfd);
-	}
-	closedir(d);
 	return r;
 }
 
 int cgroup_members(const char *path, pid_t **v, size_t *n, size_t *cap)
 {
-	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	int r = members_at(dfd, v, n, cap, 0);
-	close(dfd);
-	return r;
+	struct members m = { v, n, cap };
+	return cgroup_walk(path, read_members, NULL, &m);
 }
 
 int cgroup_holds(const char *path, const struct pidref *ref, int procfd, pid_t **v, size_t *cap)
@@ -676,30 +632,11 @@ int reaper_cgroup_kill(const char *path)
 	return r;
 }
 
-static int remove_below(int dfd, int depth)
+/* Bottom-up: a cgroup is removed once everything below it is. */
+static int remove_one(void *ctx, int parent, const char *name)
 {
-	if (depth >= MAX_DEPTH)
-		return -ELOOP;
-	DIR *d = listing(dfd);
-	if (!d)
-		return -errno;
-	struct dirent *de;
-	int r = 0;
-	while (r == 0 && (de = readdir(d))) {
-		if (de->d_type != DT_DIR || de->d_name[0] == '.')
-			continue;
-		int cfd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (cfd < 0) {
-			r = errno == ENOENT ? 0 : -errno;
-			continue;
-		}
-		r = remove_below(cfd, depth + 1);
-		close(cfd);
-		if (r == 0 && unlinkat(dfd, de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-			r = -errno;
-	}
-	closedir(d);
-	return r;
+	(void)ctx;
+	return unlinkat(parent, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
 int reaper_cgroup_remove(const char *path)
@@ -712,11 +649,7 @@ int reaper_cgroup_remove(const char *path)
 		return 0;
 	if (errno != EBUSY && errno != ENOTEMPTY)
 		return -errno;
-	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	r = remove_below(dfd, 0);
-	close(dfd);
+	r = cgroup_walk(path, NULL, remove_one, NULL);
 	if (r == 0 && rmdir(path) < 0)
 		r = -errno;
 	return r;

@@ -7,6 +7,15 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* Called by cgroup_walk: enter with a cgroup's own descriptor (name NULL) before the cgroups
+ * below it, leave with its parent's descriptor and its name there after them. 0 goes on;
+ * -ENOENT or -ENODEV says the cgroup is gone (the walk goes on without it); any other
+ * negative value ends the walk with it. */
+typedef int (*cgroup_visit_fn)(void *ctx, int dfd, const char *name);
+/* Walk the cgroup at path and every cgroup below it, parents entered before their children
+ * and left after them (enter or leave may be NULL; path itself is entered, never left). No
+ * depth limit, and a bounded number of descriptors however deep the tree. 0 or -errno. */
+int cgroup_walk(const char *path, cgroup_visit_fn enter, cgroup_visit_fn leave, void *ctx);
 /* Append the pids of cgroup.procs of path and of every cgroup below it to *v (grown with
  * realloc; *n used, *cap allocated). 0 or -errno (-ENOENT: path is gone). */
 int cgroup_members(const char *path, pid_t **v, size_t *n, size_t *cap);

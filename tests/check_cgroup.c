@@ -12,6 +12,7 @@
 #include "reaper/reaper.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -621,6 +622,102 @@ START_TEST(remove_needs_no_descriptor)
 }
 END_TEST
 
+/* 1 when readdir of dir gives name b after name a. */
+static int listed_after(const char *dir, const char *a, const char *b)
+{
+	DIR *d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	int seen_a = 0, after = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		seen_a |= !strcmp(e->d_name, a);
+		if (!strcmp(e->d_name, b))
+			after = seen_a;
+	}
+	closedir(d);
+	return after;
+}
+
+#define CHAIN 2000
+#define CHAIN_FDS 64
+
+/* The walks of a cgroup tree in a child allowed CHAIN_FDS descriptors: the member in the
+ * sibling listed, the cgroup killed, then removed bottom-up. The failing step, or 0. */
+static int walk_with_few_descriptors(pid_t member)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 1;
+	rl.rlim_cur = CHAIN_FDS;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 1;
+	pid_t *v;
+	size_t n;
+	int r = reaper_cgroup_procs(cg, &v, &n), found = 0;
+	if (r < 0) {
+		fprintf(stderr, "reaper_cgroup_procs: %s\n", strerror(-r));
+		return 2;
+	}
+	for (size_t i = 0; i < n; i++)
+		found |= v[i] == member;
+	free(v);
+	if (!found)
+		return 3;
+	if ((r = reaper_cgroup_kill(cg)) < 0 || (r = reaper_cgroup_wait(cg, 60)) < 0) {
+		fprintf(stderr, "kill: %s\n", strerror(-r));
+		return 4;
+	}
+	if ((r = reaper_cgroup_remove(cg)) < 0) {
+		fprintf(stderr, "reaper_cgroup_remove: %s\n", strerror(-r));
+		return 5;
+	}
+	return 0;
+}
+
+/* A chain of empty cgroups far deeper than the descriptors a process may hold, and a sibling
+ * the kernel lists after the chain, holding a process: the walk reaches the sibling, and the
+ * removal goes to the bottom of the chain and back up. */
+START_TEST(deep_chain_walked_with_few_descriptors)
+{
+	if (!need_cgroup())
+		return;
+	int fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < CHAIN; i++) { /* relative steps: the chain's path is longer than PATH_MAX */
+		const char *name = i ? "c" : "chain";
+		ck_assert_int_eq(mkdirat(fd, name, 0755), 0);
+		int next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		ck_assert_int_ge(next, 0);
+		close(fd);
+		fd = next;
+	}
+	close(fd);
+	char sib[PATH_MAX], name[32];
+	for (int i = 0;; i++) {
+		ck_assert_int_lt(i, 1000);
+		snprintf(name, sizeof name, "sibling%d", i);
+		ck_assert_int_eq(reaper_cgroup_create(cg, name, sib, sizeof sib), 0);
+		if (listed_after(cg, "chain", name))
+			break;
+		ck_assert_int_eq(rmdir(sib), 0);
+	}
+	pid_t member = reaper_cgroup_fork(sib);
+	ck_assert_int_ge(member, 0);
+	if (member == 0)
+		sleep_forever();
+	pid_t walker = fork();
+	ck_assert_int_ge(walker, 0);
+	if (walker == 0)
+		_exit(walk_with_few_descriptors(member));
+	int st;
+	ck_assert_int_eq(waitpid(walker, &st, 0), walker);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the walk with %d descriptors failed: status %#x",
+		      CHAIN_FDS, st);
+	ck_assert_int_eq(waitpid(member, &st, 0), member);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "the member in the sibling was not killed");
+	ck_assert_int_eq(access(cg, F_OK), -1);
+}
+END_TEST
+
 int main(void)
 {
 	tu_unique_marker(marker, sizeof marker, "CGROUP_TEST", "cg");
@@ -644,6 +741,7 @@ int main(void)
 	tcase_add_test(tc, marker_scan_finds_what_is_outside_the_cgroup);
 	tcase_add_test(tc, kept_and_moved_in_survive_freeze_and_kill);
 	tcase_add_test(tc, callers_ancestor_in_the_cgroup_survives_freeze_and_kill);
+	tcase_add_test(tc, deep_chain_walked_with_few_descriptors);
 	suite_add_tcase(s, tc);
 	tu_add_nothing_left(s, marker);
 	return tu_run_suite(s);

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from conftest import script
-from procutil import FIXTURES, PY, REAPER, running, start_time, stat, wait_gone
+from procutil import FIXTURES, PY, REAPER, kill_identified, running, start_time, stat, wait_gone
 
 
 def own_cgroup():
@@ -154,6 +154,97 @@ def test_zombie_leader_found_and_killed_in_cgroup_mode(run, tmp_path):
     assert leak and leak[0]["fate"] == "killed" and "cgroup" in leak[0]["found_by"], rep["processes"]
     assert not os.path.exists("/proc/%d" % pid) or start_time(pid) != leak[0]["start_time"]
     assert not cgroups_of_run(r.state()["run_id"])
+
+
+# COMMAND (argv: depth, the cgroup2 mount): a chain of DEPTH nested empty cgroups in the run's
+# cgroup, a sibling the kernel lists after the chain, and a setsid leftover under env -i moved
+# into the sibling ("left PID START" once it is there).
+DEEP_CHAIN = """
+    import os, sys
+    depth, mount = int(sys.argv[1]), sys.argv[2]
+    own = [l for l in open("/proc/self/cgroup") if l.startswith("0::")][0][3:].strip()
+    cg, here = mount + own, os.getcwd()
+    os.chdir(cg)
+    for i in range(depth):  # relative steps: the chain's path is longer than PATH_MAX
+        os.mkdir("chain" if i == 0 else "c")
+        os.chdir("chain" if i == 0 else "c")
+    os.chdir(here)
+    for i in range(1000):
+        name = "sibling%d" % i
+        os.mkdir(os.path.join(cg, name))
+        listed = os.listdir(cg)
+        if listed.index(name) > listed.index("chain"):
+            break
+        os.rmdir(os.path.join(cg, name))
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        with open(os.path.join(cg, name, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+        null = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.close(r)
+        os.set_inheritable(w, True)
+        os.execve(sys.executable, [sys.executable, "-c", "import os, sys, time\\n"
+                  "st = open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19]\\n"
+                  "os.write(int(sys.argv[1]), ('%d %s' % (os.getpid(), st)).encode())\\n"
+                  "time.sleep(300)", str(w)], {})
+    os.close(w)
+    print("left", os.read(r, 100).decode(), flush=True)
+"""
+
+
+def remove_tree(top):
+    """rmdir the empty cgroup top and every one below it, bottom-up, however deep (relative
+    steps: a deep chain's path is longer than PATH_MAX)."""
+    here, names = os.getcwd(), []
+    try:
+        os.chdir(top)
+        while True:
+            below = sorted(e.name for e in os.scandir(".") if e.is_dir(follow_symlinks=False))
+            if below:
+                os.chdir(below[0])
+                names.append(below[0])
+            elif names:
+                os.chdir("..")
+                os.rmdir(names.pop())
+            else:
+                break
+    finally:
+        os.chdir(here)
+    os.rmdir(top)
+
+
+@needs_cgroup
+@pytest.mark.parametrize("depth", [300, 2000])
+def test_deep_empty_cgroup_chain_neither_hides_a_sibling_nor_keeps_the_cgroup(run, tmp_path, depth):
+    """The cgroup tree is walked to any depth: the leftover in a cgroup listed after the chain
+    is found by the cgroup, and the chain goes bottom-up with the run's cgroup."""
+    r = run(["--cgroup", "on", "--timeout", "0.2", "--grace", "0", "--report", str(tmp_path / "r.json")],
+            script(DEEP_CHAIN) + [str(depth), MOUNT])
+    code = r.wait(300)
+    words = r.out.split()
+    assert words[:1] == ["left"], (r.out, r.stderr)
+    pid, st = int(words[1]), int(words[2])
+    try:
+        assert code == 23, r.stderr
+        assert "cannot remove" not in r.stderr, r.stderr
+        leak = [p for p in report(tmp_path)["processes"] if p["pid"] == pid]
+        assert leak and "cgroup" in leak[0]["found_by"], leak
+        assert leak[0]["fate"] == "killed", leak
+        assert gone(pid, st)
+        assert not cgroups_of_run(r.state()["run_id"]), "the run's cgroup is still there"
+    finally:
+        if not gone(pid, st):
+            kill_identified(pid, st)
+        left = os.path.join(OWN, "reaper-run-" + r.state()["run_id"])
+        deadline = time.monotonic() + 60
+        while os.path.exists(left) and "populated 1" in open(os.path.join(left, "cgroup.events")).read():
+            assert time.monotonic() < deadline, "the run's cgroup stays populated"
+            time.sleep(0.05)
+        if os.path.exists(left):
+            remove_tree(left)
 
 
 @needs_cgroup
