@@ -818,23 +818,12 @@ static int take_home(struct run *r)
 	return GO_ON;
 }
 
-/* Everything the run needs before COMMAND starts. --isolate: the outer reaper ends here once
- * the run (in the namespace) has; the run goes on in the namespace. */
-static int set_up(struct run *r)
+/* The run's cgroup, and the owner-death guardian that removes it when we are killed: started
+ * before the cgroup is made, with its path planned, and before we become a subreaper, so the
+ * guardian's orphaned self is not ours. (Not as PID 1, a namespace's init: what the guardian
+ * must outlive is then the whole namespace.) */
+static int own_cgroup(struct run *r)
 {
-	int e, status, code;
-	if (r->isolate && (e = isolate_enter(&status)) != 0)
-		return e < 0 ? EXIT_CANNOT_EXEC : status_to_code(status);
-	if (setup_finders(r) < 0)
-		return die(EXIT_CANNOT_EXEC, "out of memory");
-	if ((code = take_home(r)) != GO_ON)
-		return code;
-	if ((r->procfd = procfs_open()) < 0)
-		return die(EXIT_CANNOT_EXEC, "cannot open /proc: %s", strerror(-r->procfd));
-	/* Cancellation is ours before the run owns anything: a SIGTERM between the cgroup's
-	 * creation and the guardian's start would end us by default and leave the cgroup. */
-	if ((e = setup_signals(r)) < 0)
-		return die(EXIT_CANNOT_EXEC, "cannot set up signals: %s", strerror(-e));
 	char own[PATH_MAX];
 	int planned = plan_cgroup(r, own, sizeof own);
 	/* The run begins here: only what starts from now on can carry its marker, so a scan for
@@ -843,17 +832,59 @@ static int set_up(struct run *r)
 	 * whatever carries them is looked for everywhere. */
 	if (reaper_origin_now(&r->origin) == 0)
 		r->finders[0].origin = &r->origin;
-	/* Before we become a subreaper, so the guardian's orphaned self is not ours; before the
-	 * cgroup is made, so that it never exists without a guardian to remove it. It keeps the
-	 * run's rules: what --keep keeps, --report-only and the origin. */
+	/* The guardian keeps the run's rules: what --keep keeps, --report-only and the origin. */
 	struct guardian_rules rules = { .patterns = r->out.patterns, .npatterns = r->out.npatterns,
 					.origin = r->finders[0].origin, .kill_moved_in = r->kill_moved_in,
 					.report_only = r->out.report_only };
 	if (getpid() != 1)
 		r->guardian_fd = guardian_start(r->run_marker, r->cgroup, &rules, &r->guardian);
 	r->st.guardian_pid = r->guardian.pid;
-	if (setup_cgroup(r, own, planned) < 0)
-		return EXIT_CANNOT_EXEC;
+	return setup_cgroup(r, own, planned) < 0 ? EXIT_CANNOT_EXEC : GO_ON;
+}
+
+/* --isolate: the cgroup and the guardian are the outer reaper's, made before the namespace
+ * (its init is PID 1 there, and dies with us), so a SIGKILLed reaper still has its run's
+ * cgroup removed. The outer one ends here once the run in the namespace has: it stops the
+ * guardian, and removes the cgroup if the run could not (its init was killed). The run goes
+ * on in the namespace, the guardian named by the pid its caller sees. */
+static int isolate(struct run *r)
+{
+	int code = own_cgroup(r), status;
+	if (code != GO_ON)
+		return code;
+	int e = isolate_enter(&status);
+	if (e == 0) {
+		if (r->guardian_fd >= 0)
+			close(r->guardian_fd); /* the outer reaper's to stop */
+		r->guardian_fd = -1;
+		pidref_done(&r->guardian);
+		/* the marker's origin again, in here: pids are the namespace's */
+		r->finders[0].origin = reaper_origin_now(&r->origin) == 0 ? &r->origin : NULL;
+		return GO_ON;
+	}
+	if (r->cgroup[0] && access(r->cgroup, F_OK) < 0)
+		r->cgroup[0] = 0;
+	return e < 0 ? EXIT_CANNOT_EXEC : status_to_code(status);
+}
+
+/* Everything the run needs before COMMAND starts. */
+static int set_up(struct run *r)
+{
+	int e, code;
+	if (setup_finders(r) < 0)
+		return die(EXIT_CANNOT_EXEC, "out of memory");
+	if (r->isolate && (code = isolate(r)) != GO_ON)
+		return code;
+	if ((code = take_home(r)) != GO_ON)
+		return code;
+	if ((r->procfd = procfs_open()) < 0)
+		return die(EXIT_CANNOT_EXEC, "cannot open /proc: %s", strerror(-r->procfd));
+	/* Cancellation is ours before the run owns anything: a SIGTERM between the cgroup's
+	 * creation and the guardian's start would end us by default and leave the cgroup. */
+	if ((e = setup_signals(r)) < 0)
+		return die(EXIT_CANNOT_EXEC, "cannot set up signals: %s", strerror(-e));
+	if (!r->isolate && (code = own_cgroup(r)) != GO_ON)
+		return code;
 	if ((e = reaper_adopt()) < 0 && getpid() != 1)
 		warn("warning: cannot become a child subreaper: %s; orphans go to init", strerror(-e));
 	getrlimit(RLIMIT_NOFILE, &r->nofile);

@@ -4,6 +4,7 @@ and nothing of the run is left, not even a TERM-ignoring daemon that dropped the
 from its environment; as root, and as an unprivileged user (nobody) through a user namespace.
 The run's processes are found from our /proc by their PID namespace (the /proc/PID/ns/pid
 link of the namespace's init), each pinned by a pidfd and the link read again after."""
+import json
 import os
 import pty
 import pwd
@@ -254,3 +255,45 @@ def test_isolate_on_a_terminal_ctrl_c_reaches_command_then_the_drain(tmp_path):
             os.kill(pid, signal.SIGKILL)  # our own child, by pid: it cannot have been reused
             os.waitpid(pid, 0)
         os.close(master)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root: a writable cgroup2 and a PID namespace without a user namespace")
+def test_isolate_cgroup_on_owner_killed_removes_the_cgroup(tmp_path):
+    """The run's cgroup is made before the namespace, with its guardian outside it: a SIGKILLed
+    reaper takes the run with it, and its cgroup too."""
+    from test_cgroup import OWN
+    assert OWN, "root without a cgroup2 mount"
+    ready, state = str(tmp_path / "ready"), str(tmp_path / "state.json")
+    p = subprocess.Popen([REAPER, "run", "--isolate", "--cgroup", "on", "--state", state, "--timeout", "60",
+                          "--grace", "60", "--", PY, "-c", FAMILY, ready], cwd=str(tmp_path),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    outer = os.pidfd_open(p.pid)
+    fds, cg = [], None
+    try:
+        wait_for(ready, p)
+        with open(state) as f:
+            doc = json.load(f)
+        assert doc["tracking"] == "cgroup", doc
+        cg = os.path.join(OWN, "reaper-run-" + doc["run_id"])
+        assert os.path.isdir(cg)
+        (init,) = children(p.pid)
+        procs = in_namespace(ns_of(init))
+        fds = [fd for _, fd in procs]
+        signal.pidfd_send_signal(outer, signal.SIGKILL)
+        assert wait_gone(fds, 60) == [], "the run survived its owner"
+        deadline = time.monotonic() + 60
+        while os.path.exists(cg) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the guardian removes it once the run is gone: no event for us
+        assert not os.path.exists(cg), "the run's cgroup was left behind"
+        p.wait(30)
+    finally:
+        for fd in fds:
+            if alive(fd):
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            os.close(fd)
+        if p.poll() is None:
+            signal.pidfd_send_signal(outer, signal.SIGKILL)
+            p.wait(30)
+        os.close(outer)
+        if cg and os.path.isdir(cg):
+            os.rmdir(cg)
