@@ -36,7 +36,9 @@ void ci_github_annotations(const struct reaper_report *r)
 		if (!reaper_proc_is_leak(p))
 			continue;
 		msg.len = 0;
-		sbuf_printf(&msg, "pid %d (%s, age %.1f s", (int)p->pid, reaper_fate_name(p->fate), p->age);
+		sbuf_puts(&msg, "pid ");
+		output_pid(&msg, p);
+		sbuf_printf(&msg, " (%s, age %.1f s", reaper_fate_name(p->fate), p->age);
 		if (p->test[0]) {
 			sbuf_puts(&msg, ", test ");
 			escape_text(&msg, p->test, strlen(p->test), 200);
@@ -129,7 +131,9 @@ void ci_step_summary(const struct reaper_report *r)
 				continue;
 			sbuf_puts(&b, "| ");
 			cell(&b, p->test[0] ? p->test : "(unknown)", 200);
-			sbuf_printf(&b, " | %d | %s | %.1f s | ", (int)p->pid, reaper_fate_name(p->fate), p->age);
+			sbuf_puts(&b, " | ");
+			output_pid(&b, p);
+			sbuf_printf(&b, " | %s | %.1f s | ", reaper_fate_name(p->fate), p->age);
 			cell(&b, p->cmdline, 200);
 			sbuf_puts(&b, " | ");
 			cell(&b, p->cwd[0] ? p->cwd : "?", 200);

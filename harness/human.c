@@ -67,7 +67,9 @@ static void node(struct tree *t, size_t i, const char *prefix, int last, int roo
 	const struct reaper_proc *p = &t->r->procs[i];
 	struct sbuf *l = &t->line;
 	l->len = 0;
-	sbuf_printf(l, "  %s%s%d ", prefix, root ? "" : last ? "`- " : "|- ", (int)p->pid);
+	sbuf_printf(l, "  %s%s", prefix, root ? "" : last ? "`- " : "|- ");
+	output_pid(l, p);
+	sbuf_puts(l, " ");
 	label(t, p);
 	sbuf_puts(l, " ");
 	escape_text(l, p->cmdline, strlen(p->cmdline), CMDLINE_MAX);

@@ -107,7 +107,7 @@ static void explain(int rootless, const struct failure *f)
 }
 
 /* In the clone: be the init of the new PID namespace. Returns only on success. */
-static void become_init(int rootless, uid_t uid, gid_t gid, int report, int alive, int foreground)
+static void become_init(int rootless, uid_t uid, gid_t gid, int report, int alive, int foreground, int *outer_proc)
 {
 	struct failure f = { 0 };
 	char map[64];
@@ -128,6 +128,8 @@ static void become_init(int rootless, uid_t uid, gid_t gid, int report, int aliv
 		if (!f.step && (e = write_file("/proc/self/gid_map", map)) < 0)
 			f = (struct failure){ STEP_GID_MAP, -e };
 	}
+	/* the caller's /proc stays reachable by this descriptor once ours covers it */
+	*outer_proc = f.step ? -1 : open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	/* private first, or the new /proc would propagate to the caller's mount namespace */
 	if (!f.step && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		f = (struct failure){ STEP_MOUNT_PRIVATE, errno };
@@ -211,7 +213,7 @@ static int relay(pid_t pid, sigset_t mask)
 	return status;
 }
 
-int isolate_enter(int *status)
+int isolate_enter(int *status, int *outer_proc)
 {
 	int rootless = geteuid() != 0;
 	uid_t uid = geteuid();
@@ -237,7 +239,7 @@ int isolate_enter(int *status)
 		sigprocmask(SIG_SETMASK, &orig, NULL); /* the run sets up its own */
 		close(report[0]);
 		close(alive[1]);
-		become_init(rootless, uid, gid, report[1], alive[0], foreground);
+		become_init(rootless, uid, gid, report[1], alive[0], foreground, outer_proc);
 		return 0;
 	}
 	int e = pid < 0 ? errno : 0;

@@ -103,9 +103,13 @@ static void why(struct sbuf *b, const struct reaper_proc *p)
 static void proc(struct sbuf *b, const struct output *o, const struct reaper_proc *p, const struct reaper_finder *f,
 		 size_t nf)
 {
-	sbuf_printf(b, "    {\"pid\": %d, \"ppid\": %d, \"pgrp\": %d, \"uid\": %ld, \"start_time\": %llu, "
+	/* the caller's pid, and beside it the one in the run's namespace (--isolate) */
+	sbuf_printf(b, "    {\"pid\": %d, ", (int)(p->outer_pid > 0 ? p->outer_pid : p->pid));
+	if (p->outer_pid > 0)
+		sbuf_printf(b, "\"ns_pid\": %d, ", (int)p->pid);
+	sbuf_printf(b, "\"ppid\": %d, \"pgrp\": %d, \"uid\": %ld, \"start_time\": %llu, "
 		       "\"age\": %.3f, \"state\": \"%c\",\n      ",
-		    (int)p->pid, (int)p->ppid, (int)p->pgrp, p->uid == (uid_t)-1 ? -1L : (long)p->uid,
+		    (int)p->ppid, (int)p->pgrp, p->uid == (uid_t)-1 ? -1L : (long)p->uid,
 		    (unsigned long long)p->start_time, p->age, state_char(p->state));
 	field_str(b, "cmdline", p->cmdline, ",\n      ");
 	field_str(b, "comm", p->comm, ", ");

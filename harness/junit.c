@@ -63,8 +63,9 @@ static void testcase(struct sbuf *b, const struct output *o, const struct reaper
 		sbuf_printf(b, " (%zu)", dup + 1);
 	sbuf_puts(b, "\" time=\"0\">\n");
 	if (leak) {
-		sbuf_printf(b, "      <failure type=\"process leak\" message=\"pid %d leaked (%s): ", (int)p->pid,
-			    reaper_fate_name(p->fate));
+		sbuf_puts(b, "      <failure type=\"process leak\" message=\"pid ");
+		output_pid(b, p);
+		sbuf_printf(b, " leaked (%s): ", reaper_fate_name(p->fate));
 		text(b, p->cmdline, 200);
 		if (p->why_read && p->why_text[0]) {
 			sbuf_puts(b, "; still running: ");
@@ -72,14 +73,18 @@ static void testcase(struct sbuf *b, const struct output *o, const struct reaper
 		}
 		sbuf_puts(b, "\">");
 	} else {
-		sbuf_printf(b, "      <skipped message=\"pid %d %s: ", (int)p->pid,
+		sbuf_puts(b, "      <skipped message=\"pid ");
+		output_pid(b, p);
+		sbuf_printf(b, " %s: ",
 			    p->fate == REAPER_KEPT ? "kept running by a --keep pattern" : "allowed by an --allow pattern");
 		text(b, p->cmdline, 200);
 		sbuf_puts(b, "\">");
 	}
 	char tmp[512];
-	snprintf(tmp, sizeof tmp, "%d", (int)p->pid);
-	detail(b, "pid:", tmp);
+	struct sbuf pid = { 0 };
+	output_pid(&pid, p);
+	detail(b, "pid:", sbuf_str(&pid));
+	sbuf_free(&pid);
 	snprintf(tmp, sizeof tmp, "%llu (clock ticks since boot)", (unsigned long long)p->start_time);
 	detail(b, "started:", tmp);
 	snprintf(tmp, sizeof tmp, "%.1f s when first seen", p->age);

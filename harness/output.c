@@ -91,6 +91,14 @@ size_t output_tests(const struct reaper_report *r, struct test_count **out)
 	return n;
 }
 
+void output_pid(struct sbuf *b, const struct reaper_proc *p)
+{
+	if (p->outer_pid > 0)
+		sbuf_printf(b, "%d (%d in the run's namespace)", (int)p->outer_pid, (int)p->pid);
+	else
+		sbuf_printf(b, "%d", (int)p->pid);
+}
+
 void output_found_by(struct sbuf *b, const struct reaper_finder *f, size_t nf, uint32_t mask,
 		     void (*put)(struct sbuf *b, const char *name))
 {

@@ -71,6 +71,9 @@ struct test_count {
 	size_t leaks;
 };
 size_t output_tests(const struct reaper_report *r, struct test_count **out);
+/* p's pid as the caller sees it: "4242 (7 in the run's namespace)" for a process of a run in a
+ * PID namespace of its own (--isolate), "7" otherwise. */
+void output_pid(struct sbuf *b, const struct reaper_proc *p);
 /* The names of the finders in mask ("env HOME=/x", "descendant of the run", ...), each
  * written by put, separated by ", ". */
 void output_found_by(struct sbuf *b, const struct reaper_finder *f, size_t nf, uint32_t mask,

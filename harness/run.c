@@ -65,6 +65,7 @@ struct run {
 	int supervising;            /* COMMAND runs under our job control (not yet being reaped) */
 	int state_begun;            /* the state document was started: it must end "exited" */
 	int guardian_fd;
+	int outer_proc;             /* --isolate, in the namespace: the caller's /proc (-1: none) */
 	struct pidref guardian; /* pinned while guardian_fd is open */
 	struct run_state st;
 	struct reaper_opts opts;    /* the reap's: read by it while it runs (term_signal, below) */
@@ -544,6 +545,7 @@ static void init_reap_opts(struct run *r, double timeout, double grace)
 	r->opts.grace = grace;
 	r->opts.term_signal = r->st.termination_signal;
 	r->opts.event_fd = r->sfd;
+	r->opts.outer_procfd = r->outer_proc;
 	r->opts.on_event = on_event;
 	r->opts.on_escalate = on_escalate;
 	r->opts.event_ctx = r;
@@ -852,7 +854,7 @@ static int isolate(struct run *r)
 	int code = own_cgroup(r), status;
 	if (code != GO_ON)
 		return code;
-	int e = isolate_enter(&status);
+	int e = isolate_enter(&status, &r->outer_proc);
 	if (e == 0) {
 		if (r->guardian_fd >= 0)
 			close(r->guardian_fd); /* the outer reaper's to stop */
@@ -944,7 +946,7 @@ static int run(struct run *r)
 
 static void run_init(struct run *r)
 {
-	*r = (struct run){ .sfd = -1, .procfd = -1, .tty = -1, .guardian_fd = -1, .guardian = PIDREF_NULL,
+	*r = (struct run){ .sfd = -1, .procfd = -1, .tty = -1, .guardian_fd = -1, .outer_proc = -1, .guardian = PIDREF_NULL,
 			   .cmd = PIDREF_NULL };
 	r->st.runner_exit_code = -1;
 	r->st.phase = "starting";
@@ -964,7 +966,9 @@ static void run_done(struct run *r)
 		close(r->sfd);
 	if (r->procfd >= 0)
 		close(r->procfd);
-	r->sfd = r->procfd = -1;
+	if (r->outer_proc >= 0)
+		close(r->outer_proc);
+	r->sfd = r->procfd = r->outer_proc = -1;
 	drop_cgroup(r);
 	if (r->state_begun)
 		state_update(r, "exited");

@@ -328,6 +328,7 @@ ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mas
 	c.gen = sc->gen;
 	struct reaper_proc *pi = &c.info;
 	from_stat(sc, pi, pid, &st, mask);
+	pi->outer_pid = pidref_pid_in(&c.ref, sc->outer_procfd);
 	/* as root, a match by a marker alone is another user's or not at once (foreign); the uid
 	 * read is its own only if the pin still holds after the read (-1: gone, nobody's) */
 	pi->uid = sc->want_uid && !(mask & ~sc->env_mask) ? owner_of(sc, pid) : (uid_t)-1;

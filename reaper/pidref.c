@@ -5,6 +5,11 @@
 #include "procfs.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -191,6 +196,28 @@ int pidref_collect(const struct pidref *p, int procfd, int *status)
 		*status = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0)
 			: si.si_code == CLD_DUMPED ? (si.si_status | 0x80) : si.si_status;
 	return 1;
+}
+
+pid_t pidref_pid_in(const struct pidref *p, int procfd)
+{
+	char path[48], b[1024];
+	if (p->fd < 0 || procfd < 0)
+		return 0;
+	/* "self" and the Pid line are both in the PID namespace of procfd's mount */
+	snprintf(path, sizeof path, "self/fdinfo/%d", p->fd);
+	int fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n;
+	while ((n = read(fd, b, sizeof b - 1)) < 0 && errno == EINTR)
+		;
+	close(fd);
+	if (n <= 0)
+		return 0;
+	b[n] = 0;
+	const char *line = strstr(b, "\nPid:");
+	long pid = line ? strtol(line + 5, NULL, 10) : 0;
+	return pid > 0 && pid <= INT_MAX ? (pid_t)pid : 0;
 }
 
 void pidref_done(struct pidref *p)

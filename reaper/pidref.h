@@ -51,6 +51,10 @@ int pidref_exited(const struct pidref *p, int procfd);
 /* Collect its zombie when the caller is its parent: 1 collected, 0 not exited yet,
  * -ECHILD not our child (or already collected). Never touches any other child. */
 int pidref_collect(const struct pidref *p, int procfd, int *status);
+/* Its pid in the PID namespace of the /proc at procfd (an ancestor namespace's: a process of a
+ * namespace of its own has a pid in each one above it), read from its pidfd's fdinfo there;
+ * 0 when it is not known (no pidfd, procfd -1, reaped). */
+pid_t pidref_pid_in(const struct pidref *p, int procfd);
 /* Close the pidfd and clear the pidref. */
 void pidref_done(struct pidref *p);
 

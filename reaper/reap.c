@@ -562,6 +562,7 @@ void reaper_opts_init(struct reaper_opts *o)
 {
 	memset(o, 0, sizeof *o);
 	o->event_fd = -1;
+	o->outer_procfd = -1;
 	o->settle = REAPER_SETTLE;
 }
 
@@ -593,6 +594,7 @@ static int reap_as(const struct reaper_finder *finders, size_t n, const struct r
 	}
 	rp.sc.host = opts->host_children;
 	rp.sc.nhost = opts->nhost_children;
+	rp.sc.outer_procfd = opts->outer_procfd;
 	if ((r = open_epoll(&rp)) < 0 || (r = watch_cgroups(&rp)) < 0)
 		goto out;
 	enum outcome w;

@@ -232,6 +232,8 @@ struct reaper_proc {
 	char *started_in_file;
 	unsigned started_in_line;
 	char *started_in_func;
+	pid_t outer_pid;             /* its pid in the PID namespace of opts->outer_procfd (pid is
+					the reap's own namespace's); 0 when not asked or not known */
 };
 
 struct reaper_report {
@@ -306,13 +308,18 @@ struct reaper_opts {
 	 * holds. Without it they are REAPER_MOVED_IN: whoever may write cgroup.procs can move any
 	 * process in, and what began before the run is not the run's. */
 	int kill_moved_in;
+	/* Optional (-1: none): a /proc of a PID namespace above the reap's (opened before the reap's
+	 * own /proc was mounted over it), for a reap that runs in a namespace of its own: each
+	 * match's pid there is read while it is pinned (reaper_proc.outer_pid), so a report can
+	 * name it as the caller outside sees it. */
+	int outer_procfd;
 };
 
 /* How long a reap waits for what it killed to be gone (seconds): SIGKILL ends a process at
  * once unless it is in uninterruptible sleep, which may never end. */
 #define REAPER_SETTLE 5.0
 
-/* Fill opts with the defaults (event_fd -1, settle REAPER_SETTLE). */
+/* Fill opts with the defaults (event_fd -1, outer_procfd -1, settle REAPER_SETTLE). */
 REAPER_EXPORT void reaper_opts_init(struct reaper_opts *opts);
 
 /* Find what the finders match, now; signal nothing, and wait for nothing: a child of the

@@ -151,6 +151,7 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 {
 	memset(sc, 0, sizeof *sc);
 	sc->procfd = -1;
+	sc->outer_procfd = -1;
 	for (size_t i = 0; i < 32; i++)
 		sc->roots[i] = PIDREF_NULL;
 	if (nf > 32)

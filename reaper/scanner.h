@@ -13,6 +13,7 @@
 /* What one scan needs; lives for a whole reap. */
 struct scanner {
 	int procfd;
+	int outer_procfd; /* reaper_opts.outer_procfd: where each match's outer_pid is read (-1: none) */
 	DIR *dir;
 	pid_t self;
 	pid_t ancestors[64];

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from procutil import PY, REAPER, alive, pidfds_where, wait_gone
+from procutil import PY, REAPER, alive, pidfds_where, start_time, wait_gone
 
 # COMMAND: a child, and a setsid daemon that ignores SIGTERM and execs with an empty
 # environment (no REAPER_RUN, no HOME: no finder outside the namespace would see it);
@@ -297,3 +297,58 @@ def test_isolate_cgroup_on_owner_killed_removes_the_cgroup(tmp_path):
         os.close(outer)
         if cg and os.path.isdir(cg):
             os.rmdir(cg)
+
+
+def nspid(pid):
+    """The NSpid line of /proc/PID/status: its pid in our namespace, then in each below."""
+    with open("/proc/%d/status" % pid) as f:
+        return [int(x) for l in f if l.startswith("NSpid:") for x in l.split()[1:]]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root: the PID namespace without a user namespace")
+def test_isolate_reports_name_the_callers_pid_and_the_namespaces(tmp_path):
+    """Every format names a leftover by the pid the caller sees, the namespace's beside it."""
+    pidfile, go = str(tmp_path / "pid"), str(tmp_path / "go")
+    summary = tmp_path / "summary.md"
+    env = dict(os.environ, GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary))
+    p = subprocess.Popen([REAPER, "run", "--isolate", "--timeout", "0", "--grace", "5",
+                          "--report", str(tmp_path / "r.json"), "--junit", str(tmp_path / "j.xml"), "--",
+                          "sh", "-c", 'sleep 600 </dev/null >/dev/null 2>&1 & echo $! > %s; '
+                                      'while [ ! -e %s ]; do sleep 0.01; done' % (pidfile, go)],
+                         cwd=str(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    outer = os.pidfd_open(p.pid)
+    fds = []
+    try:
+        wait_for(pidfile, p)
+        with open(pidfile) as f:
+            inner = int(f.read())
+        (init,) = children(p.pid)
+        procs = in_namespace(ns_of(init))
+        fds = [fd for _, fd in procs]
+        (pid,) = [pid for pid, _ in procs if nspid(pid)[1:] == [inner]]
+        assert pid != inner
+        st = start_time(pid)
+        open(go, "w").close()
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 23, err
+        shown = "%d (%d in the run's namespace)" % (pid, inner)
+        err = err.decode()
+        assert "%s LEAK (terminated) sleep 600" % shown in err, err
+        with open(str(tmp_path / "r.json")) as f:
+            rep = json.load(f)
+        assert rep["schema"] == "reaper-report/1.2"
+        (leak,) = [x for x in rep["processes"] if x["cmdline"] == "sleep 600"]
+        assert (leak["pid"], leak["ns_pid"], leak["start_time"]) == (pid, inner, st), leak
+        junit = (tmp_path / "j.xml").read_text()
+        assert 'message="pid %s leaked (terminated)' % shown in junit, junit
+        assert "::error title=process leak::pid %s (terminated" % shown in out.decode(), out
+        assert "| %s | terminated |" % shown in summary.read_text()
+    finally:
+        for fd in fds:
+            if alive(fd):
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            os.close(fd)
+        if p.poll() is None:
+            signal.pidfd_send_signal(outer, signal.SIGKILL)
+            p.wait(30)
+        os.close(outer)

@@ -111,6 +111,7 @@ class Proc(ctypes.Structure):
         ("started_in_file", ctypes.POINTER(ctypes.c_char)),
         ("started_in_line", ctypes.c_uint),
         ("started_in_func", ctypes.POINTER(ctypes.c_char)),
+        ("outer_pid", pid_t),
     ]
 
 
@@ -174,6 +175,7 @@ class Opts(ctypes.Structure):
         ("host_children", ctypes.POINTER(pid_t)),
         ("nhost_children", ctypes.c_size_t),
         ("kill_moved_in", ctypes.c_int),
+        ("outer_procfd", ctypes.c_int),
     ]
 
 
