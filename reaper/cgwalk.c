@@ -134,7 +134,8 @@ int cgroup_walk(const char *path, cgroup_visit_fn enter, cgroup_visit_fn leave, 
 			}
 			depth++;
 			st[depth] = (struct frame){ .fd = cfd, .name = at };
-			if (depth >= WALK_FDS)
+			/* (let go already when a sibling of this one was entered before) */
+			if (depth >= WALK_FDS && st[depth - WALK_FDS].fd >= 0)
 				r = let_go(&st[depth - WALK_FDS]);
 			fresh = 1;
 			continue;

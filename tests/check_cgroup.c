@@ -638,11 +638,30 @@ static int listed_after(const char *dir, const char *a, const char *b)
 }
 
 #define CHAIN 2000
+#define BRANCH_AT 1000
+#define BRANCH 40
 #define CHAIN_FDS 64
+
+/* n nested cgroups below the one dfd names, the first called first, the others name (relative
+ * steps: a deep chain's path is longer than PATH_MAX); a descriptor of the deepest. */
+static int chain_below(int dfd, const char *first, const char *name, int n)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < n; i++) {
+		const char *step = i ? name : first;
+		ck_assert_int_eq(mkdirat(fd, step, 0755), 0);
+		int next = openat(fd, step, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		ck_assert_int_ge(next, 0);
+		close(fd);
+		fd = next;
+	}
+	return fd;
+}
 
 /* The walks of a cgroup tree in a child allowed CHAIN_FDS descriptors: the member in the
  * sibling listed, the cgroup killed, then removed bottom-up. The failing step, or 0. */
-static int walk_with_few_descriptors(pid_t member)
+static int walk_with_few_descriptors(pid_t member, pid_t deep)
 {
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
@@ -658,9 +677,9 @@ static int walk_with_few_descriptors(pid_t member)
 		return 2;
 	}
 	for (size_t i = 0; i < n; i++)
-		found |= v[i] == member;
+		found |= (v[i] == member) | (v[i] == deep) * 2;
 	free(v);
-	if (!found)
+	if (found != 3)
 		return 3;
 	if ((r = reaper_cgroup_kill(cg)) < 0 || (r = reaper_cgroup_wait(cg, 60)) < 0) {
 		fprintf(stderr, "kill: %s\n", strerror(-r));
@@ -673,25 +692,28 @@ static int walk_with_few_descriptors(pid_t member)
 	return 0;
 }
 
-/* A chain of empty cgroups far deeper than the descriptors a process may hold, and a sibling
- * the kernel lists after the chain, holding a process: the walk reaches the sibling, and the
- * removal goes to the bottom of the chain and back up. */
+/* A chain of empty cgroups far deeper than the descriptors a process may hold, with a branch
+ * deep down holding a process at its end, and a sibling the kernel lists after the chain,
+ * holding another: the walk reaches both, and the removal goes to the bottom of the chain and
+ * back up. */
 START_TEST(deep_chain_walked_with_few_descriptors)
 {
 	if (!need_cgroup())
 		return;
-	int fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
-	for (int i = 0; i < CHAIN; i++) { /* relative steps: the chain's path is longer than PATH_MAX */
-		const char *name = i ? "c" : "chain";
-		ck_assert_int_eq(mkdirat(fd, name, 0755), 0);
-		int next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		ck_assert_int_ge(next, 0);
-		close(fd);
-		fd = next;
-	}
-	close(fd);
-	char sib[PATH_MAX], name[32];
+	int top = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(top, 0);
+	int mid = chain_below(top, "chain", "c", BRANCH_AT);
+	close(chain_below(mid, "c", "c", CHAIN - BRANCH_AT));
+	close(chain_below(mid, "b", "b", BRANCH));
+	close(mid);
+	close(top);
+	char deep_cg[PATH_MAX], sib[PATH_MAX], name[32];
+	size_t at = (size_t)snprintf(deep_cg, sizeof deep_cg, "%s/chain", cg);
+	for (int i = 1; i < BRANCH_AT; i++)
+		at += (size_t)snprintf(deep_cg + at, sizeof deep_cg - at, "/c");
+	for (int i = 0; i < BRANCH; i++)
+		at += (size_t)snprintf(deep_cg + at, sizeof deep_cg - at, "/b");
+	ck_assert_int_lt(at, sizeof deep_cg);
 	for (int i = 0;; i++) {
 		ck_assert_int_lt(i, 1000);
 		snprintf(name, sizeof name, "sibling%d", i);
@@ -704,16 +726,22 @@ START_TEST(deep_chain_walked_with_few_descriptors)
 	ck_assert_int_ge(member, 0);
 	if (member == 0)
 		sleep_forever();
+	pid_t deep = reaper_cgroup_fork(deep_cg);
+	ck_assert_int_ge(deep, 0);
+	if (deep == 0)
+		sleep_forever();
 	pid_t walker = fork();
 	ck_assert_int_ge(walker, 0);
 	if (walker == 0)
-		_exit(walk_with_few_descriptors(member));
+		_exit(walk_with_few_descriptors(member, deep));
 	int st;
 	ck_assert_int_eq(waitpid(walker, &st, 0), walker);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the walk with %d descriptors failed: status %#x",
 		      CHAIN_FDS, st);
 	ck_assert_int_eq(waitpid(member, &st, 0), member);
 	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "the member in the sibling was not killed");
+	ck_assert_int_eq(waitpid(deep, &st, 0), deep);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "the member deep in the branch was not killed");
 	ck_assert_int_eq(access(cg, F_OK), -1);
 }
 END_TEST

@@ -64,6 +64,19 @@ def wait_for(path, proc, timeout=60.0):
         time.sleep(0.01)
 
 
+def end_run(p, outer, fds):
+    """After a test: SIGKILL what is left of the run through the pidfds fds, and the reaper p
+    through its pidfd outer."""
+    for fd in fds:
+        if alive(fd):
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+        os.close(fd)
+    if p.poll() is None:
+        signal.pidfd_send_signal(outer, signal.SIGKILL)
+        p.wait(30)
+    os.close(outer)
+
+
 def owner_kill(reaper, workdir, user=None):
     """Start an isolated run, SIGKILL its reaper once the daemon runs; returns (number of
     processes in the namespace before, seconds until they were all gone)."""
@@ -102,14 +115,7 @@ def owner_kill(reaper, workdir, user=None):
         assert p.returncode == -signal.SIGKILL
         return len(procs), took
     finally:
-        for fd in fds:
-            if alive(fd):
-                signal.pidfd_send_signal(fd, signal.SIGKILL)
-            os.close(fd)
-        if p.poll() is None:
-            signal.pidfd_send_signal(outer, signal.SIGKILL)
-            p.wait(30)
-        os.close(outer)
+        end_run(p, outer, fds)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="as root: the PID namespace without a user namespace")
@@ -287,14 +293,7 @@ def test_isolate_cgroup_on_owner_killed_removes_the_cgroup(tmp_path):
         assert not os.path.exists(cg), "the run's cgroup was left behind"
         p.wait(30)
     finally:
-        for fd in fds:
-            if alive(fd):
-                signal.pidfd_send_signal(fd, signal.SIGKILL)
-            os.close(fd)
-        if p.poll() is None:
-            signal.pidfd_send_signal(outer, signal.SIGKILL)
-            p.wait(30)
-        os.close(outer)
+        end_run(p, outer, fds)
         if cg and os.path.isdir(cg):
             os.rmdir(cg)
 
@@ -344,11 +343,4 @@ def test_isolate_reports_name_the_callers_pid_and_the_namespaces(tmp_path):
         assert "::error title=process leak::pid %s (terminated" % shown in out.decode(), out
         assert "| %s | terminated |" % shown in summary.read_text()
     finally:
-        for fd in fds:
-            if alive(fd):
-                signal.pidfd_send_signal(fd, signal.SIGKILL)
-            os.close(fd)
-        if p.poll() is None:
-            signal.pidfd_send_signal(outer, signal.SIGKILL)
-            p.wait(30)
-        os.close(outer)
+        end_run(p, outer, fds)
