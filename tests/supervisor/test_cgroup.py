@@ -19,7 +19,7 @@ import time
 import pytest
 
 from conftest import script
-from procutil import FIXTURES, PY, REAPER, kill_identified, running, start_time, stat, wait_gone
+from procutil import FIXTURES, PY, REAPER, alive, kill_identified, running, start_time, stat, wait_gone
 
 
 def own_cgroup():
@@ -216,6 +216,22 @@ def remove_tree(top):
     os.rmdir(top)
 
 
+def remove_tree_when_empty(top):
+    """After a failed test: remove_tree(top) once nothing lives in it (what was killed may
+    still be exiting)."""
+    deadline = time.monotonic() + 60
+    while os.path.exists(top):
+        try:
+            with open(os.path.join(top, "cgroup.events")) as f:
+                if "populated 0" in f.read():
+                    remove_tree(top)
+                    return
+        except FileNotFoundError:
+            return
+        assert time.monotonic() < deadline, "%s stays populated" % top
+        time.sleep(0.05)
+
+
 @needs_cgroup
 @pytest.mark.parametrize("depth", [300, 2000])
 def test_deep_empty_cgroup_chain_neither_hides_a_sibling_nor_keeps_the_cgroup(run, tmp_path, depth):
@@ -238,13 +254,32 @@ def test_deep_empty_cgroup_chain_neither_hides_a_sibling_nor_keeps_the_cgroup(ru
     finally:
         if not gone(pid, st):
             kill_identified(pid, st)
-        left = os.path.join(OWN, "reaper-run-" + r.state()["run_id"])
+        remove_tree_when_empty(os.path.join(OWN, "reaper-run-" + r.state()["run_id"]))
+
+
+@needs_cgroup
+def test_owner_death_with_a_deep_empty_cgroup_chain_still_removes_the_cgroup(run, tmp_path):
+    """The guardian walks the same tree: the leftover beside a chain of 300 dies and the whole
+    tree goes, bottom-up."""
+    r = run(["--cgroup", "on", "--timeout", "60"], script(DEEP_CHAIN) + ["300", MOUNT])
+    words = r.line(120).split()
+    assert words[:1] == ["left"], words
+    pid, st = int(words[1]), int(words[2])
+    cg = os.path.join(OWN, "reaper-run-" + r.state()["run_id"])
+    fd = os.pidfd_open(pid)
+    try:
+        assert not gone(pid, st)
+        r.signal(signal.SIGKILL)
+        assert wait_gone([fd], 60) == [], "the leftover survived its owner"
         deadline = time.monotonic() + 60
-        while os.path.exists(left) and "populated 1" in open(os.path.join(left, "cgroup.events")).read():
-            assert time.monotonic() < deadline, "the run's cgroup stays populated"
-            time.sleep(0.05)
-        if os.path.exists(left):
-            remove_tree(left)
+        while os.path.exists(cg) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the guardian removes it after the kill: no event for us
+        assert not os.path.exists(cg), "the guardian left the run's cgroup"
+    finally:
+        if alive(fd):
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+        os.close(fd)
+        remove_tree_when_empty(cg)
 
 
 @needs_cgroup
