@@ -822,8 +822,8 @@ static int take_home(struct run *r)
 
 /* The run's cgroup, and the owner-death guardian that removes it when we are killed: started
  * before the cgroup is made, with its path planned, and before we become a subreaper, so the
- * guardian's orphaned self is not ours. (Not as PID 1, a namespace's init: what the guardian
- * must outlive is then the whole namespace.) */
+ * guardian's orphaned self is not ours. None as PID 1, a namespace's init, whose whole
+ * namespace dies with it; with --isolate, only for the cgroup (the namespace takes the rest). */
 static int own_cgroup(struct run *r)
 {
 	char own[PATH_MAX];
@@ -838,7 +838,7 @@ static int own_cgroup(struct run *r)
 	struct guardian_rules rules = { .patterns = r->out.patterns, .npatterns = r->out.npatterns,
 					.origin = r->finders[0].origin, .kill_moved_in = r->kill_moved_in,
 					.report_only = r->out.report_only };
-	if (getpid() != 1)
+	if (getpid() != 1 && (!r->isolate || r->cgroup[0]))
 		r->guardian_fd = guardian_start(r->run_marker, r->cgroup, &rules, &r->guardian);
 	r->st.guardian_pid = r->guardian.pid;
 	return setup_cgroup(r, own, planned) < 0 ? EXIT_CANNOT_EXEC : GO_ON;
