@@ -340,7 +340,7 @@ def test_isolate_reports_name_the_callers_pid_and_the_namespaces(tmp_path):
         assert (leak["pid"], leak["ns_pid"], leak["start_time"]) == (pid, inner, st), leak
         junit = (tmp_path / "j.xml").read_text()
         assert 'message="pid %s leaked (terminated)' % shown in junit, junit
-        assert "::error title=process leak::pid %s (terminated" % shown in out.decode(), out
+        assert "title=process leak::pid %s (terminated" % shown in out.decode(), out
         assert "| %s | terminated |" % shown in summary.read_text()
     finally:
         end_run(p, outer, fds)
