@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Check helper: a checked fixture per TCase that marks each test's processes and fails the
- * test with what it left behind. Check's fixtures take no argument, so each checked TCase
- * gets its own slot of small trampolines that know which TCase they belong to. */
+ * test with what it left behind, and an exit handler for the tests that end without their
+ * teardown. Check's fixtures take no argument, so each checked TCase gets its own slot of
+ * small trampolines that know which TCase they belong to. */
 #define _GNU_SOURCE
 #include "reaper/check.h"
 #include "reaper/reaper.h"
@@ -26,7 +27,8 @@
 #define DEFAULT_TIMEOUT 2.0
 
 static char *names[REAPER_CHECK_MAX_TCASES];
-static int ntcases;
+static int in_use[REAPER_CHECK_MAX_TCASES]; /* registered and its run not yet ended */
+static int ntcases;                          /* reaper_check_tcase calls that took a slot */
 static double timeout = -1;
 static struct reaper_pattern allow[MAX_ALLOW];
 static size_t nallow;
@@ -43,6 +45,17 @@ static int tcase_open; /* a checked TCase's run has begun in this process (or th
  * tests belong to the outer test, whose check finds what they leave: the inner fixtures do
  * nothing, so the inner runner neither kills under the outer test nor takes its cgroups. */
 static int nested;
+/* The process that runs the open TCase's unchecked fixtures, and what it holds for it. */
+static pid_t runner_pid;
+static int session_slot = -1;
+static int runner_adopted; /* without cgroups: the runner adopts what its tests orphan */
+static uint64_t session_since;
+static pid_t session_earlier[MAX_OWN]; /* its children at the TCase's start, in that tick */
+static size_t nsession_earlier;
+static int ran_in_runner; /* a test of the open TCase ran in the runner (CK_NOFORK) */
+/* Every test added through the header (its START_TEST record: name, file, line). */
+static const TTest **ttests;
+static size_t nttests, ttests_cap;
 
 /* The running test; one at a time per process in both fork modes. */
 static struct {
@@ -55,7 +68,11 @@ static struct {
 	char cg[PATH_MAX];   /* the test's cgroup, "" when it has none */
 	char prev[PATH_MAX]; /* where its process was before it entered cg */
 	pid_t own[MAX_OWN];  /* the test's own children (reaper_check_own) */
+	const char *own_file[MAX_OWN]; /* where reaper_check_fork was called for each, or NULL */
+	int own_line[MAX_OWN];
 	size_t nown;
+	int slot;   /* its TCase's */
+	pid_t pid;  /* the process it runs in */
 	/* children already there when it began, started in the clock tick it began in (a
 	 * fixture's before ours): start times alone would count them as the test's */
 	pid_t earlier[MAX_OWN];
@@ -143,20 +160,71 @@ int reaper_check_own(pid_t pid)
 		return 0;
 	if (cur.nown == MAX_OWN)
 		return -ENOSPC;
+	cur.own_file[cur.nown] = NULL;
 	cur.own[cur.nown++] = pid;
 	return 0;
 }
 
-pid_t reaper_check_fork(void)
+pid_t reaper_check_fork_at(const char *file, int line)
 {
 	if (cur.nown == MAX_OWN)
 		return -ENOSPC;
 	pid_t pid = fork();
 	if (pid < 0)
 		return -errno;
-	if (pid > 0)
+	if (pid > 0) {
+		cur.own_file[cur.nown] = file;
+		cur.own_line[cur.nown] = line;
 		cur.own[cur.nown++] = pid;
+	}
 	return pid;
+}
+
+pid_t(reaper_check_fork)(void)
+{
+	return reaper_check_fork_at(NULL, 0);
+}
+
+void reaper_check_add_test_(TCase *tc, const TTest *ttest, int signal, int allowed_exit_value, int start, int end)
+{
+	size_t i = 0;
+	while (ttest && i < nttests && ttests[i] != ttest)
+		i++;
+	if (ttest && i == nttests) {
+		if (nttests == ttests_cap) {
+			size_t cap = ttests_cap ? 2 * ttests_cap : 32;
+			const TTest **grown = realloc(ttests, cap * sizeof *grown);
+			if (grown) {
+				ttests = grown;
+				ttests_cap = cap;
+			}
+		}
+		if (nttests < ttests_cap) /* out of memory: only its failures lose their line */
+			ttests[nttests++] = ttest;
+	}
+	(_tcase_add_test)(tc, ttest, signal, allowed_exit_value, start, end);
+}
+
+/* The running test's START_TEST record (Check names the test as its body begins), or NULL. */
+static const TTest *running_test(void)
+{
+	const char *name = tcase_name();
+	for (size_t i = 0; name && i < nttests; i++)
+		if (ttests[i]->name == name)
+			return ttests[i];
+	return NULL;
+}
+
+/* Fail the running test at its own file and line, as the test's failure (not the
+ * fixture's): Check takes the location of the last one given in the test's context. */
+static void fail_test(const char *msg)
+{
+	const TTest *t = running_test();
+	if (t) {
+		tcase_fn_start(t->name, t->file, t->line);
+		_ck_assert_failed(t->file, t->line, "Failed", "%s", msg);
+	}
+	ck_abort_msg("%s", msg);
 }
 
 int reaper_check_allow(const char *glob)
@@ -225,6 +293,26 @@ static int reap(const char *entry, uint64_t since, const char *cg, double secs, 
 	return reaper_reap(f, n, &o, rep);
 }
 
+/* Where the test's own child that p is or descends from was forked (reaper_check_fork),
+ * going up p's ancestry as first seen ("pid comm < ppid comm < ..."). */
+static int fork_site(const struct reaper_proc *p, const char **file, int *line)
+{
+	const char *a = p->ancestry;
+	pid_t pid = p->pid;
+	for (;;) {
+		for (size_t i = 0; i < cur.nown; i++)
+			if (cur.own[i] == pid && cur.own_file[i]) {
+				*file = cur.own_file[i];
+				*line = cur.own_line[i];
+				return 1;
+			}
+		if (!a || !(a = strstr(a, " < ")))
+			return 0;
+		a += 3;
+		pid = (pid_t)strtol(a, NULL, 10);
+	}
+}
+
 /* "PID: cmdline" lines of the leaks, at most MAX_LISTED, into buf. */
 static void list_leaks(const struct reaper_report *rep, char *buf, size_t len)
 {
@@ -235,10 +323,16 @@ static void list_leaks(const struct reaper_report *rep, char *buf, size_t len)
 					   p->fate == REAPER_UNKILLABLE || p->fate == REAPER_ALIVE);
 		if (!leak)
 			continue;
+		const char *file = NULL;
+		int line = 0;
+		char site[PATH_MAX + 64] = "";
+		if (fork_site(p, &file, &line))
+			snprintf(site, sizeof site, " (started by reaper_check_fork() at %s:%d)", file, line);
 		int w = listed++ < MAX_LISTED
-				? snprintf(buf + used, len - used, "\n  %d: %.200s [%s, cwd %s]%s", (int)p->pid,
+				? snprintf(buf + used, len - used, "\n  %d: %.200s [%s, cwd %s]%s%s", (int)p->pid,
 					   p->cmdline, reaper_fate_name(p->fate), p->cwd[0] ? p->cwd : "?",
-					   p->host_child ? " (the test's own child: its exit status is left for it)" : "")
+					   p->host_child ? " (the test's own child: its exit status is left for it)" : "",
+					   site)
 				: 0;
 		if (w > 0)
 			used += (size_t)w < len - used ? (size_t)w : len - used - 1;
@@ -307,33 +401,59 @@ static void collect_test_zombies(uint64_t since)
 	each_child_since(since, collect_zombie);
 }
 
+static void note_session_earlier(pid_t pid, char state)
+{
+	(void)state;
+	if (nsession_earlier < MAX_OWN)
+		session_earlier[nsession_earlier++] = pid;
+}
+
+/* The runner's zombie children since the TCase began that were not there when it began:
+ * orphans of its forked tests that it adopted and that exited before the sweep. */
+static void collect_session_zombie(pid_t pid, char state)
+{
+	if (state == 'Z' && !pid_in(session_earlier, nsession_earlier, pid)) {
+		siginfo_t si;
+		waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG);
+	}
+}
+
 /* The runner makes a cgroup for a TCase's tests when the TCase begins (an unchecked fixture,
  * so it runs in the runner in both fork modes; forked tests inherit its name). Without one,
- * tests are tracked by their marker and by descent. */
-static void session_open(void)
+ * tests are tracked by their marker and by descent, and the runner adopts what they orphan:
+ * a test's child that outlives the test then is the runner's, found at the sweep. */
+static void session_open(int slot)
 {
 	if (tcase_open) {
 		nested++;
 		return;
 	}
 	tcase_open = 1;
-	if (cgroup_mode() == REAPER_CHECK_CGROUP_OFF)
-		return;
-	static int noted;
-	char name[96];
-	snprintf(name, sizeof name, "reaper-check-%s", run_value);
-	int r = reaper_cgroup_create(NULL, name, session_cg, sizeof session_cg);
-	if (r == -EEXIST) /* an earlier TCase's, that could not be removed: it is ours */
-		r = 0;
-	if (r == 0)
-		return;
-	session_cg[0] = 0;
-	snprintf(session_why, sizeof session_why, "%s", strerror(-r));
-	/* no cgroup2, or not ours to write to, is the normal case for a non-root user */
-	if (!noted++ && cgroup_mode() == REAPER_CHECK_CGROUP_AUTO && r != -EACCES && r != -EPERM && r != -ENOENT &&
-	    r != -ENOTDIR)
-		fprintf(stderr, "reaper: note: the tests cannot have cgroups (%s); tracking them by marker and by descent\n",
-			session_why);
+	session_slot = slot;
+	runner_pid = getpid();
+	ran_in_runner = 0;
+	session_since = ticks_now();
+	nsession_earlier = 0;
+	each_child_since(session_since, note_session_earlier);
+	if (cgroup_mode() != REAPER_CHECK_CGROUP_OFF) {
+		static int noted;
+		char name[96];
+		snprintf(name, sizeof name, "reaper-check-%s", run_value);
+		int r = reaper_cgroup_create(NULL, name, session_cg, sizeof session_cg);
+		if (r == -EEXIST) /* an earlier TCase's, that could not be removed: it is ours */
+			r = 0;
+		if (r < 0) {
+			session_cg[0] = 0;
+			snprintf(session_why, sizeof session_why, "%s", strerror(-r));
+			/* no cgroup2, or not ours to write to, is the normal case for a non-root user */
+			if (!noted++ && cgroup_mode() == REAPER_CHECK_CGROUP_AUTO && r != -EACCES && r != -EPERM &&
+			    r != -ENOENT && r != -ENOTDIR)
+				fprintf(stderr,
+					"reaper: note: the tests cannot have cgroups (%s); tracking them by marker and by descent\n",
+					session_why);
+		}
+	}
+	runner_adopted = !session_cg[0] && reaper_adopt() > 0;
 }
 
 /* The test's setup and body are over: its environment is restored and its process leaves
@@ -393,7 +513,10 @@ static void checked_setup(int slot)
 	env_set(2, run_value);
 	cur.open = 1;
 	cur.nown = 0;
-	cur.adopted = reaper_adopt() > 0;
+	cur.slot = slot;
+	cur.pid = getpid();
+	if (cur.pid == runner_pid)
+		ran_in_runner = 1;
 	cur.since = ticks_now();
 	cur.nearlier = 0;
 	each_child_since(cur.since, note_earlier);
@@ -409,6 +532,17 @@ static void checked_setup(int slot)
 			why = strerror(-r);
 		}
 	}
+	/* Without a cgroup the test's process adopts what the test orphans, so that descent finds
+	 * it at the check; with one, the cgroup holds it and the host's parentage is left alone.
+	 * A test forked from the runner got the runner's adoption count but not its subreaper
+	 * setting (fork does not pass that on): the count is put back to the child's own first. */
+	if (!cur.cg[0]) {
+		if (runner_adopted && cur.pid != runner_pid) {
+			reaper_release();
+			runner_adopted = 0;
+		}
+		cur.adopted = reaper_adopt() > 0;
+	}
 	if (!cur.cg[0] && cgroup_mode() == REAPER_CHECK_CGROUP_ON)
 		ck_abort_msg("reaper: REAPER_CHECK_CGROUP=on: test %s cannot have a cgroup: %s", names[slot], why);
 }
@@ -419,15 +553,19 @@ static void checked_teardown(int slot)
 		return;
 	static char msg[4096];
 	struct reaper_report *rep = NULL;
-	const char *test = tcase_name();
+	const TTest *t = running_test();
+	const char *test = t ? t->name : tcase_name();
 	char cg[PATH_MAX];
 	snprintf(cg, sizeof cg, "%s", cur.cg);
 	int left = test_leave();
 	double secs = timeout_now();
 	int r = reap(cur.entry, cur.since, cur.cg, secs, &rep);
 	int removed = test_finish();
-	if (r < 0)
-		ck_abort_msg("reaper: cannot check test %s for leftovers: %s", test ? test : names[slot], strerror(-r));
+	if (r < 0) {
+		snprintf(msg, sizeof msg, "reaper: cannot check test %s for leftovers: %s", test ? test : names[slot],
+			 strerror(-r));
+		fail_test(msg);
+	}
 	size_t leaks = rep->leaks;
 	if (leaks) {
 		snprintf(msg, sizeof msg, "reaper: test %s left %zu process%s running; killed after %g s:",
@@ -436,52 +574,131 @@ static void checked_teardown(int slot)
 	}
 	reaper_report_free(rep);
 	if (leaks)
-		ck_abort_msg("%s", msg);
-	if (left < 0 || removed < 0)
-		ck_abort_msg("reaper: test %s: its cgroup %s could not be %s: %s", test ? test : names[slot], cg,
-			     left < 0 ? "left" : "removed", strerror(-(left < 0 ? left : removed)));
+		fail_test(msg);
+	if (left < 0 || removed < 0) {
+		snprintf(msg, sizeof msg, "reaper: test %s: its cgroup %.1024s could not be %s: %s", test ? test : names[slot],
+			 cg, left < 0 ? "left" : "removed", strerror(-(left < 0 ? left : removed)));
+		fail_test(msg);
+	}
 }
 
-/* Tests that failed or crashed in CK_FORK mode skipped their teardown: clean up after them,
- * then remove the TCase's cgroup (in the runner). */
-static void unchecked_teardown(int slot)
+/* The TCase's end, in the runner: what its tests left that no check found (tests that failed,
+ * crashed, were ended by Check's timeout or called _exit in CK_FORK mode skipped their
+ * teardown) is killed and listed on stderr: whatever is in the TCase's cgroup, carries the
+ * run's marker or, without cgroups, descends from the runner since the TCase began (their
+ * orphans, which it adopted). Then the TCase's cgroup is removed and adoption released.
+ * Returns how many it killed. */
+static size_t sweep(int slot)
 {
 	char entry[96], msg[4096];
 	struct reaper_report *rep = NULL;
-	if (nested) {
-		nested--;
-		return;
-	}
+	struct reaper_finder f[3];
+	size_t n = 0, leaks = 0;
 	tcase_open = 0;
-	if (cur.open) /* CK_NOFORK: the last test's teardown never ran */
-		test_abandon(slot);
 	snprintf(entry, sizeof entry, RUN_MARKER "=%s", run_value);
-	int r = reap(entry, 0, session_cg, 0, &rep);
+	f[n++] = reaper_find_env(entry);
+	if (session_cg[0])
+		f[n++] = reaper_find_cgroup(session_cg);
+	if (runner_adopted) {
+		f[n] = reaper_find_tree(0);
+		f[n].since = session_since;
+		f[n].skip = session_earlier;
+		f[n].nskip = nsession_earlier;
+		f[n++].marker = entry;
+	}
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.patterns = allow;
+	o.npatterns = nallow;
+	int r = reaper_reap(f, n, &o, &rep);
 	if (r < 0) {
 		fprintf(stderr, "reaper: tcase %s: cannot look for leftovers: %s\n", names[slot], strerror(-r));
-	} else if (rep->leaks) {
-		snprintf(msg, sizeof msg, "reaper: tcase %s: killed %zu process%s left by tests that failed or "
-			 "crashed:", names[slot], rep->leaks, rep->leaks > 1 ? "es" : "");
+	} else if ((leaks = rep->leaks)) {
+		snprintf(msg, sizeof msg, "reaper: tcase %s: killed %zu process%s left by tests that failed, crashed, "
+			 "timed out or ended without their check:", names[slot], leaks, leaks > 1 ? "es" : "");
 		list_leaks(rep, msg, sizeof msg);
 		fprintf(stderr, "%s\n", msg);
 	}
 	reaper_report_free(rep);
+	/* a test that ran here may still wait for its own children's zombies */
+	if (!ran_in_runner)
+		each_child_since(session_since, collect_session_zombie);
+	if (runner_adopted)
+		reaper_release();
+	runner_adopted = 0;
 	if (session_cg[0] && (r = reaper_cgroup_release(session_cg)) < 0)
 		fprintf(stderr, "reaper: tcase %s: cannot remove the cgroup %s: %s\n", names[slot], session_cg, strerror(-r));
 	session_cg[0] = 0;
+	session_slot = -1;
+	return leaks;
 }
 
-/* Slot 8 * a + b of REAPER_CHECK_MAX_TCASES: its trampolines are cs_ab, ct_ab and ut_ab. */
+static void unchecked_teardown(int slot)
+{
+	in_use[slot] = 0;
+	if (nested) {
+		nested--;
+		return;
+	}
+	if (cur.open && cur.pid == getpid()) /* CK_NOFORK: the last test's teardown never ran */
+		test_abandon(slot);
+	sweep(slot);
+}
+
+/* A test that calls exit() in its body (or a fixture of it) skips its teardown. In CK_FORK
+ * mode its result is not sent yet: it is checked here and fails if it left anything. In
+ * CK_NOFORK mode the runner itself is ending: the test's and its TCase's leftovers are
+ * killed and listed, the cgroups removed, and exit(0) becomes 1 if anything was left. */
+static void at_process_exit(int status, void *arg)
+{
+	(void)arg;
+	static char msg[4096];
+	pid_t self = getpid();
+	size_t left = 0;
+	if (cur.open && cur.pid == self) {
+		struct reaper_report *rep = NULL;
+		const TTest *t = running_test();
+		const char *test = t ? t->name : names[cur.slot];
+		test_leave();
+		double secs = timeout_now();
+		int r = reap(cur.entry, cur.since, cur.cg, secs, &rep);
+		test_finish();
+		msg[0] = 0;
+		if (r < 0)
+			snprintf(msg, sizeof msg, "reaper: test %s called exit(%d) before its check; cannot check it for "
+				 "leftovers: %s", test, status, strerror(-r));
+		else if ((left = rep->leaks)) {
+			snprintf(msg, sizeof msg, "reaper: test %s called exit(%d) before its check and left %zu process%s "
+				 "running; killed after %g s:", test, status, left, left > 1 ? "es" : "", secs);
+			list_leaks(rep, msg, sizeof msg);
+		}
+		reaper_report_free(rep);
+		if (msg[0] && self != runner_pid)
+			fail_test(msg); /* Check reads it once this process has ended */
+		if (msg[0])
+			fprintf(stderr, "%s:%d: %s\n", t ? t->file : "?", t ? t->line : 0, msg);
+		left += r < 0;
+	}
+	if (tcase_open && runner_pid == self && session_slot >= 0)
+		left += sweep(session_slot);
+	if (left && status == 0) {
+		fflush(NULL);
+		_exit(EXIT_FAILURE);
+	}
+}
+
+/* Slot 8 * a + b of REAPER_CHECK_MAX_TCASES: its trampolines are us_ab, cs_ab, ct_ab and ut_ab. */
 #define SLOT(a, b)                                                       \
+	static void us_##a##b(void) { session_open(8 * a + b); }         \
 	static void cs_##a##b(void) { checked_setup(8 * a + b); }        \
 	static void ct_##a##b(void) { checked_teardown(8 * a + b); }     \
 	static void ut_##a##b(void) { unchecked_teardown(8 * a + b); }
 #define SLOT8(a) SLOT(a, 0) SLOT(a, 1) SLOT(a, 2) SLOT(a, 3) SLOT(a, 4) SLOT(a, 5) SLOT(a, 6) SLOT(a, 7)
 SLOT8(0) SLOT8(1) SLOT8(2) SLOT8(3) SLOT8(4) SLOT8(5) SLOT8(6) SLOT8(7)
-#define ROW(a, b) { cs_##a##b, ct_##a##b, ut_##a##b },
+#define ROW(a, b) { us_##a##b, cs_##a##b, ct_##a##b, ut_##a##b },
 #define ROW8(a) ROW(a, 0) ROW(a, 1) ROW(a, 2) ROW(a, 3) ROW(a, 4) ROW(a, 5) ROW(a, 6) ROW(a, 7)
 static const struct {
-	SFun cs, ct, ut;
+	SFun us, cs, ct, ut;
 } slots[] = { ROW8(0) ROW8(1) ROW8(2) ROW8(3) ROW8(4) ROW8(5) ROW8(6) ROW8(7) };
 _Static_assert(sizeof slots / sizeof *slots == REAPER_CHECK_MAX_TCASES, "one slot per checked TCase");
 
@@ -489,19 +706,34 @@ int reaper_check_tcase(TCase *tc, const char *name)
 {
 	if (!tc)
 		return -EINVAL;
-	if (ntcases == REAPER_CHECK_MAX_TCASES)
+	int i = 0;
+	while (i < REAPER_CHECK_MAX_TCASES && in_use[i])
+		i++;
+	if (i == REAPER_CHECK_MAX_TCASES)
 		return -ENOSPC;
 	char fallback[32];
 	snprintf(fallback, sizeof fallback, "tcase %d", ntcases + 1);
-	if (!(names[ntcases] = strdup(name ? name : fallback)))
+	char *copy = strdup(name ? name : fallback);
+	if (!copy)
 		return -ENOMEM;
+	static int hooked;
+	if (!hooked) {
+		if (on_exit(at_process_exit, NULL) != 0) {
+			free(copy);
+			return -ENOMEM;
+		}
+		hooked = 1;
+	}
 	if (!run_value[0]) {
 		char rnd[17];
 		random_hex(rnd, sizeof rnd);
 		snprintf(run_value, sizeof run_value, "%d.%s", (int)getpid(), rnd);
 	}
-	int i = ntcases++;
-	tcase_add_unchecked_fixture(tc, session_open, slots[i].ut);
+	free(names[i]); /* a TCase whose run has ended: its slot is free again */
+	names[i] = copy;
+	in_use[i] = 1;
+	ntcases++;
+	tcase_add_unchecked_fixture(tc, slots[i].us, slots[i].ut);
 	tcase_add_checked_fixture(tc, slots[i].cs, slots[i].ct);
 	return 0;
 }

@@ -25,10 +25,27 @@
  *   - collects the zombie children of the test's process that started since the test began
  *     (an adopted orphan that exited before the check, a child the test never waited for),
  *     except the test's own children (reaper_check_own), and removes the test's cgroup.
- * A test that fails or crashes in CK_FORK mode never reaches its teardown; what it left is
- * killed when the TCase ends (an unchecked fixture, in the runner: whatever is left in the
- * TCase's cgroup or carries the run's marker) and listed on stderr. Unchecked fixtures run
- * in the runner's own cgroup, never in a test's.
+ * The failure is reported at the test's own file and line (its START_TEST), as a failure of
+ * the test (":F:" in Check's log), and each leftover that one of the test's own children
+ * (reaper_check_fork) started is listed with the line of that call.
+ *
+ * However a test ends, nothing it started is left:
+ *   - a test that calls exit() in its body (CK_FORK: Check counts exit(0) as a pass and runs
+ *     no teardown) is checked as it exits, and fails with the list if it left anything;
+ *   - in CK_NOFORK mode exit() in a test ends the runner itself: the test's leftovers and
+ *     its TCase's are killed and listed on stderr naming the test at its file and line, the
+ *     cgroups are removed, and an exit(0) becomes exit status 1 when anything was left;
+ *   - a test that fails, crashes or is ended by Check's timeout in CK_FORK mode never reaches
+ *     its teardown; what it left is killed when the TCase ends (an unchecked fixture, in the
+ *     runner: whatever is in the TCase's cgroup, carries the run's marker, or, without
+ *     cgroups, descends from the runner since the TCase began) and listed on stderr; the
+ *     test itself is reported failed by Check.
+ * Without cgroups the runner is a child subreaper (libreaper's refcounted adoption) while a
+ * checked TCase runs, so what its tests orphan (a setsid child of a test that ended) is its
+ * child and is found there; with cgroups the cgroups hold everything and the runner's
+ * parentage is left alone. A test calling _exit() skips every exit handler: Check counts
+ * _exit(0) as a pass and only the TCase's sweep finds (and lists) what it left.
+ * Unchecked fixtures run in the runner's own cgroup, never in a test's.
  *
  * Fixture order: Check runs checked setups in the order they were added and teardowns in
  * the reverse order. A checked fixture added after reaper_check_tcase() sets up inside the
@@ -50,12 +67,21 @@
 extern "C" {
 #endif
 
-/* How many TCases of one program can be checked. */
+/* How many checked TCases can be waiting to run at once; a TCase's slot is free again once
+ * its run has ended (run a TCase again after that with another reaper_check_tcase call). */
 #define REAPER_CHECK_MAX_TCASES 64
 
 /* Add the leak check to tc; name (copied; NULL: "tcase N") goes into REAPER_TEST.
- * -ENOSPC past REAPER_CHECK_MAX_TCASES, -ENOMEM. */
+ * -ENOSPC past REAPER_CHECK_MAX_TCASES TCases not yet run, -ENOMEM. */
 int reaper_check_tcase(TCase *tc, const char *name);
+
+/* Check's tests added through this header (tcase_add_test and its loop, signal and exit
+ * variants) are noted with their START_TEST file and line, where a failure is reported; a
+ * test added where this header is not included is reported at the helper's line. */
+void reaper_check_add_test_(TCase *tc, const TTest *ttest, int signal, int allowed_exit_value, int start, int end);
+#undef _tcase_add_test
+#define _tcase_add_test(tc, ttest, signal, allowed_exit_value, start, end) \
+	reaper_check_add_test_((tc), (ttest), (signal), (allowed_exit_value), (start), (end))
 
 /* Seconds a test's leftovers get to exit by themselves before they are killed, for every
  * checked TCase (default 2, or REAPER_CHECK_TIMEOUT from the environment). Keep a TCase's
@@ -78,8 +104,12 @@ int reaper_check_use_cgroup(enum reaper_check_cgroup mode);
  * past 64 children per test. */
 int reaper_check_own(pid_t pid);
 /* fork() that registers the child with reaper_check_own in the parent: the child pid, 0 in
- * the child, or -errno (-ENOSPC past 64; nothing was started). */
+ * the child, or -errno (-ENOSPC past 64; nothing was started). The macro records the line
+ * it is called from (file NULL: none), which the failure names for that child and what it
+ * started; the function (its address) records none. */
+pid_t reaper_check_fork_at(const char *file, int line);
 pid_t reaper_check_fork(void);
+#define reaper_check_fork() reaper_check_fork_at(__FILE__, __LINE__)
 
 /* A glob (fnmatch on the cmdline or the exe path) of leftovers that are cleaned up but are
  * not a failure. The string is referenced, not copied. -ENOSPC past 32 globs. */
