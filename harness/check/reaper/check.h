@@ -10,7 +10,8 @@
  *   - puts REAPER_TEST=<name> and a per-test marker REAPER_CHECK=<unique> in the environment,
  *     so every process the test starts carries them (Check names a test only once its body
  *     runs, so REAPER_TEST holds the name given here, normally the tcase's);
- *   - makes the test's process a child subreaper, so what it detaches is adopted;
+ *   - without a cgroup (below), makes the test's process a child subreaper, so what it
+ *     detaches is adopted;
  *   - where a cgroup v2 can be made (see reaper_check_use_cgroup), moves the test's process
  *     into a cgroup of the test's own for the checked fixtures added after this call and the
  *     test, and out of it again before the check: everything the test starts stays in it,

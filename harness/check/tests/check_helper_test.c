@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,6 +57,15 @@ static int run(char *const argv[])
 }
 
 static int count_procs(const char *arg);
+
+/* Whether this process is a child subreaper now. */
+static int prctl_subreaper(void)
+{
+	int on = -1;
+	if (prctl(PR_GET_CHILD_SUBREAPER, (unsigned long)&on, 0, 0, 0) < 0)
+		return -errno;
+	return on != 0;
+}
 
 /* setsid -f sleep SECONDS.TAG: a detached process the test does not wait for. Returns once
  * it runs sleep (so it has left the test's process group, which Check kills at the end). */
@@ -112,12 +122,16 @@ START_TEST(leaks_a_fork)
 }
 END_TEST
 
-/* An orphan we adopt that has exited before the teardown's reap begins: a zombie child of
- * ours that the test left, collected at the teardown, not kept for the host. */
+/* An orphan we adopt (without cgroups) that has exited before the teardown's reap begins: a
+ * zombie child of ours that the test left, collected at the teardown, not kept for the host.
+ * With cgroups the test adopts nothing: the orphan is not ours. */
 START_TEST(orphan_gone_before_teardown)
 {
 	char *argv[] = { "setsid", "-f", "true", NULL };
 	ck_assert_int_eq(run(argv), 0);
+	ck_assert_int_eq(prctl_subreaper(), !with_cgroups);
+	if (with_cgroups)
+		return;
 	for (int i = 0; i < 30000 && count_procs(NULL) == 0; i++)
 		usleep(1000);
 	ck_assert_int_gt(count_procs(NULL), 0);
@@ -253,6 +267,7 @@ static void wait_own_teardown(void)
 }
 
 /* A child forked without exec that ignores SIGTERM and sleeps. */
+static const int fork_sleeper_line = __LINE__ + 3; /* its reaper_check_fork() call's */
 static pid_t fork_sleeper(int registered)
 {
 	pid_t pid = registered ? reaper_check_fork() : fork();
@@ -510,8 +525,11 @@ static void run_mode(enum fork_status mode, const char *name)
 	EXPECT(nrun == want_run && nfailed == want_failed, "%s: %d run, %d failed (want %d, %d)\n%s", name, nrun,
 	       nfailed, want_run, want_failed, text);
 	const char *l = line_of(text, ":leaky:leaks_daemon:");
+	char at[PATH_MAX];
+	/* at the test's own START_TEST line, as the test's failure */
+	snprintf(at, sizeof at, "%s:%d:F:leaky:leaks_daemon:0: ", leaks_daemon->file, leaks_daemon->line);
 	snprintf(arg, sizeof arg, "sleep 3600.%d", tag);
-	EXPECT(line_has(l, ":S:leaky:leaks_daemon:") &&
+	EXPECT(l && !strncmp(l, at, strlen(at)) &&
 		       line_has(l, "reaper: test leaks_daemon left 1 process running; killed after 2 s:") &&
 		       strstr(l, arg),
 	       "%s: the leaking test did not fail naming `%s`:\n%s", name, arg, text);
@@ -533,7 +551,7 @@ static void run_mode(enum fork_status mode, const char *name)
 	snprintf(arg, sizeof arg, "sleep 3601.%d", tag);
 	if (mode == CK_FORK) /* its teardown never ran: the TCase's sweep killed it and said so */
 		/* (a clean test's short sleep may still be on its way out too, on a busy machine) */
-		EXPECT(strstr(err, "reaper: tcase leaky: killed ") && strstr(err, "left by tests that failed or crashed") &&
+		EXPECT(strstr(err, "reaper: tcase leaky: killed ") && strstr(err, "left by tests that failed, crashed, timed out or ended without their check") &&
 			       strstr(err, arg), "%s: the sweep did not report `%s`:\n%s", name, arg, err);
 	char a[32], b[32], c[32];
 	snprintf(a, sizeof a, "3600.%d", tag);
@@ -586,9 +604,11 @@ static void run_mode(enum fork_status mode, const char *name)
 	snprintf(ownline, sizeof ownline, "\n  %d: ", own);
 	snprintf(otherline, sizeof otherline, "\n  %d: ", other);
 	const char *o = strstr(text, ownline), *x = strstr(text, otherline);
+	char site[PATH_MAX];
+	snprintf(site, sizeof site, "(started by reaper_check_fork() at %s:%d)", __FILE__, fork_sleeper_line);
 	EXPECT(line_has(l, "reaper: test owns_leaked_children left 2 processes running") && o && x &&
 		       line_has(o + 1, "[killed") && line_has(o + 1, "the test's own child: its exit status is left for it") &&
-		       !line_has(x + 1, "own child"),
+		       line_has(o + 1, site) && !line_has(x + 1, "own child") && !line_has(x + 1, "started by"),
 	       "%s: owns_leaked_children (own %d, other %d):\n%s", name, own, other, text);
 	if (mode == CK_NOFORK && own > 0 && other > 0) { /* the runner is the test's process */
 		int st = 0;
@@ -779,6 +799,231 @@ static void nested_runners(void)
 		}
 }
 
+/* A test whose child, forked without exec, calls setsid() and outlives the test: the child
+ * has neither the test's marker nor (without cgroups) a cgroup, and leaves the test's process
+ * group, which Check kills. Its pid goes to workdir/NAME once it has called setsid(). */
+static void fork_setsid_child(const char *name)
+{
+	int p[2];
+	ck_assert(pipe(p) == 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		setsid();
+		close(p[0]);
+		close(p[1]); /* the parent reads EOF: setsid is done */
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	char c, text[32];
+	while (read(p[0], &c, 1) < 0 && errno == EINTR)
+		;
+	close(p[0]);
+	snprintf(text, sizeof text, "%d", (int)pid);
+	write_file(name, text);
+}
+
+START_TEST(setsid_child_then_fails)
+{
+	fork_setsid_child("orphan.fails");
+	ck_abort_msg("body failed on purpose, its setsid child left");
+}
+END_TEST
+
+START_TEST(setsid_child_then_exits)
+{
+	fork_setsid_child("orphan.exits");
+	exit(0);
+}
+END_TEST
+
+START_TEST(setsid_child_then_times_out)
+{
+	fork_setsid_child("orphan.timeout");
+	for (;;)
+		pause();
+}
+END_TEST
+
+/* exit(0) in the body: Check counts it as a pass, and no teardown runs. */
+START_TEST(daemon_then_exits)
+{
+	detach_sleep(3610, NULL);
+	exit(0);
+}
+END_TEST
+
+/* The pid in workdir/NAME is gone: not running, and (where it was ours to collect: without
+ * cgroups the runner adopts it) no zombie either. */
+static int orphan_gone(const char *name, int strict)
+{
+	char path[160], stat[512];
+	snprintf(path, sizeof path, "%s/%s", workdir, name);
+	char *text = slurp(path);
+	int pid = atoi(text);
+	free(text);
+	if (pid <= 0)
+		return 0;
+	if (read_proc(pid, "stat", stat, sizeof stat) < 0)
+		return 1;
+	return !strict && strstr(stat, ") Z ") != NULL;
+}
+
+/* "FILE:LINE:" of a test's START_TEST, and the start of its log line in Check's log. */
+static int logged_at(const char *text, const TTest *t, const char *tc, const char *result)
+{
+	char want[PATH_MAX];
+	snprintf(want, sizeof want, "%s:%d:%s:%s:%s:0: ", t->file, t->line, result, tc, t->name);
+	const char *l = strstr(text, want);
+	return l && (l == text || l[-1] == '\n');
+}
+
+/* Tests that end without their teardown, in CK_FORK mode: each fails, and nothing they
+ * started is left running once the runner is done. Before, exit(0) passed and, without
+ * cgroups, the setsid children went to PID 1 and outlived the runner, reported nowhere. */
+static void test_endings_fork(const char *name)
+{
+	char path[160], arg[32];
+	Suite *s = suite_create("ends");
+	TCase *tc = tcase_create("ends"), *slow = tcase_create("timeout");
+	EXPECT(reaper_check_tcase(tc, "ends") == 0, "reaper_check_tcase(ends)");
+	EXPECT(reaper_check_tcase(slow, "timeout") == 0, "reaper_check_tcase(timeout)");
+	tcase_add_test(tc, setsid_child_then_fails);
+	tcase_add_test(tc, setsid_child_then_exits);
+	tcase_add_test(tc, daemon_then_exits);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(slow, setsid_child_then_times_out);
+	tcase_set_timeout(slow, 3); /* Check's timeout ends the test while it waits for nothing */
+	suite_add_tcase(s, tc);
+	suite_add_tcase(s, slow);
+	snprintf(path, sizeof path, "%s/%s.err", workdir, name);
+	fflush(stderr);
+	int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	dup2(fd, 2);
+	close(fd);
+	char *text;
+	int nfailed = run_logged(s, CK_FORK, name, &text);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	char *err = slurp(path);
+	EXPECT(nfailed == 4, "%s: %d of 4 failed:\n%s\n%s", name, nfailed, text, err);
+	EXPECT(line_has(line_of(text, ":ends:setsid_child_then_fails:"), ":F:ends:setsid_child_then_fails:0: body failed on purpose, its setsid"),
+	       "%s: setsid_child_then_fails:\n%s", name, text);
+	EXPECT(logged_at(text, setsid_child_then_exits, "ends", "F") &&
+		       line_has(line_of(text, ":ends:setsid_child_then_exits:"),
+				"reaper: test setsid_child_then_exits called exit(0) before its check and left 1 process "
+				"running"),
+	       "%s: setsid_child_then_exits did not fail at its line naming its leftover:\n%s", name, text);
+	snprintf(arg, sizeof arg, "sleep 3610.%d", tag);
+	EXPECT(logged_at(text, daemon_then_exits, "ends", "F") &&
+		       line_has(line_of(text, ":ends:daemon_then_exits:"),
+				"reaper: test daemon_then_exits called exit(0) before its check and left 1 process running") &&
+		       strstr(text, arg),
+	       "%s: daemon_then_exits did not fail naming `%s`:\n%s", name, arg, text);
+	EXPECT(line_has(line_of(text, ":timeout:setsid_child_then_times_out:"), "Test timeout expired"),
+	       "%s: setsid_child_then_times_out:\n%s", name, text);
+	/* the failed and the timed-out test's children: found by the sweep (their cgroup, or
+	 * descent from the runner that adopted them) */
+	EXPECT(strstr(err, "reaper: tcase ends: killed 1 process left by tests that failed") &&
+		       strstr(err, "reaper: tcase timeout: killed 1 process left by tests that failed"),
+	       "%s: the sweeps did not report the setsid children:\n%s", name, err);
+	EXPECT(orphan_gone("orphan.fails", !with_cgroups), "%s: the failed test's setsid child is still there", name);
+	EXPECT(orphan_gone("orphan.exits", !with_cgroups), "%s: the exited test's setsid child is still there", name);
+	EXPECT(orphan_gone("orphan.timeout", !with_cgroups), "%s: the timed-out test's setsid child is still there", name);
+	snprintf(arg, sizeof arg, "3610.%d", tag);
+	EXPECT(count_procs(arg) == 0, "%s: `sleep %s` is still running", name, arg);
+	EXPECT(leftover_cgroups() == 0, "%s: %d cgroups left", name, leftover_cgroups());
+	EXPECT(prctl_subreaper() == 0, "%s: the runner is still a subreaper", name);
+	free(text);
+	free(err);
+}
+
+/* exit(0) in a CK_NOFORK test ends the runner itself (run in a child here): the test's
+ * leftovers are killed and listed at the test's line, the cgroups removed, and the exit
+ * status is 1. Before, the leftover ran on and the test's cgroups stayed. */
+static void test_exit_nofork(const TTest *test, const char *orphan, const char *what, const char *name)
+{
+	char path[160], errpath[160], dir[PATH_MAX], prefix[48];
+	snprintf(errpath, sizeof errpath, "%s/%s.err", workdir, name);
+	snprintf(path, sizeof path, "%s/%s", workdir, orphan ? orphan : "none");
+	unlink(path);
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fd, 2);
+		close(fd);
+		Suite *s = suite_create("exits");
+		TCase *tc = tcase_create("exits");
+		if (reaper_check_tcase(tc, "exits") < 0)
+			_exit(98);
+		_tcase_add_test(tc, test, 0, 0, 0, 1);
+		tcase_set_timeout(tc, 60);
+		suite_add_tcase(s, tc);
+		char *text;
+		run_logged(s, CK_NOFORK, name, &text);
+		_exit(99); /* the test's exit(0) ends the runner before */
+	}
+	int st = -1;
+	EXPECT(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 1,
+	       "%s: the runner's exit status %#x, not 1", name, st);
+	char *err = slurp(errpath), want[PATH_MAX + 200];
+	snprintf(want, sizeof want, "%s:%d: reaper: test %s called exit(0) before its check and left 1 process running",
+		 test->file, test->line, test->name);
+	EXPECT(strstr(err, want) && strstr(err, what), "%s: stderr does not say `%s` naming `%s`:\n%s", name, want, what,
+	       err);
+	if (orphan)
+		EXPECT(orphan_gone(orphan, 1), "%s: the exited test's setsid child is still there", name);
+	char arg[32];
+	snprintf(arg, sizeof arg, "3610.%d", tag);
+	EXPECT(count_procs(arg) == 0, "%s: `sleep %s` is still running", name, arg);
+	snprintf(prefix, sizeof prefix, "reaper-check-%d.", (int)pid);
+	int left = 0;
+	if (reaper_cgroup_current(dir, sizeof dir) == 0) {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		while (d && (e = readdir(d)))
+			left += !strncmp(e->d_name, prefix, strlen(prefix));
+		if (d)
+			closedir(d);
+	}
+	EXPECT(left == 0, "%s: the exited runner left %d cgroups", name, left);
+	free(err);
+}
+
+static void test_endings(const char *name)
+{
+	char sub[64], arg[32];
+	snprintf(sub, sizeof sub, "%s-fork", name);
+	test_endings_fork(sub);
+	snprintf(sub, sizeof sub, "%s-nofork-setsid", name);
+	test_exit_nofork(setsid_child_then_exits, "orphan.exits", "called exit(0)", sub);
+	snprintf(sub, sizeof sub, "%s-nofork-daemon", name);
+	snprintf(arg, sizeof arg, "sleep 3610.%d", tag);
+	test_exit_nofork(daemon_then_exits, NULL, arg, sub);
+}
+
+/* A checked TCase's slot is free again once its run has ended: more runs than there are
+ * slots, one after another, each with a TCase of its own. */
+static void slots_are_freed(void)
+{
+	int refused = 0, nfailed = 0;
+	for (int i = 0; i < REAPER_CHECK_MAX_TCASES + 6; i++) {
+		Suite *s = suite_create("slots");
+		TCase *tc = tcase_create("slots");
+		refused += reaper_check_tcase(tc, "slots") < 0;
+		tcase_add_test(tc, does_nothing);
+		suite_add_tcase(s, tc);
+		char *text;
+		nfailed += run_logged(s, CK_NOFORK, "slots", &text);
+		free(text);
+	}
+	EXPECT(refused == 0 && nfailed == 0, "slots: %d TCases refused, %d tests failed", refused, nfailed);
+}
+
 /* A mount namespace of our own where the cgroup2 mount holding our cgroup is read-only, as
  * in most containers: the tests are tracked by marker and descent (with a note), and with
  * REAPER_CHECK_CGROUP=on a test that cannot have its cgroup fails saying why. Run in a
@@ -816,6 +1061,7 @@ static int read_only_cgroup2(void)
 	       "ro: no note about the read-only cgroup2:\n%s", err);
 	free(err);
 	run_mode(CK_NOFORK, "ro-nofork");
+	test_endings("ro-ends");
 
 	EXPECT(reaper_check_use_cgroup((enum reaper_check_cgroup)7) == -EINVAL, "a bad cgroup mode was taken");
 	EXPECT(reaper_check_use_cgroup(REAPER_CHECK_CGROUP_ON) == 0, "reaper_check_use_cgroup(ON)");
@@ -855,6 +1101,8 @@ int main(void)
 		EXPECT(r == 0, "root without a usable cgroup2: %s", strerror(-r));
 	run_mode(CK_FORK, "fork");
 	run_mode(CK_NOFORK, "nofork");
+	test_endings("ends");
+	slots_are_freed();
 	nested_runners();
 	fixture_children(CK_FORK);
 	fixture_children(CK_NOFORK);
