@@ -673,8 +673,10 @@ static void at_process_exit(int status, void *arg)
 			list_leaks(rep, msg, sizeof msg);
 		}
 		reaper_report_free(rep);
-		if (msg[0] && self != runner_pid)
+		if (msg[0] && self != runner_pid) {
+			fflush(NULL); /* fail_test ends the process at once, without the exit's flush */
 			fail_test(msg); /* Check reads it once this process has ended */
+		}
 		if (msg[0])
 			fprintf(stderr, "%s:%d: %s\n", t ? t->file : "?", t ? t->line : 0, msg);
 		left += r < 0;
