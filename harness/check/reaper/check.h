@@ -35,7 +35,10 @@
  *     no teardown) is checked as it exits, and fails with the list if it left anything;
  *   - in CK_NOFORK mode exit() in a test ends the runner itself: the test's leftovers and
  *     its TCase's are killed and listed on stderr naming the test at its file and line, the
- *     cgroups are removed, and an exit(0) becomes exit status 1 when anything was left;
+ *     cgroups are removed, and an exit(0) becomes exit status 1 when anything was left
+ *     (the helper's exit handler, registered with on_exit at the first reaper_check_tcase
+ *     call, flushes stdio and ends the process with _exit: exit handlers registered before
+ *     that call do not run then, nor in CK_FORK mode when the exiting test fails);
  *   - a test that fails, crashes or is ended by Check's timeout in CK_FORK mode never reaches
  *     its teardown; what it left is killed when the TCase ends (an unchecked fixture, in the
  *     runner: whatever is in the TCase's cgroup, carries the run's marker, or, without
