@@ -854,6 +854,25 @@ START_TEST(daemon_then_exits)
 }
 END_TEST
 
+/* The test's own child runs a shell that starts a sleep: the sleep is listed with the line
+ * of the reaper_check_fork() its ancestor came from. */
+static const int own_shell_line = __LINE__ + 6; /* its reaper_check_fork() call's */
+START_TEST(own_child_starts_a_sleep)
+{
+	char arg[32], cmd[64];
+	snprintf(arg, sizeof arg, "3612.%d", tag);
+	snprintf(cmd, sizeof cmd, "sleep %s & wait", arg);
+	pid_t pid = reaper_check_fork();
+	if (pid == 0) {
+		execlp("sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_gt(pid, 0);
+	for (int i = 0; i < 30000 && count_procs(arg) == 0; i++)
+		usleep(1000);
+}
+END_TEST
+
 /* The pid in workdir/NAME is gone: not running, and (where it was ours to collect: without
  * cgroups the runner adopts it) no zombie either. */
 static int orphan_gone(const char *name, int strict)
@@ -892,9 +911,10 @@ static void test_endings_fork(const char *name)
 	tcase_add_test(tc, setsid_child_then_fails);
 	tcase_add_test(tc, setsid_child_then_exits);
 	tcase_add_test(tc, daemon_then_exits);
+	tcase_add_test(tc, own_child_starts_a_sleep);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(slow, setsid_child_then_times_out);
-	tcase_set_timeout(slow, 3); /* Check's timeout ends the test while it waits for nothing */
+	tcase_set_timeout(slow, 8); /* Check's timeout ends the test while it waits for nothing */
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, slow);
 	snprintf(path, sizeof path, "%s/%s.err", workdir, name);
@@ -908,7 +928,14 @@ static void test_endings_fork(const char *name)
 	dup2(saved, 2);
 	close(saved);
 	char *err = slurp(path);
-	EXPECT(nfailed == 4, "%s: %d of 4 failed:\n%s\n%s", name, nfailed, text, err);
+	EXPECT(nfailed == 5, "%s: %d of 5 failed:\n%s\n%s", name, nfailed, text, err);
+	char site[PATH_MAX + 64], sleep_line[64];
+	snprintf(site, sizeof site, "(started by reaper_check_fork() at %s:%d)", __FILE__, own_shell_line);
+	snprintf(sleep_line, sizeof sleep_line, ": sleep 3612.%d [killed", tag);
+	const char *sl = strstr(text, sleep_line);
+	EXPECT(line_has(line_of(text, ":ends:own_child_starts_a_sleep:"), "left 2 processes running") && sl &&
+		       line_has(sl, site),
+	       "%s: the own child's sleep is not listed with `%s`:\n%s", name, site, text);
 	EXPECT(line_has(line_of(text, ":ends:setsid_child_then_fails:"), ":F:ends:setsid_child_then_fails:0: body failed on purpose, its setsid"),
 	       "%s: setsid_child_then_fails:\n%s", name, text);
 	EXPECT(logged_at(text, setsid_child_then_exits, "ends", "F") &&
@@ -933,6 +960,8 @@ static void test_endings_fork(const char *name)
 	EXPECT(orphan_gone("orphan.exits", !with_cgroups), "%s: the exited test's setsid child is still there", name);
 	EXPECT(orphan_gone("orphan.timeout", !with_cgroups), "%s: the timed-out test's setsid child is still there", name);
 	snprintf(arg, sizeof arg, "3610.%d", tag);
+	EXPECT(count_procs(arg) == 0, "%s: `sleep %s` is still running", name, arg);
+	snprintf(arg, sizeof arg, "3612.%d", tag);
 	EXPECT(count_procs(arg) == 0, "%s: `sleep %s` is still running", name, arg);
 	EXPECT(leftover_cgroups() == 0, "%s: %d cgroups left", name, leftover_cgroups());
 	EXPECT(prctl_subreaper() == 0, "%s: the runner is still a subreaper", name);
