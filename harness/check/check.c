@@ -165,13 +165,18 @@ int reaper_check_own(pid_t pid)
 	return 0;
 }
 
-pid_t reaper_check_fork_at(const char *file, int line)
+pid_t reaper_check_fork_at(const char *file, int line, const char *func)
 {
 	if (cur.nown == MAX_OWN)
 		return -ENOSPC;
 	pid_t pid = fork();
 	if (pid < 0)
 		return -errno;
+	if (pid == 0 && file) {
+		char at[PATH_MAX + 160];
+		snprintf(at, sizeof at, "%s:%d:%.128s", file, line, func ? func : "");
+		setenv("REAPER_STARTED_AT", at, 1);
+	}
 	if (pid > 0) {
 		cur.own_file[cur.nown] = file;
 		cur.own_line[cur.nown] = line;
@@ -182,7 +187,7 @@ pid_t reaper_check_fork_at(const char *file, int line)
 
 pid_t(reaper_check_fork)(void)
 {
-	return reaper_check_fork_at(NULL, 0);
+	return reaper_check_fork_at(NULL, 0, NULL);
 }
 
 void reaper_check_add_test_(TCase *tc, const TTest *ttest, int signal, int allowed_exit_value, int start, int end)
@@ -329,6 +334,8 @@ static void list_leaks(const struct reaper_report *rep, char *buf, size_t len)
 		char site[PATH_MAX + 64] = "";
 		if (fork_site(p, &file, &line))
 			snprintf(site, sizeof site, " (started by reaper_check_fork() at %s:%d)", file, line);
+		else if (p->started_file) /* a reaper_check_fork() child's descendant gone astray */
+			snprintf(site, sizeof site, " (started at %.1024s:%u)", p->started_file, p->started_line);
 		int w = listed++ < MAX_LISTED
 				? snprintf(buf + used, len - used, "\n  %d: %.200s [%s, cwd %s]%s%s", (int)p->pid,
 					   p->cmdline, reaper_fate_name(p->fate), p->cwd[0] ? p->cwd : "?",

@@ -110,10 +110,12 @@ int reaper_check_own(pid_t pid);
 /* fork() that registers the child with reaper_check_own in the parent: the child pid, 0 in
  * the child, or -errno (-ENOSPC past 64; nothing was started). The macro records the line
  * it is called from (file NULL: none), which the failure names for that child and what it
- * started; the function (its address) records none. */
-pid_t reaper_check_fork_at(const char *file, int line);
+ * started, and puts it into the child's environment as REAPER_STARTED_AT=FILE:LINE:FUNC
+ * (what the child execs, and what that starts, carries it into every reaper report); the
+ * function (its address) records none. */
+pid_t reaper_check_fork_at(const char *file, int line, const char *func);
 pid_t reaper_check_fork(void);
-#define reaper_check_fork() reaper_check_fork_at(__FILE__, __LINE__)
+#define reaper_check_fork() reaper_check_fork_at(__FILE__, __LINE__, __func__)
 
 /* A glob (fnmatch on the cmdline or the exe path) of leftovers that are cleaned up but are
  * not a failure. The string is referenced, not copied. -ENOSPC past 32 globs. */
