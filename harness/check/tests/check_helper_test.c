@@ -873,6 +873,27 @@ START_TEST(own_child_starts_a_sleep)
 }
 END_TEST
 
+/* The test's own child daemonizes a sleep and exits: the sleep, re-parented, is listed with
+ * the reaper_check_fork() line its environment carries. */
+static const int own_daemon_line = __LINE__ + 6; /* its reaper_check_fork() call's */
+START_TEST(own_child_daemonizes)
+{
+	char arg[32];
+	snprintf(arg, sizeof arg, "3613.%d", tag);
+	int st = -1;
+	pid_t pid = reaper_check_fork();
+	if (pid == 0) {
+		execlp("setsid", "setsid", "-f", "sleep", arg, (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_int_eq(st, 0);
+	for (int i = 0; i < 30000 && count_procs(arg) == 0; i++)
+		usleep(1000);
+}
+END_TEST
+
 /* The pid in workdir/NAME is gone: not running, and (where it was ours to collect: without
  * cgroups the runner adopts it) no zombie either. */
 static int orphan_gone(const char *name, int strict)
@@ -912,6 +933,7 @@ static void test_endings_fork(const char *name)
 	tcase_add_test(tc, setsid_child_then_exits);
 	tcase_add_test(tc, daemon_then_exits);
 	tcase_add_test(tc, own_child_starts_a_sleep);
+	tcase_add_test(tc, own_child_daemonizes);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(slow, setsid_child_then_times_out);
 	tcase_set_timeout(slow, 8); /* Check's timeout ends the test while it waits for nothing */
@@ -928,7 +950,14 @@ static void test_endings_fork(const char *name)
 	dup2(saved, 2);
 	close(saved);
 	char *err = slurp(path);
-	EXPECT(nfailed == 5, "%s: %d of 5 failed:\n%s\n%s", name, nfailed, text, err);
+	EXPECT(nfailed == 6, "%s: %d of 6 failed:\n%s\n%s", name, nfailed, text, err);
+	char daemon_site[PATH_MAX + 64], daemon_line[64];
+	snprintf(daemon_site, sizeof daemon_site, "(started at %s:%d)", __FILE__, own_daemon_line);
+	snprintf(daemon_line, sizeof daemon_line, ": sleep 3613.%d [killed", tag);
+	const char *dl = strstr(text, daemon_line);
+	EXPECT(line_has(line_of(text, ":ends:own_child_daemonizes:"), "left 1 process running") && dl &&
+		       line_has(dl, daemon_site),
+	       "%s: the own child's daemon is not listed with `%s`:\n%s", name, daemon_site, text);
 	char site[PATH_MAX + 64], sleep_line[64];
 	snprintf(site, sizeof site, "(started by reaper_check_fork() at %s:%d)", __FILE__, own_shell_line);
 	snprintf(sleep_line, sizeof sleep_line, ": sleep 3612.%d [killed", tag);
@@ -962,6 +991,8 @@ static void test_endings_fork(const char *name)
 	snprintf(arg, sizeof arg, "3610.%d", tag);
 	EXPECT(count_procs(arg) == 0, "%s: `sleep %s` is still running", name, arg);
 	snprintf(arg, sizeof arg, "3612.%d", tag);
+	EXPECT(count_procs(arg) == 0, "%s: `sleep %s` is still running", name, arg);
+	snprintf(arg, sizeof arg, "3613.%d", tag);
 	EXPECT(count_procs(arg) == 0, "%s: `sleep %s` is still running", name, arg);
 	EXPECT(leftover_cgroups() == 0, "%s: %d cgroups left", name, leftover_cgroups());
 	EXPECT(prctl_subreaper() == 0, "%s: the runner is still a subreaper", name);
