@@ -919,6 +919,17 @@ static int logged_at(const char *text, const TTest *t, const char *tc, const cha
 	return l && (l == text || l[-1] == '\n');
 }
 
+/* The log line of test tc_test says what, and the leaked `sleep SECONDS.TAG` is listed with
+ * "(HOW FILE:LINE)", a line of this file. */
+static int listed_with(const char *text, const char *tc_test, const char *what, int seconds, const char *how, int line)
+{
+	char site[PATH_MAX + 64], leak[64];
+	snprintf(site, sizeof site, "(%s %s:%d)", how, __FILE__, line);
+	snprintf(leak, sizeof leak, ": sleep %d.%d [killed", seconds, tag);
+	const char *l = strstr(text, leak);
+	return line_has(line_of(text, tc_test), what) && l && line_has(l, site);
+}
+
 /* Tests that end without their teardown, in CK_FORK mode: each fails, and nothing they
  * started is left running once the runner is done. Before, exit(0) passed and, without
  * cgroups, the setsid children went to PID 1 and outlived the runner, reported nowhere. */
@@ -951,20 +962,12 @@ static void test_endings_fork(const char *name)
 	close(saved);
 	char *err = slurp(path);
 	EXPECT(nfailed == 6, "%s: %d of 6 failed:\n%s\n%s", name, nfailed, text, err);
-	char daemon_site[PATH_MAX + 64], daemon_line[64];
-	snprintf(daemon_site, sizeof daemon_site, "(started at %s:%d)", __FILE__, own_daemon_line);
-	snprintf(daemon_line, sizeof daemon_line, ": sleep 3613.%d [killed", tag);
-	const char *dl = strstr(text, daemon_line);
-	EXPECT(line_has(line_of(text, ":ends:own_child_daemonizes:"), "left 1 process running") && dl &&
-		       line_has(dl, daemon_site),
-	       "%s: the own child's daemon is not listed with `%s`:\n%s", name, daemon_site, text);
-	char site[PATH_MAX + 64], sleep_line[64];
-	snprintf(site, sizeof site, "(started by reaper_check_fork() at %s:%d)", __FILE__, own_shell_line);
-	snprintf(sleep_line, sizeof sleep_line, ": sleep 3612.%d [killed", tag);
-	const char *sl = strstr(text, sleep_line);
-	EXPECT(line_has(line_of(text, ":ends:own_child_starts_a_sleep:"), "left 2 processes running") && sl &&
-		       line_has(sl, site),
-	       "%s: the own child's sleep is not listed with `%s`:\n%s", name, site, text);
+	EXPECT(listed_with(text, ":ends:own_child_daemonizes:", "left 1 process running", 3613, "started at",
+			   own_daemon_line),
+	       "%s: the own child's daemon is not listed with its reaper_check_fork() line:\n%s", name, text);
+	EXPECT(listed_with(text, ":ends:own_child_starts_a_sleep:", "left 2 processes running", 3612,
+			   "started by reaper_check_fork() at", own_shell_line),
+	       "%s: the own child's sleep is not listed with its reaper_check_fork() line:\n%s", name, text);
 	EXPECT(line_has(line_of(text, ":ends:setsid_child_then_fails:"), ":F:ends:setsid_child_then_fails:0: body failed on purpose, its setsid"),
 	       "%s: setsid_child_then_fails:\n%s", name, text);
 	EXPECT(logged_at(text, setsid_child_then_exits, "ends", "F") &&
