@@ -7,13 +7,14 @@
 #   INPUT_ARGV     or the command itself, one argument a line, no shell (spaces, quotes, $ and
 #                  ; stay in their argument); exactly one of the two is given
 #   INPUT_ARGS     more `reaper run` options, one argument a line (`--allow` and `sleep 30*`
-#                  on two lines, or `--allow=sleep 30*` on one)
+#                  on two lines, or `--allow=sleep 30*` on one); a --report or --junit there
+#                  replaces INPUT_REPORT or INPUT_JUNIT
 #   INPUT_HOME, INPUT_TIMEOUT, INPUT_GRACE, INPUT_JUNIT, INPUT_REPORT  as action.yml says
 #   GITHUB_OUTPUT  the file the outputs are appended to; RUNNER_TEMP  a scratch directory
 # In the line inputs an empty line is skipped, and a carriage return ending a line is dropped.
 # Outputs: leaks (leaked processes, from the JSON report; empty when reaper wrote none, as on
-# a usage error), report and junit (absolute paths of the files written, empty when not
-# asked for), exit-code (reaper's). The step's own status is reaper's.
+# a usage error), report and junit (absolute paths of the files this run wrote, empty when not
+# asked for or not written: a report an earlier run left is not this run's), exit-code (reaper's). The step's own status is reaper's.
 set -u
 
 # lines NAME TEXT: the array NAME, one element per non-empty line of TEXT
@@ -34,6 +35,17 @@ output() {
 	printf '%s<<%s\n%s\n%s\n' "$1" "$delim" "$2" "$delim" >> "${GITHUB_OUTPUT:-/dev/null}"
 }
 
+# ident FILE: the file's device and inode (empty when there is none). reaper replaces a report
+# by renaming a new file over it, so an unchanged inode is a file this run did not write.
+ident() {
+	stat -c '%d:%i' -- "$1" 2>/dev/null
+}
+
+# written FILE IDENT_BEFORE: FILE was written by this run
+written() {
+	[ -n "$1" ] && [ -f "$1" ] && [ "$(ident "$1")" != "$2" ]
+}
+
 absolute() {
 	case $1 in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac
 }
@@ -46,7 +58,22 @@ usage_error() {
 }
 
 lines argv "${INPUT_ARGV:-}"
-lines extra "${INPUT_ARGS:-}"
+lines given "${INPUT_ARGS:-}"
+# --report and --junit among the args stand for the inputs of those names (reaper takes the
+# last one given): the outputs then name the files reaper wrote, and the count is read there
+extra=()
+for ((i = 0; i < ${#given[@]}; i++)); do
+	case ${given[i]} in
+	--) extra+=("${given[@]:i}"); break ;;
+	--report=*) INPUT_REPORT=${given[i]#--report=} ;;
+	--junit=*) INPUT_JUNIT=${given[i]#--junit=} ;;
+	--report | --junit)
+		[ $((i + 1)) -lt ${#given[@]} ] || usage_error "args: ${given[i]} needs a file on the next line"
+		if [ "${given[i]}" = --report ]; then INPUT_REPORT=${given[i + 1]}; else INPUT_JUNIT=${given[i + 1]}; fi
+		i=$((i + 1)) ;;
+	*) extra+=("${given[i]}") ;;
+	esac
+done
 command=${INPUT_COMMAND:-}
 if [ -n "$command" ] && [ "${#argv[@]}" -gt 0 ]; then
 	usage_error "give either command (a shell command line) or argv (one argument a line), not both"
@@ -70,18 +97,20 @@ else
 	json=$scratch/report.json
 fi
 args+=(--report "$json")
+json_was=$(ident "$json")
+junit_was=$([ -z "$junit" ] || ident "$junit")
 
 "$REAPER_BIN" run "${args[@]}" "${extra[@]}" -- "${argv[@]}"
 status=$?
 
 leaks=
-if [ -f "$json" ]; then
+if written "$json" "$json_was"; then
 	# reaper writes the summary object on one line: "summary": {"processes": N, "leaks": N, ...}
 	leaks=$(sed -n 's/^ *"summary": {.*"leaks": \([0-9][0-9]*\)[,}].*/\1/p' "$json")
 fi
 output leaks "$leaks"
-output report "$([ -n "$report" ] && [ -f "$report" ] && absolute "$report")"
-output junit "$([ -n "$junit" ] && [ -f "$junit" ] && absolute "$junit")"
+output report "$([ -n "$report" ] && written "$report" "$json_was" && absolute "$report")"
+output junit "$(written "$junit" "$junit_was" && absolute "$junit")"
 output exit-code "$status"
 [ -z "$scratch" ] || rm -rf "$scratch"
 exit "$status"

@@ -159,3 +159,29 @@ def test_command_and_argv_are_one_or_the_other(tmp_path, inputs, says):
     assert r.returncode == 64, r.stdout + r.stderr
     assert f"::error title=reaper action::" in r.stdout and says in r.stdout
     assert r.outputs["exit-code"] == "64" and r.outputs["leaks"] == ""
+
+
+def test_outputs_name_only_what_this_run_wrote(tmp_path):
+    """Reports an earlier run left in the workspace (a step before, a reused self-hosted
+    runner) are not this run's: after a usage error the outputs are empty, and the old files
+    are left as they were."""
+    stale = '{\n  "summary": {"processes": 4, "leaks": 4, "exited": 0},\n  "procs": []\n}\n'
+    (tmp_path / "reaper-report.json").write_text(stale)
+    (tmp_path / "reaper-junit.xml").write_text("<testsuites/>\n")
+    r = run_action(tmp_path, {"command": "true", "args": "--no-such-option"})
+    assert r.returncode == 64, r.stdout + r.stderr
+    assert r.outputs == {"leaks": "", "report": "", "junit": "", "exit-code": "64"}, r.outputs
+    assert (tmp_path / "reaper-report.json").read_text() == stale
+    assert (tmp_path / "reaper-junit.xml").read_text() == "<testsuites/>\n"
+
+
+@pytest.mark.parametrize("args", ["--report\nmine.json\n--junit\nmine.xml", "--report=mine.json\n--junit=mine.xml"])
+def test_report_and_junit_given_in_args_are_the_outputs(tmp_path, args):
+    """`--report FILE` / `--junit FILE` among the args are what reaper writes (the last one
+    given wins): the outputs name those files, and the leak count is read from that report."""
+    r = run_action(tmp_path, {"command": LEAKY, "args": args, "timeout": "0.5", "grace": "1"})
+    assert r.returncode == 23, r.stdout + r.stderr
+    assert json.loads((tmp_path / "mine.json").read_text())["summary"]["leaks"] == 1
+    assert "<testsuite" in (tmp_path / "mine.xml").read_text()
+    assert r.outputs == {"leaks": "1", "report": str(tmp_path / "mine.json"), "junit": str(tmp_path / "mine.xml"),
+                         "exit-code": "23"}, r.outputs
