@@ -10,5 +10,6 @@ DEB_OUT ?= $(BUILD)/deb
 deb:
 	bash ci/deb.sh $(DEB_OUT) $(VERSION)
 
-check-deb: deps deb $(BUILD)/fixtures/daemon
-	REAPER_BUILD=$(abspath $(BUILD)) REAPER_DEB_DIR=$(abspath $(DEB_OUT)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/deb
+# tests/deb runs `make deb` itself (into DEB_OUT, beside files it checks the build keeps)
+check-deb: deps $(BUILD)/fixtures/daemon
+	REAPER_BUILD=$(abspath $(BUILD)) REAPER_DEB_OUT=$(abspath $(DEB_OUT)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/deb

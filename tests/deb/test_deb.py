@@ -80,6 +80,13 @@ def test_each_package_ships_its_part(debs, multiarch):
                 owners[name] = pkg
 
 
+def test_make_deb_keeps_what_else_its_output_directory_holds(deb_build):
+    """DEB_OUT may be a directory of the packager's (where other packages are collected): the
+    build replaces this project's packages of an earlier build there, and nothing else."""
+    assert deb_build["kept"] == {"others": True, "earlier": False}, deb_build["kept"]
+    assert not list(deb_build["debs"]["reaper"].parent.glob(".deb-build.*")), "the build's own directory is left"
+
+
 def test_package_relations(debs):
     def field(pkg, name):
         return subprocess.run(["dpkg-deb", "-f", str(debs[pkg]), name], capture_output=True, text=True,
