@@ -5,6 +5,8 @@ into a throwaway root): the demo suite under the packaged reaper, the packaged p
 found through its entry point, and a Check suite built against the packaged -dev files."""
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import re
 import shutil
@@ -85,6 +87,24 @@ def test_make_deb_keeps_what_else_its_output_directory_holds(deb_build):
     build replaces this project's packages of an earlier build there, and nothing else."""
     assert deb_build["kept"] == {"others": True, "earlier": False}, deb_build["kept"]
     assert not list(deb_build["debs"]["reaper"].parent.glob(".deb-build.*")), "the build's own directory is left"
+
+
+def test_python_package_record_lists_what_it_ships(instroot):
+    """The dist-info RECORD (what importlib.metadata.files() and pip read) names each file of
+    the package with its hash, and no file the package does not ship."""
+    site = instroot / "usr/lib/python3/dist-packages"
+    record, = site.glob("pytest_reaper-*.dist-info/RECORD")
+    listed = {}
+    for line in record.read_text().splitlines():
+        name, digest, _ = line.rsplit(",", 2)
+        listed[name] = digest
+    shipped = {str(p.relative_to(site)) for p in site.rglob("*") if p.is_file()}
+    assert set(listed) == shipped, f"listed, not shipped: {sorted(set(listed) - shipped)}; " \
+                                   f"shipped, not listed: {sorted(shipped - set(listed))}"
+    for name, digest in listed.items():
+        if digest:
+            want = "sha256=" + base64.urlsafe_b64encode(hashlib.sha256((site / name).read_bytes()).digest()).decode()
+            assert digest.rstrip("=") == want.rstrip("="), name
 
 
 def test_package_relations(debs):
