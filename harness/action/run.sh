@@ -3,7 +3,8 @@
 # The step of action.yml that runs the command under `reaper run` and writes the step's
 # outputs. Its inputs come as the environment a composite step gives it:
 #   REAPER_BIN     the reaper command built by the step before
-#   INPUT_COMMAND  a shell command line, run by bash -c (its quoting is bash's)
+#   INPUT_COMMAND  a shell command line, run as a `run:` step with `shell: bash` runs its
+#                  script (bash -e -o pipefail: the first line that fails ends it)
 #   INPUT_ARGV     or the command itself, one argument a line, no shell (spaces, quotes, $ and
 #                  ; stay in their argument); exactly one of the two is given
 #   INPUT_ARGS     more `reaper run` options, one argument a line (`--allow` and `sleep 30*`
@@ -78,7 +79,7 @@ command=${INPUT_COMMAND:-}
 if [ -n "$command" ] && [ "${#argv[@]}" -gt 0 ]; then
 	usage_error "give either command (a shell command line) or argv (one argument a line), not both"
 elif [ -n "$command" ]; then
-	argv=(bash -c "$command")
+	argv=(bash --noprofile --norc -eo pipefail -c "$command")
 elif [ "${#argv[@]}" -eq 0 ]; then
 	usage_error "no command: give command (a shell command line) or argv (one argument a line)"
 fi

@@ -185,3 +185,13 @@ def test_report_and_junit_given_in_args_are_the_outputs(tmp_path, args):
     assert "<testsuite" in (tmp_path / "mine.xml").read_text()
     assert r.outputs == {"leaks": "1", "report": str(tmp_path / "mine.json"), "junit": str(tmp_path / "mine.xml"),
                          "exit-code": "23"}, r.outputs
+
+
+def test_command_fails_at_its_first_failing_line(tmp_path):
+    """A multi-line `command` runs as a `run:` step with `shell: bash` does (bash -e -o
+    pipefail): a line that fails ends it with that status, also inside a pipeline; the lines
+    after it do not run and cannot turn the step green."""
+    r = run_action(tmp_path, {"command": "echo one\nfalse | cat\necho two\n", "junit": "", "report": ""})
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "one" in r.stdout and "two" not in r.stdout
+    assert r.outputs["exit-code"] == "1" and r.outputs["leaks"] == "0", r.outputs
