@@ -107,6 +107,22 @@ def test_python_package_record_lists_what_it_ships(instroot):
             assert digest.rstrip("=") == want.rstrip("="), name
 
 
+def test_a_build_in_the_checkout_leaves_only_ignored_files():
+    """What dpkg-buildpackage run in the checkout itself writes under debian/ (debhelper's
+    per-package logs, maintainer script snippets and trees) is ignored by git: `git status`
+    stays clean and `make deb` does not copy it into the tree it builds."""
+    packages = re.findall(r"^Package: (\S+)", (ROOT / "debian/control").read_text(), re.M)
+    written = ["debian/build/obj/x.o", "debian/tmp/usr/bin/reaper", "debian/.debhelper/generated/x",
+               "debian/debhelper-build-stamp", "debian/files"]
+    for pkg in packages:
+        written += [f"debian/{pkg}/DEBIAN/control", f"debian/{pkg}.substvars", f"debian/{pkg}.debhelper.log",
+                    f"debian/{pkg}.postinst.debhelper", f"debian/{pkg}.prerm.debhelper"]
+    r = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "--no-index", "-v", "-n", *written],
+                       capture_output=True, text=True)
+    unignored = [line.split("\t")[-1] for line in r.stdout.splitlines() if line.startswith("::")]
+    assert not unignored, f"not in .gitignore: {unignored}"
+
+
 def test_package_relations(debs):
     def field(pkg, name):
         return subprocess.run(["dpkg-deb", "-f", str(debs[pkg]), name], capture_output=True, text=True,
