@@ -38,6 +38,12 @@ def outputs(path) -> dict:
     return out
 
 
+# A job's own build settings, set for its project in the workflow's env: the action builds reaper
+# with reaper's (each of these breaks a build that takes them).
+JOB_BUILD_ENV = {"CFLAGS": "-include /nonexistent/the-jobs-config.h", "CPPFLAGS": "-DREAPER_VERSION=the-jobs",
+                 "LDFLAGS": "-l:libthe-jobs-nonexistent.so", "LDLIBS": "-lthe-jobs-nonexistent",
+                 "EXTRA_CFLAGS": "-include /nonexistent/the-jobs-extra.h"}
+
 # The build step's output, made by the first test that runs the action: the tests after it reuse
 # it (a link in their runner.temp) instead of building reaper again.
 BUILT: dict = {}
@@ -56,7 +62,7 @@ def run_action(tmp_path, inputs: dict) -> subprocess.CompletedProcess:
         return re.sub(r"\$\{\{\s*([\w.]+)\s*\}\}", lambda m: context[m.group(1)], text)
 
     base = {"PATH": os.environ["PATH"], "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-            "HOME": str(tmp_path), "RUNNER_TEMP": str(tmp_path / "runner")}
+            "HOME": str(tmp_path), "RUNNER_TEMP": str(tmp_path / "runner"), **JOB_BUILD_ENV}
     r = None
     steps = {}
     for n, step in enumerate(action["runs"]["steps"]):
