@@ -106,6 +106,8 @@ demo: deps
 # The public functions, from the header (each gets a man page link to libreaper(3)).
 PUBLIC_FUNCS = sed -n 's/^REAPER_EXPORT [^(]*[ *]\(reaper_[a-z_0-9]*\)(.*/\1/p' reaper/reaper.h
 
+# Files made by a redirection or unpacked (not by install -m) get umask 022: they are for every
+# user, whatever the umask of the root who installs.
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/reaper \
 		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
@@ -117,8 +119,8 @@ install: all
 	install -m 0644 reaper/reaper.h $(DESTDIR)$(INCLUDEDIR)/reaper/reaper.h
 	install -m 0644 man/reaper.1 $(DESTDIR)$(MANDIR)/man1/reaper.1
 	install -m 0644 man/libreaper.3 $(DESTDIR)$(MANDIR)/man3/libreaper.3
-	for f in $$($(PUBLIC_FUNCS)); do echo '.so man3/libreaper.3' > $(DESTDIR)$(MANDIR)/man3/$$f.3; done
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	umask 022; for f in $$($(PUBLIC_FUNCS)); do echo '.so man3/libreaper.3' > $(DESTDIR)$(MANDIR)/man3/$$f.3; done
+	umask 022; sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 		-e 's|@VERSION@|$(VERSION)|' reaper/libreaper.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/libreaper.pc
 
 uninstall:

@@ -34,7 +34,7 @@ CHECK_TARGETS += check-checkhelper
 install: install-check
 install-check: all
 	@if [ -f $(CHECKH_LIB) ]; then \
-		set -x; \
+		umask 022; set -x; \
 		install -d $(DESTDIR)$(INCLUDEDIR)/reaper $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) && \
 		install -m 0644 harness/check/reaper/check.h $(DESTDIR)$(INCLUDEDIR)/reaper/check.h && \
 		install -m 0644 $(CHECKH_LIB) $(DESTDIR)$(LIBDIR)/libreaper-check.a && \

@@ -27,7 +27,7 @@ endif
 install-python:
 	@if ! $(PYTHON) -m pip --version >/dev/null 2>&1; then \
 		echo "install-python: skipped ($(PYTHON) -m pip is not there; Debian: python3-pip python3-setuptools)"; \
-	else set -e; rm -rf $(PY_WHEEL_DIR); set -x; \
+	else set -e; umask 022; rm -rf $(PY_WHEEL_DIR); set -x; \
 		REAPER_PY_LIBDIR=$(LIBDIR) $(PYTHON) -m pip wheel -q --no-build-isolation --no-deps --no-cache-dir \
 			-w $(PY_WHEEL_DIR) $(PY_DIR); \
 		install -d $(DESTDIR)$(PY_SITE); \

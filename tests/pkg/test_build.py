@@ -208,3 +208,20 @@ def test_install_without_the_python_package(tmp_path):
     r = subprocess.run(args + ["uninstall"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert [p for p in tmp_path.rglob("*") if not p.is_dir()] == []
+
+
+def test_install_under_a_strict_umask_is_readable_by_every_user(tmp_path):
+    """Root's umask is often 077 on hardened hosts: what `make install` puts in place (the
+    pkg-config files, the function pages, the Python package) is still readable by the users
+    the install is for (0644 files, 0755 directories), as install -m gives its own files."""
+    root = tmp_path / "root"
+    args = ["make", "-s", "-C", str(ROOT), f"BUILD={BUILD}", f"DESTDIR={root}", "PREFIX=/usr"]
+    r = subprocess.run(["sh", "-c", 'umask 077 && exec "$@"', "sh", *args, "install"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (root / "usr/lib/pkgconfig/libreaper.pc").exists()
+    assert list(root.glob("usr/lib/python3/dist-packages/reaper/__init__.py")), "the Python package is installed"
+    private = [f"{p.stat().st_mode & 0o777:o} {p.relative_to(root)}" for p in root.rglob("*")
+               if not p.is_symlink() and p.stat().st_mode & (0o055 if p.is_dir() else 0o044) != (0o055 if p.is_dir() else 0o044)]
+    assert private == [], private
+    r = subprocess.run(args + ["uninstall"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
