@@ -109,28 +109,28 @@ PUBLIC_FUNCS = sed -n 's/^REAPER_EXPORT [^(]*[ *]\(reaper_[a-z_0-9]*\)(.*/\1/p' 
 # Files made by a redirection or unpacked (not by install -m) get umask 022: they are for every
 # user, whatever the umask of the root who installs.
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/reaper \
-		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
-	install -m 0755 $(BUILD)/reaper $(DESTDIR)$(BINDIR)/reaper
-	install -m 0644 $(BUILD)/libreaper.a $(DESTDIR)$(LIBDIR)/libreaper.a
-	install -m 0755 $(BUILD)/libreaper.so $(DESTDIR)$(LIBDIR)/libreaper.so.$(VERSION)
-	ln -sf libreaper.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libreaper.so.0
-	ln -sf libreaper.so.0 $(DESTDIR)$(LIBDIR)/libreaper.so
-	install -m 0644 reaper/reaper.h $(DESTDIR)$(INCLUDEDIR)/reaper/reaper.h
-	install -m 0644 man/reaper.1 $(DESTDIR)$(MANDIR)/man1/reaper.1
-	install -m 0644 man/libreaper.3 $(DESTDIR)$(MANDIR)/man3/libreaper.3
-	umask 022; for f in $$($(PUBLIC_FUNCS)); do echo '.so man3/libreaper.3' > $(DESTDIR)$(MANDIR)/man3/$$f.3; done
+	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(INCLUDEDIR)"/reaper \
+		"$(DESTDIR)$(PKGCONFIGDIR)" "$(DESTDIR)$(MANDIR)"/man1 "$(DESTDIR)$(MANDIR)"/man3
+	install -m 0755 $(BUILD)/reaper "$(DESTDIR)$(BINDIR)"/reaper
+	install -m 0644 $(BUILD)/libreaper.a "$(DESTDIR)$(LIBDIR)"/libreaper.a
+	install -m 0755 $(BUILD)/libreaper.so "$(DESTDIR)$(LIBDIR)"/libreaper.so.$(VERSION)
+	ln -sf libreaper.so.$(VERSION) "$(DESTDIR)$(LIBDIR)"/libreaper.so.0
+	ln -sf libreaper.so.0 "$(DESTDIR)$(LIBDIR)"/libreaper.so
+	install -m 0644 reaper/reaper.h "$(DESTDIR)$(INCLUDEDIR)"/reaper/reaper.h
+	install -m 0644 man/reaper.1 "$(DESTDIR)$(MANDIR)"/man1/reaper.1
+	install -m 0644 man/libreaper.3 "$(DESTDIR)$(MANDIR)"/man3/libreaper.3
+	umask 022; for f in $$($(PUBLIC_FUNCS)); do echo '.so man3/libreaper.3' > "$(DESTDIR)$(MANDIR)"/man3/$$f.3; done
 	umask 022; sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-		-e 's|@VERSION@|$(VERSION)|' reaper/libreaper.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/libreaper.pc
+		-e 's|@VERSION@|$(VERSION)|' reaper/libreaper.pc.in > "$(DESTDIR)$(PKGCONFIGDIR)"/libreaper.pc
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/reaper $(DESTDIR)$(LIBDIR)/libreaper.a \
-		$(DESTDIR)$(LIBDIR)/libreaper.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libreaper.so.0 \
-		$(DESTDIR)$(LIBDIR)/libreaper.so $(DESTDIR)$(INCLUDEDIR)/reaper/reaper.h \
-		$(DESTDIR)$(MANDIR)/man1/reaper.1 $(DESTDIR)$(MANDIR)/man3/libreaper.3 \
-		$(DESTDIR)$(PKGCONFIGDIR)/libreaper.pc
-	for f in $$($(PUBLIC_FUNCS)); do rm -f $(DESTDIR)$(MANDIR)/man3/$$f.3; done
-	-rmdir $(DESTDIR)$(INCLUDEDIR)/reaper 2>/dev/null
+	rm -f "$(DESTDIR)$(BINDIR)"/reaper "$(DESTDIR)$(LIBDIR)"/libreaper.a \
+		"$(DESTDIR)$(LIBDIR)"/libreaper.so.$(VERSION) "$(DESTDIR)$(LIBDIR)"/libreaper.so.0 \
+		"$(DESTDIR)$(LIBDIR)"/libreaper.so "$(DESTDIR)$(INCLUDEDIR)"/reaper/reaper.h \
+		"$(DESTDIR)$(MANDIR)"/man1/reaper.1 "$(DESTDIR)$(MANDIR)"/man3/libreaper.3 \
+		"$(DESTDIR)$(PKGCONFIGDIR)"/libreaper.pc
+	for f in $$($(PUBLIC_FUNCS)); do rm -f "$(DESTDIR)$(MANDIR)"/man3/$$f.3; done
+	-rmdir "$(DESTDIR)$(INCLUDEDIR)"/reaper 2>/dev/null
 
 clean:
 	rm -rf $(BUILD)

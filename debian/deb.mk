@@ -8,8 +8,8 @@ DEB_OUT ?= $(BUILD)/deb
 
 .PHONY: deb check-deb
 deb:
-	bash ci/deb.sh $(DEB_OUT) $(VERSION)
+	bash ci/deb.sh "$(DEB_OUT)" "$(VERSION)"
 
 # tests/deb runs `make deb` itself (into DEB_OUT, beside files it checks the build keeps)
 check-deb: deps $(BUILD)/fixtures/daemon
-	REAPER_BUILD=$(abspath $(BUILD)) REAPER_DEB_OUT=$(abspath $(DEB_OUT)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/deb
+	REAPER_BUILD=$(abspath $(BUILD)) REAPER_DEB_OUT="$(DEB_OUT)" $(PYTHON) -m pytest -q -p no:cacheprovider tests/deb

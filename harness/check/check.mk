@@ -35,14 +35,14 @@ install: install-check
 install-check: all
 	@if [ -f $(CHECKH_LIB) ]; then \
 		umask 022; set -x; \
-		install -d $(DESTDIR)$(INCLUDEDIR)/reaper $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) && \
-		install -m 0644 harness/check/reaper/check.h $(DESTDIR)$(INCLUDEDIR)/reaper/check.h && \
-		install -m 0644 $(CHECKH_LIB) $(DESTDIR)$(LIBDIR)/libreaper-check.a && \
+		install -d "$(DESTDIR)$(INCLUDEDIR)"/reaper "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(PKGCONFIGDIR)" && \
+		install -m 0644 harness/check/reaper/check.h "$(DESTDIR)$(INCLUDEDIR)"/reaper/check.h && \
+		install -m 0644 $(CHECKH_LIB) "$(DESTDIR)$(LIBDIR)"/libreaper-check.a && \
 		sed -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
-			harness/check/libreaper-check.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/libreaper-check.pc; \
+			harness/check/libreaper-check.pc.in > "$(DESTDIR)$(PKGCONFIGDIR)"/libreaper-check.pc; \
 	else echo "install-check: Check's header is not installed, so the Check helper was not built"; fi
 
 uninstall: uninstall-check
 uninstall-check:
-	rm -f $(DESTDIR)$(INCLUDEDIR)/reaper/check.h $(DESTDIR)$(LIBDIR)/libreaper-check.a \
-		$(DESTDIR)$(PKGCONFIGDIR)/libreaper-check.pc
+	rm -f "$(DESTDIR)$(INCLUDEDIR)"/reaper/check.h "$(DESTDIR)$(LIBDIR)"/libreaper-check.a \
+		"$(DESTDIR)$(PKGCONFIGDIR)"/libreaper-check.pc

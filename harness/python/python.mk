@@ -30,15 +30,15 @@ install-python:
 	else set -e; umask 022; rm -rf $(PY_WHEEL_DIR); set -x; \
 		REAPER_PY_LIBDIR=$(LIBDIR) $(PYTHON) -m pip wheel -q --no-build-isolation --no-deps --no-cache-dir \
 			-w $(PY_WHEEL_DIR) $(PY_DIR); \
-		install -d $(DESTDIR)$(PY_SITE); \
-		$(PYTHON) -m zipfile -e $(PY_WHEEL_DIR)/pytest_reaper-$(VERSION)-*.whl $(DESTDIR)$(PY_SITE); \
+		install -d "$(DESTDIR)$(PY_SITE)"; \
+		$(PYTHON) -m zipfile -e $(PY_WHEEL_DIR)/pytest_reaper-$(VERSION)-*.whl "$(DESTDIR)$(PY_SITE)"; \
 	fi
 
 # Removes what the installed wheel's RECORD lists.
 uninstall-python:
-	@set -e; for rec in $(DESTDIR)$(PY_SITE)/pytest_reaper-*.dist-info/RECORD; do \
+	@set -e; for rec in "$(DESTDIR)$(PY_SITE)"/pytest_reaper-*.dist-info/RECORD; do \
 		[ -f "$$rec" ] || continue; \
 		sed 's/,[^,]*,[^,]*$$//' "$$rec" | while IFS= read -r f; do rm -f "$(DESTDIR)$(PY_SITE)/$$f"; done; \
-		rm -rf $(DESTDIR)$(PY_SITE)/reaper/__pycache__; \
-		rmdir $(DESTDIR)$(PY_SITE)/reaper "$${rec%/RECORD}" 2>/dev/null || true; \
+		rm -rf "$(DESTDIR)$(PY_SITE)"/reaper/__pycache__; \
+		rmdir "$(DESTDIR)$(PY_SITE)"/reaper "$${rec%/RECORD}" 2>/dev/null || true; \
 	done

@@ -31,7 +31,7 @@ BESIDE = {"others": ("notes.txt", "not the build's\n"), "earlier": ("reaper_0.0.
 def deb_build() -> dict:
     """`make deb` into DEB_OUT, which holds BESIDE's files: {"debs": {package: .deb path},
     "kept": {BESIDE key: whether that file was still there, as it was, after the build}}."""
-    out = Path(os.environ.get("REAPER_DEB_OUT") or BUILD / "deb")
+    out = ROOT / (os.environ.get("REAPER_DEB_OUT") or BUILD / "deb")  # relative: to the checkout, as make's
     out.mkdir(parents=True, exist_ok=True)
     for name, text in BESIDE.values():
         (out / name).write_text(text)

@@ -225,3 +225,20 @@ def test_install_under_a_strict_umask_is_readable_by_every_user(tmp_path):
     assert private == [], private
     r = subprocess.run(args + ["uninstall"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_install_and_uninstall_with_a_destdir_holding_spaces(tmp_path):
+    """DESTDIR is the packager's, often under a build directory whose path holds a space
+    (debhelper passes the absolute debian/tmp of a checkout in "/home/me/my src"): install puts
+    every part there, Python package included, and uninstall takes it all back."""
+    root = tmp_path / "my src" / "debian tmp"
+    args = ["make", "-s", "-C", str(ROOT), f"BUILD={BUILD}", f"DESTDIR={root}", "PREFIX=/usr"]
+    r = subprocess.run(args + ["install"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for path in ("usr/bin/reaper", "usr/lib/libreaper.so.0", "usr/lib/pkgconfig/libreaper.pc",
+                 "usr/share/man/man3/reaper_reap.3", "usr/lib/python3/dist-packages/reaper/__init__.py"):
+        assert (root / path).exists(), path
+    assert not (tmp_path / "my").exists()
+    r = subprocess.run(args + ["uninstall"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [p for p in tmp_path.rglob("*") if not p.is_dir()] == []
