@@ -55,6 +55,7 @@ struct run {
 	int cgroup_mode;            /* CGROUP_OFF, CGROUP_AUTO, CGROUP_ON */
 	char cgroup[PATH_MAX];      /* the run's own cgroup; "" when the run is tracked by /proc */
 	size_t nfinders;
+	size_t nmarked;             /* finders[2..nmarked): --marker and --home (not the run's alone) */
 	sigset_t mask, oldmask;
 	struct sigaction oldpipe;   /* SIGPIPE as we got it: COMMAND gets it back */
 	struct rlimit nofile;
@@ -63,10 +64,12 @@ struct run {
 	int cmd_status, cmd_done;
 	int cancels;                /* cancellation signals received */
 	int supervising;            /* COMMAND runs under our job control (not yet being reaped) */
+	int reaping;                /* the reap runs: the exit statuses of our children are its own */
 	int state_begun;            /* the state document was started: it must end "exited" */
 	int guardian_fd;
 	int outer_proc;             /* --isolate, in the namespace: the caller's /proc (-1: none) */
 	struct pidref guardian; /* pinned while guardian_fd is open */
+	struct reaper_ident own;    /* the guardian, never a candidate of the run's reap */
 	struct run_state st;
 	struct reaper_opts opts;    /* the reap's: read by it while it runs (term_signal, below) */
 	const char *hold_dirs[3];   /* the run's HOME, working directory and /tmp */
@@ -167,7 +170,10 @@ static int drain_signals(struct run *r)
 		for (size_t i = 0; i < (size_t)n / sizeof *si; i++) {
 			int sig = (int)si[i].ssi_signo;
 			if (sig == SIGCHLD) {
-				reap_children(r);
+				/* while the reap runs it collects what it found (and reports each
+				 * status); the rest is collected once it is done */
+				if (!r->reaping)
+					reap_children(r);
 			} else if (is_cancel(sig)) {
 				/* The reap reads term_signal when it escalates: a cancellation during
 				 * the drain reaches the leftovers as itself, as in terminate_run. */
@@ -416,6 +422,15 @@ static int parse(struct run *r, int argc, char **argv)
 	return 0;
 }
 
+/* Is NAME=VALUE an entry of our own environment? */
+static int in_own_environment(const char *marker)
+{
+	for (char **e = environ; *e; e++)
+		if (!strcmp(*e, marker))
+			return 1;
+	return 0;
+}
+
 static int setup_finders(struct run *r)
 {
 	unsigned char rnd[8];
@@ -427,11 +442,19 @@ static int setup_finders(struct run *r)
 	r->st.run_id = r->run_marker + strlen("REAPER_RUN=");
 	r->finders[r->nfinders++] = reaper_find_env(r->run_marker);
 	r->finders[r->nfinders++] = reaper_find_tree(0);
-	for (size_t i = 0; i < r->nmarkers; i++)
-		r->finders[r->nfinders++] = reaper_find_env(r->markers[i]);
+	/* A marker reaper's own environment holds is the caller's too (CI=true is in every
+	 * process of a CI job, reaper's guardian included): it cannot tell the run from them. */
+	for (size_t i = 0; i < r->nmarkers; i++) {
+		if (in_own_environment(r->markers[i]))
+			warn("warning: --marker %s is in reaper's own environment: leftovers are not found by it, only "
+			     "by the run's marker and by descent", r->markers[i]);
+		else
+			r->finders[r->nfinders++] = reaper_find_env(r->markers[i]);
+	}
 	/* A leftover that left the tree and cleared its environment down to HOME is still ours.
 	 * Not when reaper's own HOME is DIR: then HOME=DIR names the caller's session too (and
 	 * our guardian), not the run. */
+	r->nmarked = r->nfinders;
 	if (!r->home)
 		return 0;
 	if (asprintf(&r->home_marker, "HOME=%s", r->home) < 0) {
@@ -444,6 +467,7 @@ static int setup_finders(struct run *r)
 		     "marker and by descent", r->home);
 	else
 		r->finders[r->nfinders++] = reaper_find_env(r->home_marker);
+	r->nmarked = r->nfinders;
 	return 0;
 }
 
@@ -557,6 +581,13 @@ static void init_reap_opts(struct run *r, double timeout, double grace)
 	r->opts.hold_dirs = r->hold_dirs;
 	r->opts.nhold_dirs = 3;
 	r->opts.kill_moved_in = r->kill_moved_in;
+	/* Never the caller: the guardian is ours, and what --home and --marker match in our own
+	 * session (the caller's shell, its pipeline, its other jobs) is not the run's; the run's
+	 * own processes there are found by the run's marker, descent and its cgroup. */
+	r->own = (struct reaper_ident){ r->guardian.pid, r->guardian.start_time };
+	r->opts.exclude = &r->own;
+	r->opts.nexclude = r->own.pid > 0;
+	r->opts.outside_session = (uint32_t)((1ull << r->nmarked) - 1) & ~3u;
 }
 
 /* Everything of the run gets the cancellation signal (COMMAND's group as one), then grace,
@@ -729,7 +760,12 @@ static void fold_report(struct run *r, const struct reaper_report *rep)
  * is folded into the counters. 0, or the reap's negative errno (rep is NULL then). */
 static int reap_leftovers(struct run *r, struct reaper_report **rep)
 {
+	/* What died before the reap is collected now; from here the reap owns every exit
+	 * status of what it finds (supervisor and library never wait for the same child). */
+	reap_children(r);
+	r->reaping = 1;
 	int rr = r->cancels ? terminate_run(r, rep) : drain_run(r, rep);
+	r->reaping = 0;
 	if (rr < 0)
 		return rr;
 	fold_report(r, *rep);

@@ -325,6 +325,11 @@ ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mas
 		pidref_done(&c.ref);
 		return -1;
 	}
+	/* never the caller: what it named, its own job, its pipeline */
+	if (!(mask = scanner_not_callers(sc, &c.ref, &st, mask))) {
+		pidref_done(&c.ref);
+		return -1;
+	}
 	c.gen = sc->gen;
 	struct reaper_proc *pi = &c.info;
 	from_stat(sc, pi, pid, &st, mask);

@@ -595,6 +595,7 @@ static int reap_as(const struct reaper_finder *finders, size_t n, const struct r
 	rp.sc.host = opts->host_children;
 	rp.sc.nhost = opts->nhost_children;
 	rp.sc.outer_procfd = opts->outer_procfd;
+	scanner_callers(&rp.sc, opts);
 	if ((r = open_epoll(&rp)) < 0 || (r = watch_cgroups(&rp)) < 0)
 		goto out;
 	enum outcome w;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -261,6 +262,89 @@ int scanner_excluded(struct scanner *sc, pid_t pid)
 	if (!sc->nanc)
 		ancestors(sc);
 	return pid_in_list(sc->ancestors, sc->nanc, pid);
+}
+
+/* What the caller is besides itself and its ancestors (o: the reap's options): what o names,
+ * and its pipeline, found by its session and the pipes on its standard descriptors. */
+void scanner_callers(struct scanner *sc, const struct reaper_opts *o)
+{
+	sc->exclude = o->exclude;
+	sc->nexclude = o->exclude ? o->nexclude : 0;
+	sc->exclude_pgrp = o->exclude_pgrp;
+	sc->outside_session = o->outside_session;
+	sc->session = getsid(0);
+	for (int fd = 0; fd <= 2; fd++) {
+		struct stat sb;
+		int fl = fcntl(fd, F_GETFL);
+		if (fl < 0 || fstat(fd, &sb) < 0 || !S_ISFIFO(sb.st_mode))
+			continue;
+		size_t i = 0;
+		while (i < sc->npipes && sc->pipes[i].ino != (unsigned long)sb.st_ino)
+			i++;
+		sc->pipes[i].ino = (unsigned long)sb.st_ino;
+		sc->pipes[i].acc = fl & O_ACCMODE;
+		sc->npipes += i == sc->npipes;
+	}
+}
+
+/* The access mode (O_RDONLY, O_WRONLY, O_RDWR) of pid's descriptor fd, -1 when unreadable. */
+static int fd_access(struct scanner *sc, pid_t pid, int fd)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "%d/fdinfo/%d", (int)pid, fd);
+	int f = openat(sc->procfd, path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return -1;
+	ssize_t n = read(f, buf, sizeof buf - 1);
+	close(f);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	const char *flags = strstr(buf, "flags:");
+	return flags ? (int)(strtoul(flags + 6, NULL, 8) & O_ACCMODE) : -1;
+}
+
+/* The other end of a pipe on the caller's fd 0, 1 or 2 is the caller's pipeline: the reader
+ * of its output (`| tee`, and what that reader started with it), the writer of its input. A
+ * process that holds the same end as the caller (a daemon left writing to the same output)
+ * is not. Only fds 0 to 2 are looked at: a pipeline member holds the pipe there. */
+static int pipeline_partner(struct scanner *sc, pid_t pid)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		char path[64], link[64];
+		snprintf(path, sizeof path, "%d/fd/%d", (int)pid, fd);
+		ssize_t n = readlinkat(sc->procfd, path, link, sizeof link - 1);
+		if (n <= 6 || strncmp(link, "pipe:[", 6))
+			continue;
+		link[n] = 0;
+		unsigned long ino = strtoul(link + 6, NULL, 10);
+		for (size_t i = 0; i < sc->npipes; i++) {
+			if (sc->pipes[i].ino != ino)
+				continue;
+			int acc = fd_access(sc, pid, fd);
+			if (acc >= 0 && acc != sc->pipes[i].acc)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+uint32_t scanner_not_callers(struct scanner *sc, const struct pidref *ref, const struct reaper_stat *st,
+			     uint32_t mask)
+{
+	for (size_t i = 0; i < sc->nexclude; i++)
+		if (sc->exclude[i].pid == st->pid && sc->exclude[i].start_time == st->start_time)
+			return 0;
+	if (sc->exclude_pgrp > 0 && st->pgrp == sc->exclude_pgrp)
+		return 0;
+	if (st->session != sc->session)
+		return mask;
+	mask &= ~sc->outside_session;
+	/* a partner's descriptors are read after it was pinned: when the pin still holds after
+	 * the reads they were its own (when it does not, it is gone and nobody's) */
+	if (mask && sc->npipes && pipeline_partner(sc, st->pid) && pidref_held(ref, sc->procfd) == 0)
+		return 0;
+	return mask;
 }
 
 /* A pid is new unless the process holding it now is a candidate already: the same

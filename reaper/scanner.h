@@ -86,6 +86,18 @@ struct scanner {
 	/* per tree finder with a marker: the value of its NAME that root was started with
 	 * (NULL when root's environment had none) */
 	char *tree_inherited[32];
+	/* never the caller's: the identities and the group reaper_opts names, and the finders
+	 * that match nothing in the caller's session; the caller's session and the pipes on its
+	 * fd 0, 1 and 2 (inode, and the access mode of the caller's end) find its pipeline */
+	const struct reaper_ident *exclude;
+	size_t nexclude;
+	pid_t exclude_pgrp, session;
+	uint32_t outside_session;
+	struct {
+		unsigned long ino;
+		int acc;
+	} pipes[3];
+	size_t npipes;
 	/* called for each newly added live candidate (the reap registers its pidfd) */
 	void (*added)(void *ctx, size_t idx);
 	void *ctx;
@@ -107,6 +119,9 @@ int scanner_describe(struct scanner *sc, struct cand *c);
 /* scanner.c: the reads every finder uses */
 void scanner_read_failed(struct scanner *sc, ssize_t r);
 int scanner_excluded(struct scanner *sc, pid_t pid);
+void scanner_callers(struct scanner *sc, const struct reaper_opts *o);
+uint32_t scanner_not_callers(struct scanner *sc, const struct pidref *ref, const struct reaper_stat *st,
+			     uint32_t mask);
 int scanner_known(const struct scanner *sc, const struct candset *cs, pid_t pid);
 ssize_t scanner_environ(struct scanner *sc, pid_t pid);
 int scanner_children(struct scanner *sc, pid_t pid, pid_t **kids, size_t *nk, size_t *ck);

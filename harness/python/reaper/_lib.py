@@ -176,6 +176,10 @@ class Opts(ctypes.Structure):
         ("nhost_children", ctypes.c_size_t),
         ("kill_moved_in", ctypes.c_int),
         ("outer_procfd", ctypes.c_int),
+        ("exclude", ctypes.POINTER(Ident)),
+        ("nexclude", ctypes.c_size_t),
+        ("exclude_pgrp", pid_t),
+        ("outside_session", ctypes.c_uint32),
     ]
 
 
