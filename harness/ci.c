@@ -130,7 +130,7 @@ void ci_step_summary(const struct reaper_report *r)
 			if (!reaper_proc_is_leak(p))
 				continue;
 			sbuf_puts(&b, "| ");
-			cell(&b, p->test[0] ? p->test : "(unknown)", 200);
+			cell(&b, p->test[0] ? p->test : OUTPUT_NO_TEST, 200);
 			sbuf_puts(&b, " | ");
 			output_pid(&b, p);
 			sbuf_printf(&b, " | %s | %.1f s | ", reaper_fate_name(p->fate), p->age);

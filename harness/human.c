@@ -45,7 +45,7 @@ static void label(struct tree *t, const struct reaper_proc *p)
 	const char *what, *code;
 	if (reaper_proc_is_leak(p))
 		what = "LEAK", code = "\033[1;31m";
-	else if (p->allowed)
+	else if (output_allowed(p))
 		what = "ALLOWED", code = "\033[36m";
 	else if (p->fate == REAPER_KEPT)
 		what = "KEPT", code = "\033[33m";
@@ -227,10 +227,11 @@ static void summary(struct tree *t)
 	struct sbuf *l = &t->line;
 	l->len = 0;
 	sbuf_printf(l,
-		    "reaper: %sSUMMARY: %zu leaked%s (%zu terminated, %zu killed, %zu unkillable%s), %zu exited in time, "
-		    "%zu kept, %zu allowed, %zu zombies held by live parents%s",
-		    color(t->o, r->leaks ? "\033[1;31m" : "\033[32m"), r->leaks, color(t->o, "\033[0m"), r->terminated,
-		    r->killed, r->unkillable, t->o->report_only ? ", report only: nothing signalled" : "", r->exited,
+		    "reaper: %sSUMMARY: %zu leaked%s (%zu terminated, %zu killed, %zu unkillable", color(t->o, r->leaks ? "\033[1;31m" : "\033[32m"),
+		    r->leaks, color(t->o, "\033[0m"), r->terminated, r->killed, r->unkillable);
+	if (t->o->report_only)
+		sbuf_printf(l, ", %zu still running, report only: nothing signalled", output_still_running(r));
+	sbuf_printf(l, "), %zu exited in time, %zu kept, %zu allowed, %zu zombies held by live parents%s", r->exited,
 		    r->kept, r->allowed, r->zombies_held, r->escalated ? "; SIGKILL was needed" : "");
 	if (r->foreign)
 		sbuf_printf(l, "; %zu foreign (another user's, found only by a marker): not signalled", r->foreign);
@@ -243,7 +244,7 @@ static void summary(struct tree *t)
 		if (tc[i].test[0])
 			escape_text(l, tc[i].test, strlen(tc[i].test), CMDLINE_MAX);
 		else
-			sbuf_puts(l, "(no test)");
+			sbuf_puts(l, OUTPUT_NO_TEST);
 		sbuf_printf(l, " %zu", tc[i].leaks);
 	}
 	free(tc);

@@ -170,10 +170,12 @@ void json_report(struct sbuf *b, const struct output *o, const struct reaper_rep
 	sbuf_puts(b, "],\n");
 	sbuf_printf(b,
 		    "  \"summary\": {\"processes\": %zu, \"leaks\": %zu, \"exited\": %zu, \"terminated\": %zu, "
-		    "\"killed\": %zu, \"unkillable\": %zu, \"zombies_held\": %zu, \"kept\": %zu, \"allowed\": %zu, "
-		    "\"foreign\": %zu, \"escalated\": %s, \"waited\": %.3f, \"marker_scan\": %.3f, \"moved_in\": %zu},\n",
-		    r->n, r->leaks, r->exited, r->terminated, r->killed, r->unkillable, r->zombies_held, r->kept,
-		    r->allowed, r->foreign, boolean(r->escalated), r->waited, r->marker_scan, r->moved_in);
+		    "\"killed\": %zu, \"unkillable\": %zu, \"alive\": %zu, \"zombies_held\": %zu, \"kept\": %zu, "
+		    "\"allowed\": %zu, \"foreign\": %zu, \"escalated\": %s, \"waited\": %.3f, \"marker_scan\": %.3f, "
+		    "\"moved_in\": %zu},\n",
+		    r->n, r->leaks, r->exited, r->terminated, r->killed, r->unkillable, output_still_running(r),
+		    r->zombies_held, r->kept, r->allowed, r->foreign, boolean(r->escalated), r->waited, r->marker_scan,
+		    r->moved_in);
 	struct test_count *tc;
 	size_t ntc = output_tests(r, &tc);
 	sbuf_puts(b, "  \"leaks_per_test\": [");

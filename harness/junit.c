@@ -107,7 +107,7 @@ static void testcase(struct sbuf *b, const struct output *o, const struct reaper
 	} else {
 		detail(b, "ancestry:", p->ancestry[0] ? p->ancestry : "?");
 	}
-	detail(b, "test:", p->test[0] ? p->test : "(unknown: no REAPER_TEST in its environment)");
+	detail(b, "test:", p->test[0] ? p->test : OUTPUT_NO_TEST " (no REAPER_TEST in its environment)");
 	struct sbuf at = { 0 };
 	if (output_started_at(&at, p))
 		detail(b, "started at:", sbuf_str(&at));
@@ -131,7 +131,7 @@ void junit_report(struct sbuf *b, const struct output *o, const struct reaper_re
 		const struct reaper_proc *p = &r->procs[i];
 		if (reaper_proc_is_leak(p))
 			tests++;
-		else if (p->allowed || p->fate == REAPER_KEPT)
+		else if (output_allowed(p) || p->fate == REAPER_KEPT)
 			tests++, skipped++;
 	}
 	if (!r->leaks)
@@ -152,7 +152,7 @@ void junit_report(struct sbuf *b, const struct output *o, const struct reaper_re
 	struct sbuf *ids = r->n ? calloc(r->n, sizeof *ids) : NULL;
 	for (size_t i = 0; i < r->n; i++) {
 		const struct reaper_proc *p = &r->procs[i];
-		if (!reaper_proc_is_leak(p) && !p->allowed && p->fate != REAPER_KEPT)
+		if (!reaper_proc_is_leak(p) && !output_allowed(p) && p->fate != REAPER_KEPT)
 			continue;
 		struct sbuf one = { 0 }, *id = ids ? &ids[i] : &one;
 		testcase_id(id, p);

@@ -56,6 +56,18 @@ static char *trim(char *s)
 	return s;
 }
 
+/* A '#' at the start of the pattern or after a blank starts a comment to the end of the line
+ * (`allow: *sleep* # the test's sleeper`); a pattern that needs " #" writes " \#" (fnmatch
+ * reads \# as #). */
+static void cut_comment(char *s)
+{
+	for (char *p = s; *p; p++)
+		if (*p == '#' && (p == s || p[-1] == ' ' || p[-1] == '\t')) {
+			*p = 0;
+			return;
+		}
+}
+
 /* A regular file only: a FIFO or a device (/dev/zero) would hang or never end a line. */
 static int load_allow_file(struct output *o, const char *path)
 {
@@ -99,6 +111,7 @@ int output_allow_stream(struct output *o, FILE *f, const char *path)
 				 "expected 'allow: PATTERN' or 'keep: PATTERN' (or a # comment)");
 			break;
 		}
+		cut_comment(s);
 		s = trim(s);
 		if (!*s) {
 			r = fail(o, "--allow-file %s:%ld: %s", path, lineno, "empty pattern");

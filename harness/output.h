@@ -65,6 +65,21 @@ int output_started_at(struct sbuf *b, const struct reaper_proc *p);
 /* When r is incomplete: say so on stderr and return 1; else 0. */
 int output_incomplete(const struct reaper_report *r);
 
+/* A process an allow pattern kept from being a leak, as the counts take it (reaper_report): an
+ * allowed one that exited in time, or is a zombie held by another, was never going to be one. */
+static inline int output_allowed(const struct reaper_proc *p)
+{
+	return p->allowed && (p->fate == REAPER_ALIVE || p->fate == REAPER_TERMINATED || p->fate == REAPER_KILLED ||
+			      p->fate == REAPER_UNKILLABLE);
+}
+/* How every report names a leak that no test is known to have started. */
+#define OUTPUT_NO_TEST "(no test)"
+/* The leaks a report-only reap left running (fate alive): with the terminated, killed and
+ * unkillable ones they are all the leaks. */
+static inline size_t output_still_running(const struct reaper_report *r)
+{
+	return r->leaks - r->terminated - r->killed - r->unkillable;
+}
 /* Leaks per test, in the order the tests first appear; test "" means unattributed. */
 struct test_count {
 	const char *test;

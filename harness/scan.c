@@ -11,10 +11,12 @@
 #include "msg.h"
 #include "options.h"
 #include "reaper/marker.h"
+#include "reaper/procfs.h"
 #include "reaper/report.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +207,38 @@ static void set_hold_dirs(struct cli *c, struct reaper_opts *o)
 	o->nhold_dirs = n;
 }
 
+extern char **environ;
+
+/* A marker finder whose NAME=VALUE our own environment holds matches our caller's shell and
+ * everything else it started, not only what a suite left: said once. The caller itself (its
+ * ancestors, its pipeline, its job) is left out whatever the finders match. */
+static void warn_own_markers(const struct cli *c)
+{
+	for (size_t i = 0; i < c->nf; i++) {
+		if (c->f[i].kind != REAPER_FIND_ENV)
+			continue;
+		for (char **e = environ; *e; e++)
+			if (!strcmp(*e, c->f[i].marker)) {
+				warn("warning: %s is in reaper's own environment: whatever else the caller started "
+				     "carries it too; reaper, its ancestors and its pipeline are left out",
+				     c->f[i].marker);
+				break;
+			}
+	}
+}
+
+/* Our process group when it is a job of its own (a job-control shell made it for our
+ * pipeline: our parent is in another): everything in it is the pipeline's, 0 otherwise (a
+ * script's one group holds what its suite left too). */
+static pid_t own_job(void)
+{
+	struct reaper_stat st;
+	pid_t pg = getpgrp();
+	if (procfs_stat(-1, getppid(), &st) < 0 || st.pgrp == pg || st.session != getsid(0))
+		return 0;
+	return pg;
+}
+
 /* The reap's options for c: its deadlines (0 for a scan), the report flags', the hold
  * directories; the command adds its own. */
 static void reap_opts(struct cli *c, struct reaper_opts *o)
@@ -214,6 +248,8 @@ static void reap_opts(struct cli *c, struct reaper_opts *o)
 	o->grace = c->grace;
 	output_reap_opts(&c->out, o);
 	set_hold_dirs(c, o);
+	o->exclude_pgrp = own_job();
+	warn_own_markers(c);
 }
 
 /* What a scan found, as 'PID CMDLINE' lines or the JSON report on stdout, and the files
@@ -265,6 +301,8 @@ static int scan_or_reap(const char *name, int argc, char **argv)
 	int code = start(&c, name, argc, argv);
 	if (code >= 0)
 		return code;
+	/* an output pipe closed early (`| head`, `| true`) must not take the exit status with it */
+	signal(SIGPIPE, SIG_IGN);
 	reap_opts(&c, &o);
 	if (!reap) {
 		/* the pgrep-like listing shows no holdings: they cost a read of every fd per match */

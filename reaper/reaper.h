@@ -240,6 +240,9 @@ struct reaper_report {
 	struct reaper_proc *procs;
 	size_t n;
 	size_t leaks;                /* TERMINATED + KILLED + UNKILLABLE + ALIVE(report-only), not allowed */
+	/* each process counts once: terminated, killed and unkillable count leaks only (with the
+	 * report-only ALIVE ones they add up to leaks); allowed counts what an allow pattern kept
+	 * from being a leak; an allowed process that exited in time counts as exited */
 	size_t exited, terminated, killed, unkillable, zombies_held, kept, allowed;
 	int escalated;               /* SIGKILL was needed */
 	double waited;               /* seconds spent in reaper_reap */

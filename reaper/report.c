@@ -114,10 +114,17 @@ static void count(struct reaper_report *r, const struct reaper_proc *p, int sign
 		[REAPER_ZOMBIE_HELD] = &r->zombies_held, [REAPER_KEPT] = &r->kept,
 		[REAPER_FOREIGN] = &r->foreign,       [REAPER_MOVED_IN] = &r->moved_in,
 	};
+	/* Each process counts once: a leak by its fate, a process an allow pattern kept from being
+	 * one as allowed, anything else by its fate (an allowed one that exited in time too:
+	 * it was never a leak). So leaks is the sum of the leaks' fates, and the counts add up to
+	 * the processes found. */
 	if (reaper_proc_is_leak(p))
 		r->leaks += (size_t)sign;
-	if (p->allowed)
+	else if (p->allowed && (p->fate == REAPER_ALIVE || p->fate == REAPER_TERMINATED || p->fate == REAPER_KILLED ||
+				p->fate == REAPER_UNKILLABLE)) {
 		r->allowed += (size_t)sign;
+		return;
+	}
 	if ((unsigned)p->fate < sizeof by_fate / sizeof *by_fate && by_fate[p->fate])
 		*by_fate[p->fate] += (size_t)sign;
 }

@@ -97,7 +97,7 @@ def test_github_annotation_names_the_test_file_and_line(spawn, home, tmp_path):
     assert text.startswith("earlier step\n### reaper: 3 leaked processes\n")
     assert "| test | pid | fate | age | command | cwd |" in text
     assert "| tests/e2e/test\\_server.py::TestServer::test\\_starts[ipv6] | " in text
-    assert "| (unknown) | " in text and text.count("| terminated |") == 3
+    assert "| (no test) | " in text and text.count("| terminated |") == 3
 
 
 def test_github_location_of_another_file_gives_no_line(spawn, home, tmp_path):
