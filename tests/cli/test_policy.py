@@ -112,3 +112,82 @@ def test_report_only_signals_nothing(spawn, home, tmp_path):
     assert {p["fate"] for p in rep["processes"]} == {"alive"}
     assert rep["summary"]["leaks"] == 2
     assert b"report only: nothing signalled" in r.stderr
+
+
+def summary_counts(stderr):
+    """The SUMMARY line's numbers: {'leaked': n, 'terminated': n, ...}."""
+    line = [l for l in stderr.decode().splitlines() if "SUMMARY:" in l][0]
+    return {name.replace(" ", "_"): int(n) for n, name in
+            re.findall(r"(\d+) (leaked|terminated|killed|unkillable|still running|exited in time|kept|allowed)", line)}
+
+
+def assert_counts_add_up(rep, stderr, junit=None):
+    """Every process counts once: the leaks' fates add up to the leaks, and leaks, allowed,
+    exited, kept, zombies held and foreign add up to the processes found; the human summary
+    and the JUnit totals say the same."""
+    s = rep["summary"]
+    assert s["leaks"] == s["terminated"] + s["killed"] + s["unkillable"] + s["alive"], s
+    assert s["processes"] == s["leaks"] + s["allowed"] + s["exited"] + s["kept"] + s["zombies_held"] + s["foreign"], s
+    assert s["leaks"] == sum(p["leak"] for p in rep["processes"]), s
+    h = summary_counts(stderr)
+    assert h["leaked"] == s["leaks"] and h["terminated"] == s["terminated"] and h["killed"] == s["killed"], h
+    assert h["leaked"] == h["terminated"] + h["killed"] + h["unkillable"] + h.get("still_running", 0), h
+    assert h["allowed"] == s["allowed"] and h["kept"] == s["kept"] and h["exited_in_time"] == s["exited"], h
+    if junit:
+        ts = junit.read_text()
+        assert 'failures="%d"' % s["leaks"] in ts and 'skipped="%d"' % (s["allowed"] + s["kept"]) in ts, ts
+
+
+def test_counts_add_up_when_only_allowed_processes_were_left(spawn, home, tmp_path):
+    allowed = spawn.sleeper("allowed-helper")
+    report, junit = tmp_path / "r.json", tmp_path / "r.xml"
+    r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "5", "--allow", "*allowed-helper*",
+               "--report", str(report), "--junit", str(junit))
+    assert r.returncode == 0, r.stderr
+    assert not allowed.alive
+    assert b"SUMMARY: 0 leaked (0 terminated, 0 killed, 0 unkillable), 0 exited in time, 0 kept, 1 allowed" in r.stderr
+    rep = load_json(report)
+    assert rep["summary"]["terminated"] == 0 and rep["summary"]["allowed"] == 1
+    assert_counts_add_up(rep, r.stderr, junit)
+
+
+def test_counts_add_up_with_leaks_allowed_and_kept(spawn, home, tmp_path):
+    spawn.sleeper("allowed-helper")
+    spawn.sleeper("allowed-helper", stubborn=True)
+    spawn.sleeper("keep-me-running")
+    spawn.sleeper("a-real-leak")
+    spawn.sleeper("a-real-leak", stubborn=True)
+    report, junit = tmp_path / "r.json", tmp_path / "r.xml"
+    r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "0.5", "--allow", "*allowed-helper*",
+               "--keep", "*keep-me-running", "--report", str(report), "--junit", str(junit))
+    assert r.returncode == 23, r.stderr
+    assert b"SUMMARY: 2 leaked (1 terminated, 1 killed, 0 unkillable), 0 exited in time, 1 kept, 2 allowed" in r.stderr
+    assert_counts_add_up(load_json(report), r.stderr, junit)
+
+
+def test_report_only_leaks_are_counted_as_still_running(spawn, home, tmp_path):
+    spawn.sleeper("allowed-helper")
+    spawn.sleeper("a-real-leak")
+    report = tmp_path / "r.json"
+    r = reaper("reap", "--home", home, "--timeout", "0", "--report-only", "--allow", "*allowed-helper*",
+               "--report", str(report))
+    assert r.returncode == 23, r.stderr
+    assert b"SUMMARY: 1 leaked (0 terminated, 0 killed, 0 unkillable, 1 still running, report only" in r.stderr
+    rep = load_json(report)
+    assert rep["summary"]["alive"] == 1 and rep["summary"]["allowed"] == 1
+    assert_counts_add_up(rep, r.stderr)
+
+
+def test_allow_file_comment_after_a_pattern_is_a_comment(spawn, home, tmp_path):
+    p = spawn.sleeper("allowed-helper")
+    f = tmp_path / "allow.txt"
+    f.write_text("allow: *allowed-helper*   # the suite's helper, stopped by its fixture\n"
+                 "allow: *#literal*\tkeep\n")
+    report = tmp_path / "r.json"
+    r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "5", "--allow-file", str(f),
+               "--report", str(report))
+    assert r.returncode == 0, r.stderr
+    assert not p.alive
+    rep = load_json(report)
+    assert [x["pattern"] for x in rep["patterns"]] == ["*allowed-helper*", "*#literal*\tkeep"]
+    assert rep["patterns"][0]["hits"] == 1 and by_pid(rep)[p.pid]["allowed"] is True

@@ -1,0 +1,171 @@
+# SPDX-License-Identifier: MIT
+"""Never the caller: `reaper run`, `reap` and `scan` inside real shell pipelines leave their
+caller alone (its pipeline, its other jobs, reaper's own guardian), even when a finder matches
+reaper's own environment, and keep their exit status when their output pipe closes. Each
+pipeline runs under bash; PIPESTATUS says how every member ended."""
+import os
+import signal
+import subprocess
+import uuid
+
+import pytest
+
+from cli_util import by_pid, load_json
+from procutil import PY, REAPER, alive, pidfds_where, environ, wait_gone
+
+MODES = ["on", "off"]
+if os.geteuid() != 0:
+    MODES = [pytest.param("on", marks=pytest.mark.skip(reason="--cgroup on needs root or a delegated cgroup")), "off"]
+
+STUBBORN = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True: time.sleep(60)\n"
+
+
+def sh(script, tmp_path, env=None, timeout=120):
+    """Run script under bash -c (REAPER: the command); returns (PIPESTATUS as a list of ints,
+    CompletedProcess). The script writes its PIPESTATUS to $STATUS."""
+    status = tmp_path / "status"
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("REAPER_", "GITHUB_"))}
+    e.update({"REAPER": REAPER, "PY": PY, "STATUS": str(status), "T": str(tmp_path)})
+    e.update(env or {})
+    r = subprocess.run(["bash", "-c", script], capture_output=True, env=e, timeout=timeout)
+    assert status.exists(), r.stderr
+    return [int(x) for x in status.read_text().split()], r
+
+
+def cleanup_marked(entry):
+    """Kill what still carries entry (a NAME=VALUE unique to the test), by pidfd."""
+    fds = pidfds_where(lambda pid: entry.encode() in environ(pid))
+    for fd in fds:
+        try:
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    left = wait_gone(fds, 10)
+    for fd in fds:
+        os.close(fd)
+    return left
+
+
+@pytest.fixture
+def mark():
+    """A NAME=VALUE no other process carries; whatever still carries it at the end is killed
+    and fails the test."""
+    entry = "REAPER_CALLER_T=%s" % uuid.uuid4().hex
+    yield entry
+    assert not cleanup_marked(entry), "processes carrying %s were left" % entry
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_run_marker_in_own_environment_spares_guardian_and_pipeline(mode, mark, tmp_path):
+    """The marker is exported to reaper, its guardian, `tee` and the subshell's cat: none of
+    them is the run's. The finder is dropped with a warning; the run leaks nothing."""
+    statuses, r = sh(
+        'export %s; "$REAPER" run --cgroup %s --marker %s --timeout 0 --grace 10 --report "$T/r.json" -- true '
+        '2>"$T/err" | tee "$T/out" | (cat >"$T/out2"); echo "${PIPESTATUS[*]}" >"$STATUS"'
+        % (mark, mode, mark), tmp_path)
+    err = (tmp_path / "err").read_text()
+    assert statuses == [0, 0, 0], err
+    assert "--marker %s is in reaper's own environment" % mark in err
+    rep = load_json(tmp_path / "r.json")
+    assert rep["summary"]["leaks"] == 0 and rep["processes"] == [], rep["processes"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_run_marker_on_the_callers_session_is_not_the_run(mode, mark, tmp_path):
+    """The marker is not reaper's own, but a pipeline member and a background job of the
+    calling shell carry it: they are the caller's session, not the run's. What the run left
+    with it is found all the same (by descent or its cgroup)."""
+    statuses, r = sh(
+        '%s "$PY" -c "import time; time.sleep(600)" & bg=$!\n'
+        'until "$REAPER" scan --env %s >/dev/null; do :; done\n'
+        '"$REAPER" run --cgroup %s --marker %s --timeout 0 --grace 10 --report "$T/r.json" -- '
+        '"$PY" -c "import os; os.fork() or os.execv(\'/bin/sleep\', [\'sleep\', \'600\'])" '
+        '2>"$T/err" | env %s tee "$T/out"; s="${PIPESTATUS[*]}"\n'
+        'kill -0 $bg && echo alive >"$T/bg"; kill -KILL $bg; wait $bg; echo "$s" >"$STATUS"'
+        % (mark, mark, mode, mark, mark), tmp_path)
+    err = (tmp_path / "err").read_text()
+    assert statuses == [23, 0], err
+    assert (tmp_path / "bg").exists(), "the caller's background job was signalled: " + err
+    rep = load_json(tmp_path / "r.json")
+    leaks = [p for p in rep["processes"] if p["leak"]]
+    assert len(leaks) == 1 and {"cgroup", "descendant of the run"} & set(leaks[0]["found_by"]), rep["processes"]
+
+
+def test_reap_own_home_leaves_its_pipeline(mark, tmp_path):
+    """HOME=$H is exported: `cat` carries it too, and a leftover in the caller's own session
+    and process group (its parent gone, the shell's output its own) is still found."""
+    h = tmp_path / "h"
+    h.mkdir()
+    statuses, r = sh(
+        'export HOME="$T/h" %s; { ("$PY" -c "import time; time.sleep(600)" &); '
+        'until "$REAPER" scan --env %s >/dev/null 2>&1; do :; done; '
+        '"$REAPER" reap --home "$T/h" --timeout 0 --grace 10 --report "$T/r.json"; } 2>&1 | cat >"$T/log"; '
+        'echo "${PIPESTATUS[*]}" >"$STATUS"' % (mark, mark), tmp_path)
+    log = (tmp_path / "log").read_text()
+    assert statuses == [23, 0], log
+    assert "HOME=%s is in reaper's own environment" % h in log and "SUMMARY: 1 leaked" in log
+    rep = load_json(tmp_path / "r.json")
+    assert [p["fate"] for p in rep["processes"]] == ["terminated"], rep["processes"]
+
+
+def test_reap_own_env_marker_leaves_each_member_of_its_job(mark, tmp_path):
+    """Job control (set -m): the pipeline is a process group of its own; the member past
+    the first reader carries the marker but holds none of reaper's pipes."""
+    statuses, r = sh(
+        'set -m; export %s; "$REAPER" reap --env %s --timeout 0 --grace 10 2>&1 | cat | cat >"$T/log"; '
+        'echo "${PIPESTATUS[*]}" >"$STATUS"' % (mark, mark), tmp_path)
+    assert statuses == [0, 0, 0], (tmp_path / "log").read_text()
+
+
+@pytest.mark.parametrize("command", ["reap", "scan"])
+def test_closed_output_pipe_keeps_the_exit_status(command, mark, tmp_path):
+    """The reader is gone before reaper writes a byte: the writes fail (EPIPE), the status is
+    the leak code for reap, 0 (found) for scan, never 141."""
+    name, value = mark.split("=", 1)
+    p = subprocess.Popen([PY, "-c", STUBBORN], env={name: value}, start_new_session=True)
+    try:
+        rd, wr = os.pipe()
+        os.close(rd)
+        args = ["--env", mark] + (["--timeout", "0", "--grace", "0.2"] if command == "reap" else [])
+        r = subprocess.run([REAPER, command, *args], stdout=wr, stderr=wr, timeout=120)
+        os.close(wr)
+        assert r.returncode == (23 if command == "reap" else 0), r.returncode
+    finally:
+        if command == "scan":
+            p.kill()
+        p.wait()
+
+
+def test_reap_pipe_to_true_exits_with_the_leak_code(mark, tmp_path):
+    statuses, r = sh(
+        'setsid -f env %s "$PY" -c "import time; time.sleep(600)"; '
+        'until "$REAPER" scan --env %s >/dev/null; do :; done; '
+        '"$REAPER" reap --env %s --timeout 0 --grace 10 2>&1 | true; echo "${PIPESTATUS[*]}" >"$STATUS"'
+        % (mark, mark, mark), tmp_path)
+    assert statuses == [23, 0], r.stderr
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_collected_leak_reports_its_exit_status(mode, tmp_path):
+    """Orphans of the run, ended by reaper and collected by it, each with its wait status,
+    however the supervisor's SIGCHLD and the reap's pidfds interleave."""
+    run = ("import os, signal, time\n"
+           "for i in range(4):\n"
+           "    if os.fork() == 0:\n"
+           "        if i % 2: signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+           "        open(os.path.join(os.environ['T'], 'ready%d' % i), 'w').close()\n"
+           "        while True: time.sleep(60)\n"
+           "while len([f for f in os.listdir(os.environ['T']) if f.startswith('ready')]) < 4: time.sleep(0.01)\n")
+    for attempt in range(3):
+        for f in tmp_path.glob("ready*"):
+            f.unlink()
+        r = subprocess.run([REAPER, "run", "--cgroup", mode, "--timeout", "0", "--grace", "1", "--report",
+                            str(tmp_path / "r.json"), "--", PY, "-c", run], capture_output=True,
+                           env=dict(os.environ, T=str(tmp_path)), timeout=120)
+        assert r.returncode == 23, r.stderr
+        leaks = [p for p in load_json(tmp_path / "r.json")["processes"] if p["leak"]]
+        assert len(leaks) == 4, leaks
+        for p in leaks:
+            want = signal.SIGKILL if p["fate"] == "killed" else signal.SIGTERM
+            assert p["exit_status"] == want, (attempt, p)
+        assert sorted(p["fate"] for p in leaks) == ["killed", "killed", "terminated", "terminated"], leaks
