@@ -23,15 +23,16 @@ def kill_by_pidfd(fd):
 
 
 def test_home_finds_a_leftover_outside_the_tree(run, tmp_path):
-    """A process outside the run's tree (started here, not by reaper) that carries only
-    HOME=DIR is found, reported and ended by `reaper run --home DIR`; one with another HOME
-    is left alone."""
+    """A process outside the run's tree (started here, not by reaper, in a session of its own
+    as an outside daemon starts one) that carries only HOME=DIR is found, reported and ended
+    by `reaper run --home DIR`; one with another HOME is left alone. (One in the caller's own
+    session is the caller's: tests/cli/test_caller.py.)"""
     home, other = tmp_path / "sandbox", tmp_path / "elsewhere"
     home.mkdir()
     other.mkdir()
     sleeper = [PY, "-c", "import time; time.sleep(300)"]
-    stray = subprocess.Popen(sleeper, env={"HOME": str(home)}, stdin=subprocess.DEVNULL)
-    control = subprocess.Popen(sleeper, env={"HOME": str(other)}, stdin=subprocess.DEVNULL)
+    stray = subprocess.Popen(sleeper, env={"HOME": str(home)}, stdin=subprocess.DEVNULL, start_new_session=True)
+    control = subprocess.Popen(sleeper, env={"HOME": str(other)}, stdin=subprocess.DEVNULL, start_new_session=True)
     fds = [os.pidfd_open(stray.pid), os.pidfd_open(control.pid)]
     try:
         report = tmp_path / "report.json"
