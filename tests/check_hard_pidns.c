@@ -249,6 +249,10 @@ static pid_t start_reaper_run(const char *marker, pid_t *reaper, int errfd)
 	char *env[] = { "PATH=/usr/bin:/bin", NULL };
 	pid_t pid = fork();
 	if (pid == 0) {
+		/* reaper in a session of its own: the leftovers started here are outside it, as an
+		 * outside daemon's are (what --marker finds; in reaper's session they would be its
+		 * caller's, never a candidate) */
+		setsid();
 		dup2(errfd, 2);
 		int null = open("/dev/null", O_RDWR);
 		dup2(null, 0);
