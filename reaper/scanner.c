@@ -307,10 +307,17 @@ static int fd_access(struct scanner *sc, pid_t pid, int fd)
 /* The other end of a pipe on the caller's fd 0, 1 or 2 is the caller's pipeline: the reader
  * of its output (`| tee`, and what that reader started with it), the writer of its input. A
  * process that holds the same end as the caller (a daemon left writing to the same output)
- * is not. Only fds 0 to 2 are looked at: a pipeline member holds the pipe there. */
+ * is not. A pipeline member holds the pipe where a pipeline puts it: a reader on its fd 0, a
+ * writer on its fd 1 or 2; only those are looked at (one read per process when only the
+ * caller's output is a pipe). */
 static int pipeline_partner(struct scanner *sc, pid_t pid)
 {
-	for (int fd = 0; fd <= 2; fd++) {
+	int readers = 0, writers = 0;
+	for (size_t i = 0; i < sc->npipes; i++) {
+		readers |= sc->pipes[i].acc != O_RDONLY; /* the caller writes: look for its reader */
+		writers |= sc->pipes[i].acc != O_WRONLY;
+	}
+	for (int fd = readers ? 0 : 1; fd <= (writers ? 2 : 0); fd++) {
 		char path[64], link[64];
 		snprintf(path, sizeof path, "%d/fd/%d", (int)pid, fd);
 		ssize_t n = readlinkat(sc->procfd, path, link, sizeof link - 1);
