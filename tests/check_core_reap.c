@@ -789,6 +789,103 @@ START_TEST(caller_and_ancestors_never_candidates)
 }
 END_TEST
 
+/* A marked sleep of ours: how 1 leads a process group of its own, 2 a session of its own;
+ * in/out >= 0 become its stdin/stdout. */
+static void marked_sleep(struct tu_proc *p, char *const env[], int how, int in, int out)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (how == 1)
+			setpgid(0, 0);
+		else if (how == 2)
+			setsid();
+		if (in >= 0)
+			dup2(in, 0);
+		if (out >= 0)
+			dup2(out, 1);
+		char *argv[] = { "/bin/sleep", "600", NULL };
+		execve(argv[0], argv, env);
+		_exit(127);
+	}
+	for (double end = tu_now() + 30; tu_now() < end && tu_marked(env[1], NULL, 0) == 0;)
+		usleep(1000);
+	ck_assert_int_eq(tu_pin(p, pid, 0), 0);
+}
+
+/* Wait until every one of n is marked (exec'd with the marker), so a reap cannot miss it. */
+static void await_marked(const char *entry, int n)
+{
+	for (double end = tu_now() + 30; tu_now() < end && tu_marked(entry, NULL, 0) < n;)
+		usleep(1000);
+	ck_assert_int_eq(tu_marked(entry, NULL, 0), n);
+}
+
+/* Never the caller: what opts names by identity and process group, what a finder must not
+ * match in the caller's session, and the caller's pipeline (the reader of its output), while
+ * the same kinds of process elsewhere (another session, the same end of the pipe) are reaped. */
+START_TEST(callers_own_never_candidates)
+{
+	struct world w;
+	world_init(&w, "caller");
+	struct tu_proc mine, group, other;
+	marked_sleep(&mine, w.env, 0, -1, -1);
+	marked_sleep(&group, w.env, 1, -1, -1);
+	marked_sleep(&other, w.env, 2, -1, -1);
+	await_marked(w.home, 3);
+	struct reaper_ident id = { mine.pid, mine.start_time };
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.exclude = &id;
+	o.nexclude = 1;
+	o.exclude_pgrp = group.pid;
+	struct reaper_report *r = NULL;
+	ck_assert_int_eq(reaper_reap(w.f, 1, &o, &r), 0);
+	ck_assert_ptr_null(proc_of(r, mine.pid));
+	ck_assert_ptr_null(proc_of(r, group.pid));
+	ck_assert_int_eq(must_have(r, other.pid)->fate, REAPER_KILLED);
+	ck_assert(tu_alive(mine.pid, mine.start_time) && tu_alive(group.pid, group.start_time));
+	reaper_report_free(r);
+	tu_proc_close(&other);
+
+	/* outside_session: mine (our session) is not the finder's; one in a session of its own is */
+	marked_sleep(&other, w.env, 2, -1, -1);
+	await_marked(w.home, 3);
+	reaper_opts_init(&o);
+	o.exclude_pgrp = group.pid;
+	o.outside_session = 1;
+	ck_assert_int_eq(reaper_reap(w.f, 1, &o, &r), 0);
+	ck_assert_ptr_null(proc_of(r, mine.pid));
+	ck_assert_int_eq(must_have(r, other.pid)->fate, REAPER_KILLED);
+	reaper_report_free(r);
+	tu_proc_close(&other);
+	ck_assert_int_eq(tu_kill_wait(&mine), 0);
+	ck_assert_int_eq(tu_kill_wait(&group), 0);
+
+	/* our stdout is a pipe: its reader is our pipeline, its other writer is not */
+	int pfd[2], saved = dup(1);
+	ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
+	ck_assert_int_ge(saved, 0);
+	dup2(pfd[1], 1);
+	struct tu_proc reader, writer;
+	marked_sleep(&reader, w.env, 0, pfd[0], -1);
+	marked_sleep(&writer, w.env, 0, -1, pfd[1]);
+	await_marked(w.home, 2);
+	int e = reaper_reap(w.f, 1, NULL, &r);
+	dup2(saved, 1);
+	close(saved);
+	close(pfd[0]);
+	close(pfd[1]);
+	ck_assert_int_eq(e, 0);
+	ck_assert_ptr_null(proc_of(r, reader.pid));
+	ck_assert_int_eq(must_have(r, writer.pid)->fate, REAPER_KILLED);
+	ck_assert(tu_alive(reader.pid, reader.start_time));
+	reaper_report_free(r);
+	tu_proc_close(&writer);
+	ck_assert_int_eq(tu_kill_wait(&reader), 0);
+}
+END_TEST
+
 START_TEST(bad_input_refused)
 {
 	struct reaper_report *r = (void *)1;
@@ -853,6 +950,7 @@ int main(void)
 	tcase_add_test(tc, scan_signals_nothing);
 	tcase_add_test(tc, scan_leaves_a_dying_child_to_its_parent);
 	tcase_add_test(tc, caller_and_ancestors_never_candidates);
+	tcase_add_test(tc, callers_own_never_candidates);
 	tcase_add_test(tc, bad_input_refused);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
