@@ -165,7 +165,10 @@ def test_every_collected_leak_reports_its_exit_status(mode, tmp_path):
         assert r.returncode == 23, r.stderr
         leaks = [p for p in load_json(tmp_path / "r.json")["processes"] if p["leak"]]
         assert len(leaks) == 4, leaks
+        # the wait status is the truth: the two that ignore SIGTERM died of SIGKILL; a polite
+        # one died of SIGTERM (on a loaded machine maybe after the grace, when it is reported
+        # killed all the same)
         for p in leaks:
-            want = signal.SIGKILL if p["fate"] == "killed" else signal.SIGTERM
-            assert p["exit_status"] == want, (attempt, p)
-        assert sorted(p["fate"] for p in leaks) == ["killed", "killed", "terminated", "terminated"], leaks
+            assert p["exit_status"] in ((signal.SIGTERM,) if p["fate"] == "terminated"
+                                        else (signal.SIGKILL, signal.SIGTERM)), (attempt, p)
+        assert sorted(p["exit_status"] for p in leaks)[:2] == [signal.SIGKILL] * 2, leaks
