@@ -422,15 +422,6 @@ static int parse(struct run *r, int argc, char **argv)
 	return 0;
 }
 
-/* Is NAME=VALUE an entry of our own environment? */
-static int in_own_environment(const char *marker)
-{
-	for (char **e = environ; *e; e++)
-		if (!strcmp(*e, marker))
-			return 1;
-	return 0;
-}
-
 static int setup_finders(struct run *r)
 {
 	unsigned char rnd[8];
@@ -445,7 +436,7 @@ static int setup_finders(struct run *r)
 	/* A marker reaper's own environment holds is the caller's too (CI=true is in every
 	 * process of a CI job, reaper's guardian included): it cannot tell the run from them. */
 	for (size_t i = 0; i < r->nmarkers; i++) {
-		if (in_own_environment(r->markers[i]))
+		if (marker_own(r->markers[i]))
 			warn("warning: --marker %s is in reaper's own environment: leftovers are not found by it, only "
 			     "by the run's marker and by descent", r->markers[i]);
 		else

@@ -207,23 +207,15 @@ static void set_hold_dirs(struct cli *c, struct reaper_opts *o)
 	o->nhold_dirs = n;
 }
 
-extern char **environ;
-
 /* A marker finder whose NAME=VALUE our own environment holds matches our caller's shell and
  * everything else it started, not only what a suite left: said once. The caller itself (its
  * ancestors, its pipeline, its job) is left out whatever the finders match. */
 static void warn_own_markers(const struct cli *c)
 {
 	for (size_t i = 0; i < c->nf; i++) {
-		if (c->f[i].kind != REAPER_FIND_ENV)
-			continue;
-		for (char **e = environ; *e; e++)
-			if (!strcmp(*e, c->f[i].marker)) {
-				warn("warning: %s is in reaper's own environment: whatever else the caller started "
-				     "carries it too; reaper, its ancestors and its pipeline are left out",
-				     c->f[i].marker);
-				break;
-			}
+		if (c->f[i].kind == REAPER_FIND_ENV && marker_own(c->f[i].marker))
+			warn("warning: %s is in reaper's own environment: whatever else the caller started carries "
+			     "it too; reaper, its ancestors and its pipeline are left out", c->f[i].marker);
 	}
 }
 
