@@ -172,3 +172,24 @@ def test_every_collected_leak_reports_its_exit_status(mode, tmp_path):
             assert p["exit_status"] in ((signal.SIGTERM,) if p["fate"] == "terminated"
                                         else (signal.SIGKILL, signal.SIGTERM)), (attempt, p)
         assert sorted(p["exit_status"] for p in leaks)[:2] == [signal.SIGKILL] * 2, leaks
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_run_process_in_the_callers_process_group_is_the_runs(mode, mark, tmp_path):
+    """COMMAND leads a process group of its own; a process of the run that joins the
+    caller's group (and carries the --marker) is still the run's: found by descent or its
+    cgroup, and reaped."""
+    run = ("import os, time\n"
+           "group = os.getpgid(os.getppid())\n"  # reaper's: the caller's
+           "if os.fork() == 0:\n"
+           "    os.setpgid(0, group)\n"
+           "    open(os.path.join(os.environ['T'], 'joined'), 'w').close()\n"
+           "    while True: time.sleep(60)\n"
+           "while not os.path.exists(os.path.join(os.environ['T'], 'joined')): time.sleep(0.01)\n")
+    statuses, r = sh('"$REAPER" run --cgroup %s --marker %s --timeout 0 --grace 10 --report "$T/r.json" -- '
+                     '"$PY" -c "$RUN" 2>"$T/err"; echo "$?" >"$STATUS"' % (mode, mark), tmp_path, env={"RUN": run})
+    err = (tmp_path / "err").read_text()
+    assert statuses == [23], err
+    leaks = [p for p in load_json(tmp_path / "r.json")["processes"] if p["leak"]]
+    assert len(leaks) == 1 and leaks[0]["pgrp"] == os.getpgid(0), leaks
+    assert {"cgroup", "descendant of the run"} & set(leaks[0]["found_by"]), leaks
