@@ -123,11 +123,12 @@ def summary_counts(stderr):
 
 def assert_counts_add_up(rep, stderr, junit=None):
     """Every process counts once: the leaks' fates add up to the leaks, and leaks, allowed,
-    exited, kept, zombies held and foreign add up to the processes found; the human summary
+    exited, kept, zombies held, foreign and moved in add up to the processes found; the human summary
     and the JUnit totals say the same."""
     s = rep["summary"]
     assert s["leaks"] == s["terminated"] + s["killed"] + s["unkillable"] + s["alive"], s
-    assert s["processes"] == s["leaks"] + s["allowed"] + s["exited"] + s["kept"] + s["zombies_held"] + s["foreign"], s
+    assert s["processes"] == (s["leaks"] + s["allowed"] + s["exited"] + s["kept"] + s["zombies_held"] + s["foreign"]
+                              + s["moved_in"]), s
     assert s["leaks"] == sum(p["leak"] for p in rep["processes"]), s
     h = summary_counts(stderr)
     assert h["leaked"] == s["leaks"] and h["terminated"] == s["terminated"] and h["killed"] == s["killed"], h
