@@ -208,30 +208,61 @@ def _swap_env(values: Dict[str, Optional[str]]) -> Dict[str, Optional[str]]:
 
 
 def _stat(pid: int):
-    """(state, ppid, start time) of pid, or None."""
+    """(state, ppid, start time, session) of pid, or None."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    return fields[0].decode(), int(fields[1]), int(fields[19])
+    return fields[0].decode(), int(fields[1]), int(fields[19]), int(fields[3])
 
 
 # ---- children this process starts itself ----------------------------------------------------
 
+_MAKING = threading.Lock()  # a scope's cgroup is made once, by whichever thread spawns first
+
+
 class _Scope:
     """Whose a process started now is: a test's (its marker, its cgroup) or the session's
     (wider fixtures, hooks, multiprocessing's helpers). A thread belongs to the scope in
-    force where it was started; once its test has ended, what it starts is the session's."""
+    force where it was started; once its test has ended, what it starts is the session's.
+    A test's cgroup is made at its first spawn the interception sees (maker), and pytest
+    moves into it (goto) when that spawn comes from the thread running the test: a test that
+    starts nothing costs no cgroup and no move."""
 
-    __slots__ = ("marker", "test", "cgroup", "session", "live")
+    __slots__ = ("marker", "test", "cgroup", "session", "live", "maker", "goto", "spawned")
 
-    def __init__(self, marker: str, test: str, cgroup: Optional[str], session: "Optional[_Scope]" = None):
+    def __init__(self, marker: str, test: str, cgroup: Optional[str], session: "Optional[_Scope]" = None,
+                 maker=None, goto=None):
         self.marker = marker
         self.test = test
         self.cgroup = cgroup  # where its processes go (None: no cgroup, markers and descent)
         self.session = session
         self.live = True
+        self.maker = maker    # makes its cgroup (returns it, or None when it cannot be made)
+        self.goto = goto      # moves pytest into a cgroup
+        self.spawned = False  # the interception started something for it
+
+    def where(self) -> Optional[str]:
+        """Its cgroup, made now if it is not yet."""
+        if self.maker is not None:
+            with _MAKING:
+                if self.maker is not None:
+                    self.cgroup, self.maker = self.maker(), None
+        return self.cgroup
+
+    def enter(self) -> None:
+        """The thread that runs the test starts something: pytest runs in the test's cgroup
+        from now on, so that what it forks below the interception (C code) is there too."""
+        if self.goto is not None:
+            path = self.where()
+            if path:
+                self.goto(path)
+
+    def close(self) -> None:
+        """The test has ended: no cgroup is made for it any more, pytest moves no more."""
+        with _MAKING:
+            self.maker = self.goto = None
 
     def env(self) -> Dict[str, Optional[str]]:
         # an id may hold a NUL (id escaping turned off), which no environment can: written as
@@ -344,7 +375,6 @@ class _HostChildren:
         self.children: Dict[int, tuple] = {}
         self.users = 0
         self.saved: List[tuple] = []
-        self.starting = 0  # os.system() or a fork running: its child is not tracked by pid yet
         self.main: Optional[_Scope] = None  # the scope of the thread running the tests
         self.runner: Optional[threading.Thread] = None  # that thread
         self.local = threading.local()  # .scope: a scope forced on this thread; .forking
@@ -352,6 +382,8 @@ class _HostChildren:
         self.inflight = 0  # forks under way whose child must be moved
         self.closed = False  # forks for another scope wait (a check by descent is listing)
         self.at_fork = False
+        self.final = None  # the thread running pytest's exit check: the others' spawns wait
+        self.exited = threading.Event()  # ... for it to end
         # id -> (object, scope, fixture): the values of wider fixtures and their attributes
         self.owned: Dict[int, tuple] = {}
         # multiprocessing's fork server's workers (not children of ours, with the fork
@@ -463,6 +495,7 @@ class _HostChildren:
             (scope is not main or threading.current_thread() is not self.runner)
 
     def _before_fork(self) -> None:
+        self._hold_at_exit(forever=True)  # an os.fork bound before the interception was installed
         self.local.held = False
         if _handles_sigterm():
             old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
@@ -473,27 +506,41 @@ class _HostChildren:
             self.local.held = False
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
+    def _hold_at_exit(self, forever: bool = False) -> None:
+        """Once pytest's exit check has begun, no other thread starts anything (what it
+        started could outlive pytest unchecked): the spawn waits for the check to end, then
+        fails with EAGAIN (a thread that a later exit handler joins must not wait forever);
+        forever: a fork that cannot be failed from here."""
+        final = self.final
+        if final is not None and final != threading.get_ident():
+            self.exited.wait()
+            if forever:
+                threading.Event().wait()
+            raise BlockingIOError(errno.EAGAIN, "pytest is exiting: nothing more is started")
+
     def _fork(self, fn, pid_of, args, kwargs, env_at=None):
+        self._hold_at_exit()
         scope = self.scope_here()
-        away = self._away(scope)
-        with self.lock:
-            self.starting += 1
-        try:
-            if not away:
-                result = fn(*args, **kwargs)
-                self.add(pid_of(result), scope)
-                return result
+        if scope is not None:
+            scope.spawned = True
+        if self._away(scope):
             return self._fork_away(fn, pid_of, args, kwargs, env_at, scope)
-        finally:
-            with self.lock:
-                self.starting -= 1
+        if scope is not None:
+            scope.enter()
+        result = fn(*args, **kwargs)
+        self.add(pid_of(result), scope)
+        return result
 
     def _fork_away(self, fn, pid_of, args, kwargs, env_at, scope):
         with self.moving:
             self.moving.wait_for(lambda: not self.closed, 60)
-            self.inflight += 1
+            final = self.final is not None and self.final != threading.get_ident()
+            if not final:
+                self.inflight += 1  # the exit check waits for it: final is set under this lock
+        if final:
+            self._hold_at_exit()
+        here = _cgroup_of("self") if scope.where() else None
         self.local.forking = scope
-        here = _cgroup_of("self") if scope.cgroup else None
         if env_at is not None and len(args) > env_at:
             args = args[:env_at] + (_env_for(args[env_at], scope),) + args[env_at + 1:]
         try:
@@ -516,7 +563,8 @@ class _HostChildren:
         st = _stat(pid)
         if not st or st[1] != server:  # gone (its pid may be another process's now)
             return
-        if scope.cgroup:
+        scope.spawned = True
+        if scope.where():
             _move(scope.cgroup, pid)
             _move_forked(scope.cgroup, pid, {_cgroup_of(server)} - {scope.cgroup})
         with self.lock:
@@ -561,9 +609,9 @@ class _HostChildren:
 
     def install(self, session: _Scope) -> None:
         self.users += 1
+        self.runner = threading.current_thread()
         if self.users > 1:
             return
-        self.runner = threading.current_thread()
         import _posixsubprocess
         if not self.at_fork:  # cannot be unregistered: does nothing while no session runs
             os.register_at_fork(before=self._before_fork, after_in_parent=self._release_sigterm,
@@ -593,19 +641,19 @@ class _HostChildren:
         def system(fn):
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
-                if len(args) == 1 and not kwargs and self._away(self.scope_here()):
+                self._hold_at_exit()
+                scope = self.scope_here()
+                if scope is not None:
+                    scope.spawned = True
+                if len(args) == 1 and not kwargs and self._away(scope):
                     # another scope's thread: its shell is started as its other children are
                     # (its scope's cgroup and markers, a child of ours), not where the process
                     # is now; the same wait status as system(3)
                     pid = os.posix_spawn("/bin/sh", ["sh", "-c", args[0]], os.environ)
                     return os.waitpid(pid, 0)[1]
-                with self.lock:
-                    self.starting += 1
-                try:
-                    return fn(*args, **kwargs)
-                finally:
-                    with self.lock:
-                        self.starting -= 1
+                if scope is not None and not self._away(scope):
+                    scope.enter()
+                return fn(*args, **kwargs)
             return wrapper
 
         # (module, function, the pid from its result, the position of the environment it
@@ -666,11 +714,15 @@ HOST = _HostChildren()
 
 
 class _Collector(threading.Thread):
-    """Collects the zombies of adopted orphans while tests run. Only zombie children of ours
-    that this process did not start (HOST), seen dead on two looks in a row (a child started
-    some way HOST does not see gets one period for its owner's wait), never while an
-    os.system() or a fork HOST has not yet recorded runs; each one pinned by pidfd and start time before waitid(P_PIDFD).
-    No SIGCHLD handler and no wait for "any child": the host's statuses stay the host's."""
+    """Collects the zombies of orphans pytest adopted while tests run (markers and descent:
+    pytest is their subreaper), and only those: a zombie child of ours is collected when it
+    cannot be a child this process started itself, because its session is neither pytest's
+    nor its own (a child of pytest is in pytest's session unless it called setsid, which
+    makes it the leader of its own), or because it was seen running below another process
+    of ours earlier (a child's parent never changes while its parent lives). Any other
+    zombie (a child C code started, below the interception) keeps its exit status for its
+    owner. Each one is pinned by pidfd and start time before waitid(P_PIDFD); no SIGCHLD
+    handler and no wait for "any child"."""
 
     def __init__(self):
         super().__init__(name="reaper-zombie-collector", daemon=True)
@@ -678,22 +730,41 @@ class _Collector(threading.Thread):
         self.collected = 0
 
     def run(self):
-        seen = set()
+        session = os.getsid(0)
+        below: Dict[tuple, int] = {}  # (pid, start) seen below another process of ours
         while not self.stop.wait(COLLECT_PERIOD):
-            dead = set()
             for pid in _children():
                 st = _stat(pid)
-                if st and st[0] == "Z" and not HOST.owns(pid, st[2]):
-                    dead.add((pid, st[2]))
-            for pid, start in dead & seen:
-                # the count first: a fork that has ended has recorded its child by then
-                if HOST.starting == 0 and not HOST.owns(pid, start):
-                    self.collected += _collect(pid, start)
-            seen = dead
+                if not st:
+                    continue
+                if st[0] != "Z":
+                    _walk_below(pid, below)
+                    continue
+                if HOST.owns(pid, st[2]):
+                    continue
+                if st[3] not in (session, pid) or (pid, st[2]) in below:
+                    self.collected += _collect(pid, st[2])
+                    below.pop((pid, st[2]), None)
+            if len(below) > 4096:  # forget the ones that are gone
+                for ident in [i for i in below if (_stat(i[0]) or (0, 0, 0))[2] != i[1]]:
+                    del below[ident]
 
     def finish(self):
         self.stop.set()
         self.join(timeout=10)
+
+
+def _walk_below(root: int, below: Dict[tuple, int]) -> None:
+    """Note every process below root (a child of ours) by identity, each read while its
+    parent is the process it was listed under."""
+    todo = [root]
+    while todo:
+        parent = todo.pop()
+        for kid in _children(parent):
+            ks = _stat(kid)
+            if ks and ks[1] == parent and ks[0] != "Z":
+                below[(kid, ks[2])] = parent
+                todo.append(kid)
 
 
 def _children(pid="self") -> List[int]:
@@ -912,7 +983,12 @@ class _Session:
         self.tracking = "proc"
         self.scope: Optional[_Scope] = None
         self.outer_scope: Optional[_Scope] = None
+        self.session_origin = None  # where pid allocation stood when the session began
+        self.origin = None          # ... and when the running test began
+        self.exit_cgroups: Optional[_Cgroups] = None
+        self.at_exit = False  # pytest's exit check is still to come
         self.running = False  # inside a test's runtest protocol (else: torn down at the session's end)
+        self.cgroup_error: Optional[OSError] = None  # the running test's cgroup could not be made
         self.late_leaks: List[dict] = []
         self.crash_leaks: List[dict] = []  # left by xdist workers that crashed (controller side)
         self.notes: List[str] = []  # the session's own check: said in the terminal summary
@@ -924,17 +1000,23 @@ class _Session:
         self.cgroups, self.tracking = _tracking(self.config, self.prefix)
         self.scope = _Scope(self.shared_marker, "the session (outside any test)",
                             self.cgroups.session if self.cgroups else None)
-        self.reaper.adopt_orphans()
-        self.adopted = True
+        # markers and descent need pytest to adopt what its tests detach; a cgroup holds every
+        # process of its test whoever its parent is: orphans then go where they would go
+        # without the plugin, and no zombie of the host is collected
+        if not self.tracking.startswith("cgroup"):
+            self.reaper.adopt_orphans()
+            self.adopted = True
         HOST.install(self.scope)
         self.outer_scope, HOST.main = HOST.main, self.scope
         # children started before the session (a conftest, a plugin's configure hook) are the
         # host's own as well: their owners wait for them later
         for pid in _children():
             HOST.add(pid)
-        self.collector = _Collector()
-        self.collector.start()
+        if self.adopted:
+            self.collector = _Collector()
+            self.collector.start()
         self.session_since = self.reaper.now_ticks()
+        self.session_origin = self.reaper.origin_now()
         # What starts outside any test (session fixtures, plugins) carries the shared marker.
         self.outer = _swap_env({MARKER: self.shared_marker, SESSION_VAR: self.prefix})
         self.helpers = _mark_helpers(_Scope(f"{self.prefix}-multiprocessing", "multiprocessing's helper process",
@@ -964,28 +1046,26 @@ class _Session:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session):
         cgroups, self.cgroups = self.cgroups, None
+        # The process's own session (not one run inline in another's test; not an xdist
+        # worker, whose controller looks for what it left once it reports its end): what its
+        # threads start after the check below is still the session's (its cgroup, its marker)
+        # and is checked once more at pytest's exit, when no other thread can start anything.
+        own = HOST.users == 1 and not _inline() and not os.environ.get("PYTEST_XDIST_WORKER")
         try:
-            self._finish(cgroups)
+            self._finish(cgroups, drop=not own)
         finally:
-            if cgroups:
-                left = cgroups.close(self.timeout + self.grace + 5)
-                if left:
-                    self.notes.append(left)
             if self.on_sigterm:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 self.on_sigterm = 0
-            _swap_env(self.outer)
-            HOST.main = self.outer_scope
-            for cls, name, fn in self.helpers:
-                setattr(cls, name, fn)
-            self.helpers = []
             if self.collector:
                 self.collector.finish()
                 self.collector = None
-            HOST.uninstall()
-            if self.adopted:
-                self.reaper.release_orphans()
-                self.adopted = False
+            if own:
+                self.exit_cgroups, self.at_exit = cgroups, True
+                HOST.runner = None  # every spawn goes to its scope: the session's
+                atexit.register(self._exit_check)
+            else:
+                self._close(cgroups)
         path = self.config.getoption("reaper_report")
         if path and not os.environ.get("PYTEST_XDIST_WORKER"):
             try:
@@ -997,11 +1077,61 @@ class _Session:
                 if session.exitstatus == 0:
                     session.exitstatus = 74
 
-    def _finish(self, cgroups: Optional[_Cgroups]) -> None:
-        # Processes of wider-scoped fixtures: nobody's test; cleaned up, reported apart.
-        if HOST.users == 1 and not _inline():  # the process's own session, not one nested in a test
-            _exit_finalizers()
-        finders = [self.reaper.with_env(MARKER, self.shared_marker)] + _served(self.shared_marker)
+    def _close(self, cgroups: Optional[_Cgroups]) -> None:
+        """Everything the session changed, undone."""
+        if cgroups:
+            left = cgroups.close(self.timeout + self.grace + 5)
+            if left:
+                self.notes.append(left)
+        _swap_env(self.outer)
+        HOST.main = self.outer_scope
+        for cls, name, fn in self.helpers:
+            setattr(cls, name, fn)
+        self.helpers = []
+        HOST.uninstall()
+        if self.adopted:
+            self.reaper.release_orphans()
+            self.adopted = False
+
+    def _exit_check(self) -> None:
+        """At pytest's exit (non-daemon threads joined): the other threads' spawns are held
+        for good, and what the session started since its check is ended, as the check would
+        have ended it; said on stderr."""
+        if not self.at_exit:
+            return
+        self.at_exit = False
+        cgroups, self.exit_cgroups = self.exit_cgroups, None
+        with HOST.moving:
+            HOST.final = threading.get_ident()
+        try:
+            HOST.settle()
+            rep = None
+            try:
+                rep = self.reaper.reap_report(*self._session_finders(cgroups), timeout=self.timeout,
+                                              grace=self.grace, host_children=HOST.current())
+            except self.reaper.ReaperIncomplete as e:
+                print(f"reaper: warning: the check at pytest's exit is incomplete: {_why(e)}", file=sys.stderr)
+                rep = e.report
+            except OSError as e:
+                print(f"reaper: warning: the check at pytest's exit failed: {e}", file=sys.stderr)
+            for p in rep.leaks if rep else ():
+                print(f"reaper: started after the session's check, ended at pytest's exit: {p.pid}: "
+                      f"{p.cmdline[:160]} [{p.fate}]", file=sys.stderr)
+            if cgroups:
+                left = cgroups.drop(cgroups.session)
+                if left:
+                    print(f"reaper: warning: {left}", file=sys.stderr)
+        finally:
+            # the interception stays: a thread may still run until the interpreter is gone
+            HOST.exited.set()
+            if cgroups:
+                left = cgroups.close(self.timeout + self.grace + 5)
+                if left:
+                    print(f"reaper: warning: {left}", file=sys.stderr)
+
+    def _session_finders(self, cgroups: Optional[_Cgroups]) -> list:
+        finders = [self.reaper.with_env(MARKER, self.shared_marker, origin=self.session_origin)] + \
+            _served(self.shared_marker)
         if cgroups:
             cgroups.goto(cgroups.own)  # out of the cgroup before it is ended
             finders.append(self.reaper.with_cgroup(cgroups.session))
@@ -1009,6 +1139,13 @@ class _Session:
             # an xdist controller's children are its workers, which xdist itself ends
             finders.append(self.reaper.descendants(since=self.session_since,
                                                    unless_env=(MARKER, self.shared_marker)))
+        return finders
+
+    def _finish(self, cgroups: Optional[_Cgroups], drop: bool = True) -> None:
+        # Processes of wider-scoped fixtures: nobody's test; cleaned up, reported apart.
+        if HOST.users == 1 and not _inline():  # the process's own session, not one nested in a test
+            _exit_finalizers()
+        finders = self._session_finders(cgroups)
         try:
             # threads that still run (a fixture's, never stopped) start their children after
             # the check: one started during it would not be in the list of ours it is given
@@ -1019,7 +1156,7 @@ class _Session:
             self.notes.append(f"the check of the session's own processes is incomplete: {_why(e)}")
             rep = e.report
         self.shared_leaks = [_record(p, p.test) for p in rep.leaks]
-        if cgroups:
+        if cgroups and drop:
             left = cgroups.drop(cgroups.session)
             if left:
                 self.notes.append(left)
@@ -1165,38 +1302,46 @@ class _Session:
     def begin(self, item) -> Dict[str, Optional[str]]:
         self.count += 1
         marker = f"{self.prefix}-{self.count}"
-        cgroup = None
+        maker = goto = None
         if self.cgroups:
-            try:
-                cgroup = self.cgroups.cg.create(self.cgroups.session, f"test-{self.count}")
-                self.cgroups.goto(cgroup)
-            except OSError as e:
-                # this test is checked by its marker and by descent
-                if cgroup:
-                    self.cgroups.drop(cgroup)
-                    cgroup = None
-                warnings.warn(ReaperIncompleteWarning(f"reaper: no cgroup for this test ({e}); checked by its "
-                                                      "marker and by descent"))
-        self.test = _Scope(marker, item.nodeid, cgroup, self.scope)
+            maker, goto = functools.partial(self._test_cgroup, self.count), self.cgroups.goto
+        self.cgroup_error = None
+        self.test = _Scope(marker, item.nodeid, None, self.scope, maker, goto)
+        self.origin = self.reaper.origin_now()
         self.since = self.reaper.now_ticks()
         # one set up just before, within the same clock tick, started its processes "since"
         self.wider = [w for w in self.wider if w[1] >= self.since]
         HOST.main = self.test
         return _swap_env(self.test.env())
 
+    def _test_cgroup(self, n: int) -> Optional[str]:
+        """The running test's cgroup, made at its first spawn; None when it cannot be (the
+        test is checked by its marker and by descent, and warned about)."""
+        try:
+            return self.cgroups.cg.create(self.cgroups.session, f"test-{n}")
+        except OSError as e:
+            self.cgroup_error = e
+            return None
+
     def end(self, item, before: Dict[str, Optional[str]]) -> None:
         test, self.test = self.test, None
         test.live = False
+        test.close()
         HOST.main = self.scope
         _swap_env(before)
+        if self.cgroup_error is not None:
+            warnings.warn(ReaperIncompleteWarning(f"reaper: no cgroup for this test ({self.cgroup_error}); "
+                                                  "checked by its marker and by descent"))
         try:
             if test.cgroup:
                 self.cgroups.goto(self.cgroups.session)  # out of it before it is reaped
-            if self.gc and self._left_something(test):
+            HOST.settle()  # a child forked for it by another thread is where it belongs
+            left = self._left_something(test)
+            if left and self.gc:
                 gc.collect()  # finalizers may need the threads held back below
-            pools = _end_open_pools(test.marker)  # its threads may fork: not held back yet
+            pools = _end_open_pools(test.marker) if left else []  # its threads may fork: not held back yet
             with HOST.closed_for_others():
-                self._check(item, test, pools)
+                self._check(item, test, pools, left)
         finally:
             if test.cgroup:
                 left = self.cgroups.drop(test.cgroup)
@@ -1209,7 +1354,7 @@ class _Session:
         # with a cgroup, descent still finds a child forked without exec that left it
         others = [pid for pid, (_, owner) in host.items() if owner != marker]
         others += self._wider_forks(test, others, host)
-        finders = [self.reaper.with_env(MARKER, marker),
+        finders = [self.reaper.with_env(MARKER, marker, origin=self.origin),
                    self.reaper.descendants(since=self.since, unless_env=(MARKER, marker), skip=others)]
         if test.cgroup:
             finders.append(self.reaper.with_cgroup(test.cgroup))
@@ -1232,22 +1377,26 @@ class _Session:
                 any(a <= p.start_time <= b for a, b in self.wider) and entry not in _environ(p.pid)]
 
     def _left_something(self, test: _Scope) -> bool:
-        """Whether the test's processes are still there: a full collection costs about 10 ms
-        per test on pytest's heap, and only finalizers of what holds a process can change
-        the check's result."""
+        """Whether a process of the test's is still running: if none is, there is nothing to
+        wait for, collect garbage for (a full collection costs about 10 ms on pytest's heap)
+        nor reap. One scan: the pids given out since the test began, pytest's children."""
         try:
-            return any(p.fate != "exited" for p in self.reaper.scan(*self._finders(test, HOST.current())).processes)
+            return any(p.fate != "exited" and p.state != "Z"
+                       for p in self.reaper.scan(*self._finders(test, HOST.current())).processes)
         except OSError:
             return True
 
-    def _check(self, item, test: _Scope, pools: List[str]) -> None:
+    def _check(self, item, test: _Scope, pools: List[str], left: bool = True) -> None:
         mark = item.get_closest_marker("reaper")
         kw = dict(mark.kwargs) if mark else {}
+        if not left and not kw:
+            return
         host = HOST.current()
         finders = self._finders(test, host)
         if kw.get("check", True) is False:
             # still cleaned up, never reported
-            self._reap(finders, timeout=self.timeout, grace=self.grace, host_children=host)
+            if left:
+                self._reap(finders, timeout=self.timeout, grace=self.grace, host_children=host)
             return
         # a bad timeout of the marker must not stop the cleanup: the test's processes are
         # reaped with the session's timeout, then the test fails naming the value
@@ -1260,7 +1409,7 @@ class _Session:
         allow, bad_allow = _globs(kw.get("allow", ()))
         started = time.monotonic()
         rep = self._reap(finders, timeout=timeout, grace=self.grace, allow=allow,
-                         host_children=host, holdings=True)
+                         host_children=host, holdings=True) if left else self.reaper.ReapReport((), False, 0.0, ())
         found = [p for p in rep.processes if p.leaked or (p.allowed and p.fate != "exited")]
         if found:
             item.__dict__["_reaper_found"] = [_record(p, item.nodeid) for p in found]
