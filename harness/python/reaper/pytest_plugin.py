@@ -5,14 +5,18 @@ Installed, it is registered as the ``reaper`` plugin but checks nothing until as
 ``--reaper`` on the command line or ``reaper = true`` in the ini file. Not installed, load it
 with ``-p reaper.pytest_plugin`` (the same form works installed too) and enable it the same way.
 
-* The pytest process adopts orphans for the session, so what a test detaches reparents to it;
-  a background thread collects the zombies of adopted orphans as they exit (never a child
-  this process started itself, see below), so none piles up and code waiting for a pid to
-  vanish does not wait in vain.
-* With a writable cgroup2 (``--reaper-cgroup auto``, the default), each test has a cgroup
-  below the session's: pytest moves itself into it for the test's function fixtures and call,
-  into the session's for wider fixtures and between tests, and out before the check, which
-  reaps what stays in the test's cgroup plus what the two ways below find. In any case:
+* With a writable cgroup2 (``--reaper-cgroup auto``, the default), each test that starts
+  something has a cgroup below the session's, made at its first spawn: pytest moves itself
+  into it then, runs in the session's for wider fixtures and between tests, and moves out
+  before the check, which reaps what stays in the test's cgroup plus what the two ways below
+  find. pytest's process semantics stay the host's: no subreaper, no zombie collected.
+* Without one (markers and descent) the pytest process adopts orphans for the session, so
+  what a test detaches reparents to it; a background thread collects the zombies of the
+  orphans it adopted as they exit (never one that may be a child this process started
+  itself, see _Collector), so none piles up and code waiting for a pid to vanish does not
+  wait in vain.
+* A test that started nothing (no spawn seen, no pid given out since it began) is not
+  scanned at all. In any case:
 * What a test leaves is found three ways: its marker (``REAPER_PYTEST=<session>-<n>``, with
   ``REAPER_TEST=<nodeid>``, in ``os.environ`` from its first function-scoped fixture to its
   last teardown, so every program it starts carries them); descent (every process under
@@ -33,6 +37,8 @@ with ``-p reaper.pytest_plugin`` (the same form works installed too) and enable 
 * A pytest session inside a checked test (pytester, a subprocess) leaves the check to the
   enclosing session: what its tests leave is the enclosing test's (``--reaper-nested``
   checks it anyway, for testing plugins).
+* What the session's threads start after its check is still the session's; it is ended at
+  pytest's exit, from when on no other thread starts anything.
 * ``@pytest.mark.reaper(timeout=..., allow=[globs], check=False)`` per test;
   ``--reaper-report FILE`` writes the session's leaks as JSON.
 """
