@@ -1288,6 +1288,8 @@ class _Session:
         # the threads it starts start later) are the session's, in the session's cgroup and with
         # the session's marker, not the test's; they are reaped when the session ends.
         if fixturedef.scope == "function":
+            if self.test is None:  # the test's first function fixture: it begins here
+                self._begin(request.node)
             yield
             return
         scope = _Scope(self.shared_marker, f"{fixturedef.argname} ({fixturedef.scope}-scoped fixture)",
@@ -1321,7 +1323,8 @@ class _Session:
         self.cgroup_error = None
         self.test = _Scope(marker, item.nodeid, None, self.scope, maker, goto)
         self.last_pid = _last_pid()
-        self.origin = self.reaper.origin_now()
+        if self.origin is None or self.last_pid == -1 or self.last_pid != self.origin.last_pid:
+            self.origin = self.reaper.origin_now()  # else the last one is as good as a new one
         self.since = self.reaper.now_ticks()
         # one set up just before, within the same clock tick, started its processes "since"
         self.wider = [w for w in self.wider if w[1] >= self.since]
@@ -1468,15 +1471,18 @@ class _Session:
         if pools:
             pytest.fail(pools[0], pytrace=False)
 
-    @pytest.fixture(autouse=True)
-    def _reaper_check(self, request):
-        """Runs first among a test's function fixtures, so it is torn down last: the test's
-        own fixtures have stopped what they started before the leak check."""
-        before = self.begin(request.node)
-        try:
-            yield
-        finally:
-            self.end(request.node, before)
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item):
+        if self.test is None:  # a test without function fixtures
+            self._begin(item)
+
+    def _begin(self, item) -> None:
+        """The test begins before its first function fixture is set up; its check is a
+        finalizer of its own, registered before any of theirs, so it runs once they are all
+        torn down (the test's own fixtures have stopped what they started) and before wider
+        fixtures are. No fixture of the plugin's: one per test costs as much as the check."""
+        before = self.begin(item)
+        item.addfinalizer(functools.partial(self.end, item, before))
 
 def _end_open_pools(marker: str) -> List[str]:
     """Terminate the multiprocessing pools still open whose workers marker's scope started, as
