@@ -985,6 +985,7 @@ class _Session:
         self.wider: List[tuple] = []        # (from, to) ticks: wider fixtures set up since it began
         self.session_since = 0
         self.records: List[dict] = []       # from teardown reports (controller side under xdist)
+        self.found: Dict[str, List[dict]] = {}  # nodeid -> what its check found, for its teardown report
         self.checked = 0
         self.shared_leaks: List[dict] = []
         self.adopted = False
@@ -998,6 +999,9 @@ class _Session:
         self.session_origin = None  # where pid allocation stood when the session began
         self.origin = None          # ... and when the running test began
         self.last_pid = -1          # the pid given out last before it began
+        self.members: Optional[bytes] = None  # what was in the session's cgroup (pytest's) then
+        self.members_file = ""
+        self.pid_max = 4194304
         self.exit_cgroups: Optional[_Cgroups] = None
         self.at_exit = False  # pytest's exit check is still to come
         self.running = False  # inside a test's runtest protocol (else: torn down at the session's end)
@@ -1030,6 +1034,9 @@ class _Session:
             self.collector.start()
         self.session_since = self.reaper.now_ticks()
         self.session_origin = self.reaper.origin_now()
+        self.pid_max = self.session_origin.pid_max or self.pid_max
+        if self.cgroups:
+            self.members_file = os.path.join(self.cgroups.session, "cgroup.procs")
         # What starts outside any test (session fixtures, plugins) carries the shared marker.
         self.outer = _swap_env({MARKER: self.shared_marker, SESSION_VAR: self.prefix})
         self.helpers = _mark_helpers(_Scope(f"{self.prefix}-multiprocessing", "multiprocessing's helper process",
@@ -1224,13 +1231,11 @@ class _Session:
         if left:
             self.notes.append(left)
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_protocol(self, item, nextitem):
+    def pytest_runtest_logstart(self, nodeid, location):
         self.running = True
-        try:
-            yield
-        finally:
-            self.running = False
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        self.running = False
 
     def pytest_terminal_summary(self, terminalreporter):
         for note in self.notes:
@@ -1267,17 +1272,13 @@ class _Session:
     # The records travel on the teardown report as an attribute of their own (xdist carries
     # it to the controller); user_properties would put them in --junitxml's testcases, where
     # xunit2 allows no <properties>.
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item, call):
-        outcome = yield
-        if call.when == "teardown":
-            found = item.__dict__.pop("_reaper_found", None)
-            if found:
-                outcome.get_result().reaper_leaks = found
-
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report):
         if report.when != "teardown":
             return
+        found = self.found.pop(report.nodeid, None)
+        if found:  # before xdist's worker sends the report on
+            report.reaper_leaks = found
         self.checked += 1
         self.records.extend(getattr(report, "reaper_leaks", None) or ())
 
@@ -1312,7 +1313,8 @@ class _Session:
                 self.cgroups.goto(where)
 
     def pytest_fixture_post_finalizer(self, fixturedef, request):
-        HOST.disown(id(fixturedef))
+        if fixturedef.scope != "function":
+            HOST.disown(id(fixturedef))
 
     def begin(self, item) -> Dict[str, Optional[str]]:
         self.count += 1
@@ -1323,6 +1325,8 @@ class _Session:
         self.cgroup_error = None
         self.test = _Scope(marker, item.nodeid, None, self.scope, maker, goto)
         self.last_pid = _last_pid()
+        if self.cgroups:
+            self.members = _read(self.members_file)
         if self.origin is None or self.last_pid == -1 or self.last_pid != self.origin.last_pid:
             self.origin = self.reaper.origin_now()  # else the last one is as good as a new one
         self.since = self.reaper.now_ticks()
@@ -1352,8 +1356,7 @@ class _Session:
         try:
             if test.cgroup:
                 self.cgroups.goto(self.cgroups.session)  # out of it before it is reaped
-            if not test.spawned and test.cgroup is None and self.last_pid == _last_pid() != -1:
-                # no pid given out since the test began: nothing can be left, whatever started it
+            if self._quiet(test):
                 self._check(item, test, [], False)
                 return
             HOST.settle()  # a child forked for it by another thread is where it belongs
@@ -1368,6 +1371,30 @@ class _Session:
                 left = self.cgroups.drop(test.cgroup)
                 if left:
                     warnings.warn(ReaperIncompleteWarning(f"reaper: {left}"))
+
+    def _quiet(self, test: _Scope) -> bool:
+        """Whether nothing of the test's can be there, at the cost of a read or two: it started
+        nothing through the interception, and no pid was given out since it began, or (pids
+        move on a busy host) nothing new is in pytest's cgroup (with cgroups: what C code
+        starts below the interception, and everything that descends from it, stays there) and
+        among pytest's children (without cgroups pytest adopts the orphans of what it started)."""
+        if test.spawned or test.cgroup is not None:
+            return False
+        last = _last_pid()
+        if last == -1 or self.last_pid == -1:
+            return False
+        if last == self.last_pid:
+            return True
+        if (last - self.last_pid) % self.pid_max > self.pid_max // 2:
+            return False  # so many given out that a pid may have been given out twice
+        if self.cgroups and (self.members is None or _read(self.members_file) != self.members):
+            return False
+        for pid in _children():
+            if pid not in HOST.children:
+                st = _stat(pid)
+                if st and st[2] >= self.since:
+                    return False
+        return True
 
     def _finders(self, test: _Scope, host) -> list:
         marker = test.marker
@@ -1433,7 +1460,7 @@ class _Session:
                          host_children=host, holdings=True) if left else self.reaper.ReapReport((), False, 0.0, ())
         found = [p for p in rep.processes if p.leaked or (p.allowed and p.fate != "exited")]
         if found:
-            item.__dict__["_reaper_found"] = [_record(p, item.nodeid) for p in found]
+            self.found[item.nodeid] = [_record(p, item.nodeid) for p in found]
         leaks = rep.leaks
         if pools:
             pools = [f"reaper: {item.nodeid} left a multiprocessing pool open (workers {', '.join(pools)}); "
@@ -1441,7 +1468,7 @@ class _Session:
                      "and its exit-time finalizer would wait for that lock)"]
         if leaks and not self.running:
             self.late_leaks.extend(_record(p, item.nodeid) for p in leaks)
-            self.records.extend(item.__dict__.pop("_reaper_found", ()))
+            self.records.extend(self.found.pop(item.nodeid, ()))
             return
         if leaks:
             waited = time.monotonic() - started
@@ -1503,18 +1530,31 @@ def _end_open_pools(marker: str) -> List[str]:
     return ended
 
 
+def _read(path: str) -> Optional[bytes]:
+    """A small file of the kernel's, whole; None if it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        out = b""
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return out
+            out += chunk
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _last_pid() -> int:
     """The pid the kernel gave out last in this PID namespace (-1: unknown)."""
     try:
-        fd = os.open("/proc/sys/kernel/ns_last_pid", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
+        return int(_read("/proc/sys/kernel/ns_last_pid") or b"-1")
+    except ValueError:
         return -1
-    try:
-        return int(os.read(fd, 32))
-    except (OSError, ValueError):
-        return -1
-    finally:
-        os.close(fd)
 
 
 def _environ(pid: int) -> List[bytes]:

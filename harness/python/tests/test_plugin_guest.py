@@ -216,12 +216,26 @@ def test_waits_for_it_later():
     assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 7
 def test_leaves_one_running():
     open({str(tmp_path / "left")!r}, "w").write(str(spawnp("sleep", "600")))
+def test_leaves_an_orphan():
+    # its parent waited for, the orphan is no child of pytest's (nor in a cgroup of the test's)
+    sh = spawnp("sh", "-c", "sleep 601 & echo $! > {str(tmp_path / "orphan")!r}")
+    assert os.waitstatus_to_exitcode(os.waitpid(sh, 0)[1]) == 0
+def test_forks_in_c():
+    pid = ctypes.PyDLL(None).fork()  # no at-fork hook of Python's runs
+    if pid == 0:
+        time.sleep(600)
+        os._exit(0)
+    open({str(tmp_path / "forked")!r}, "w").write(str(pid))
 """)
     result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
-    result.assert_outcomes(passed=2, errors=1)
-    left = int((tmp_path / "left").read_text())
+    result.assert_outcomes(passed=4, errors=3)
+    result.stdout.fnmatch_lines(["*reaper: test_c.py::test_forks_in_c left 1 process running*",
+                                 f"*  {int((tmp_path / 'forked').read_text())}: *"])
+    left, orphan = (int((tmp_path / name).read_text()) for name in ("left", "orphan"))
     result.stdout.fnmatch_lines(["*reaper: test_c.py::test_leaves_one_running left 1 process running*",
                                  f"*  {left}: sleep 600"])
+    result.stdout.fnmatch_lines(["*reaper: test_c.py::test_leaves_an_orphan left 1 process running*",
+                                 f"*  {orphan}: sleep 601"])
 
 
 def test_what_a_thread_starts_after_the_sessions_check_does_not_outlive_pytest(tracked, spawner):
