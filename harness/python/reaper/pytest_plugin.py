@@ -1231,11 +1231,14 @@ class _Session:
         if left:
             self.notes.append(left)
 
-    def pytest_runtest_logstart(self, nodeid, location):
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        # (a wrapper: an interruption leaves the protocol without its logfinish)
         self.running = True
-
-    def pytest_runtest_logfinish(self, nodeid, location):
-        self.running = False
+        try:
+            yield
+        finally:
+            self.running = False
 
     def pytest_terminal_summary(self, terminalreporter):
         for note in self.notes:
