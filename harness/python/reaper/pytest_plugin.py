@@ -391,6 +391,8 @@ class _HostChildren:
         self.local = threading.local()  # .scope: a scope forced on this thread; .forking
         self.moving = threading.Condition()
         self.inflight = 0  # forks under way whose child must be moved
+        self.inheriting = 0  # forks under way whose child is where pytest is (here), as it must be
+        self.here: Optional[str] = None  # the cgroup pytest is in, when it moved itself
         self.closed = False  # forks for another scope wait (a check by descent is listing)
         self.at_fork = False
         self.final = None  # the thread running pytest's exit check: the others' spawns wait
@@ -493,7 +495,7 @@ class _HostChildren:
         self.main = s
         for name, value in s.env().items():
             os.environ[name] = value
-        if s.cgroup:
+        if s.cgroup and not getattr(self.local, "inherit", False):
             _move(s.cgroup, 0)
 
     def _away(self, scope: Optional[_Scope]) -> bool:
@@ -536,12 +538,36 @@ class _HostChildren:
         if scope is not None:
             scope.spawned = True
         if self._away(scope):
+            if scope.cgroup is not None and scope is self.main and self.here == scope.cgroup:
+                return self._fork_inherit(fn, pid_of, args, kwargs, env_at, scope)
             return self._fork_away(fn, pid_of, args, kwargs, env_at, scope)
         if scope is not None:
             scope.enter()
         result = fn(*args, **kwargs)
         self.add(pid_of(result), scope)
         return result
+
+    def _fork_inherit(self, fn, pid_of, args, kwargs, env_at, scope):
+        """A thread of the running test forks while pytest is in the test's cgroup: its child
+        is born there; pytest does not move until the fork is done (goto waits for it)."""
+        with self.moving:
+            here = scope.live and scope is self.main and self.here == scope.cgroup and self.final is None
+            if here:
+                self.inheriting += 1
+        if not here:
+            return self._fork_away(fn, pid_of, args, kwargs, env_at, scope)
+        self.local.forking, self.local.inherit = scope, True
+        if env_at is not None and len(args) > env_at:
+            args = args[:env_at] + (_env_for(args[env_at], scope),) + args[env_at + 1:]
+        try:
+            result = fn(*args, **kwargs)
+            self.add(pid_of(result), scope)
+            return result
+        finally:
+            self.local.forking, self.local.inherit = None, False
+            with self.moving:
+                self.inheriting -= 1
+                self.moving.notify_all()
 
     def _fork_away(self, fn, pid_of, args, kwargs, env_at, scope):
         with self.moving:
@@ -897,8 +923,10 @@ class _Cgroups:
 
     def goto(self, path: str) -> None:
         if path != self.where:
-            self.cg.enter(path)
-            self.where = path
+            with HOST.moving:  # not while a fork that counts on where pytest is is under way
+                HOST.moving.wait_for(lambda: HOST.inheriting == 0, 30)
+                self.cg.enter(path)
+                self.where = HOST.here = path
 
     @staticmethod
     def drop(path: str) -> Optional[str]:

@@ -343,3 +343,35 @@ def test_leaves():
     result.stdout.fnmatch_lines(["*reaper: test_leaves.py::test_leaves left 1 process running*"])
     assert left_below(box) == ["elsewhere"], result.stdout.str()
     assert not reaper.cgroup.populated(box), "a process of the inner session outlived it"
+
+
+@needs_cgroup
+def test_what_a_tests_thread_starts_is_in_the_tests_cgroup(inner, box, tmp_path):
+    # the test's own thread forks while pytest is in the test's cgroup (after the test's first
+    # spawn) and while it is not (before): either way its child is in the test's cgroup
+    inner.makepyfile(test_thread=CG + f"""
+import os, subprocess, threading
+def child_cgroup(pid):
+    return [l for l in open("/proc/%d/cgroup" % pid).read().splitlines() if l.startswith("0::")][0][3:]
+def in_thread(name):
+    got = []
+    t = threading.Thread(target=lambda: got.append(subprocess.Popen(["sleep", "600"]).pid))
+    t.start()
+    t.join()
+    open({str(tmp_path)!r} + "/" + name, "w").write("%d %s" % (got[0], child_cgroup(got[0])))
+def test_before_its_first_spawn():
+    in_thread("before")
+    subprocess.run(["true"], check=True)
+    assert cg().endswith("/test-1")
+def test_after_its_first_spawn():
+    subprocess.run(["true"], check=True)
+    in_thread("after")
+    assert cg().endswith("/test-2")
+""")
+    result = run_in(inner, box, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=2, errors=2)
+    for name, n in (("before", 1), ("after", 2)):
+        pid, where = (tmp_path / name).read_text().split()
+        assert where.endswith(f"/test-{n}"), (name, where)
+        result.stdout.fnmatch_lines([f"*  {pid}: sleep 600"])
+    assert left_below(box) == [] and not reaper.cgroup.populated(box)
