@@ -412,6 +412,77 @@ class Bench:
               + f"; one floor scan of {self.results['wrapper']['procs']} processes: "
               f"{self.results['wrapper']['floor_scan']*1e3:.2f} ms", flush=True)
 
+    # ---- 7. the pytest plugin beside plain pytest ------------------------------------------
+    PLUGIN_SUITES = {
+        # a test that starts nothing must cost next to nothing
+        "empty": ("500 empty tests", 1.3, """
+import pytest
+@pytest.mark.parametrize("n", range(500))
+def test_empty(n):
+    pass
+"""),
+        # 130 tests starting 780 short processes: subprocess.run, os.fork, and a thread's
+        "heavy": ("130 tests starting 780 short processes (subprocess.run, os.fork, a thread)", 1.10, """
+import os, subprocess, threading, pytest
+def run_true():
+    subprocess.run(["/bin/true"], check=True)
+@pytest.mark.parametrize("n", range(130))
+def test_heavy(n):
+    run_true()
+    run_true()
+    for _ in range(2):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+    t = threading.Thread(target=lambda: (run_true(), run_true()))
+    t.start()
+    t.join()
+"""),
+    }
+
+    def plugin(self):
+        """Wall and CPU time of pytest over each suite: plain, and with the plugin in each
+        tracking mode, the runs of all three interleaved; the best of each."""
+        py = sys.executable if importlib.util.find_spec("pytest") else "/usr/bin/python3"
+        top = os.path.dirname(HERE)
+        env = dict(os.environ, PYTHONPATH=os.path.join(top, "harness", "python"), PYTHONDONTWRITEBYTECODE="1",
+                   REAPER_BUILD=os.path.dirname(self.bin))
+        env.pop("REAPER_PYTEST_SESSION", None)
+        where = os.path.join(self.tmp, "plugin")
+        os.makedirs(where, exist_ok=True)
+        modes = {"plain": [], "cgroup": ["-p", "reaper.pytest_plugin", "--reaper", "--reaper-cgroup=on"],
+                 "proc": ["-p", "reaper.pytest_plugin", "--reaper", "--reaper-cgroup=off"]}
+        probe = subprocess.run([py, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", *modes["cgroup"], where],
+                               env=env, cwd=where, capture_output=True, text=True)
+        if "cgroup" in probe.stderr and probe.returncode == 4:
+            skipped("the plugin's cgroup mode: " + probe.stderr.strip().splitlines()[-1], "proc mode is measured alone")
+            del modes["cgroup"]
+        runs = 3 if self.quick else 5
+        out = self.results["plugin"] = {"python": py, "runs": runs}
+        for name, (what, target, source) in self.PLUGIN_SUITES.items():
+            path = os.path.join(where, f"test_{name}.py")
+            with open(path, "w") as f:
+                f.write(source)
+            times = {m: [] for m in modes}
+            for _ in range(runs):
+                for m, flags in modes.items():
+                    r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+                    p = subprocess.run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", *flags, path],
+                                       env=env, cwd=where, capture_output=True, text=True)
+                    wall, r1 = time.monotonic() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+                    if p.returncode != 0:
+                        raise RuntimeError(f"pytest {m} over {name} failed:\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+                    times[m].append((wall, r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime))
+            row = out[name] = {"what": what, "target": target,
+                               "modes": {m: {"wall": min(w for w, _ in v), "cpu": min(c for _, c in v)}
+                                         for m, v in times.items()}}
+            plain = row["modes"]["plain"]
+            for m, v in row["modes"].items():
+                v["ratio"], v["ratio_cpu"] = v["wall"] / plain["wall"], v["cpu"] / plain["cpu"]
+            print(f"  {what}: " + ", ".join(f"{m} {v['wall']:.2f} s ({v['ratio']:.2f}x, cpu {v['ratio_cpu']:.2f}x)"
+                                            for m, v in row["modes"].items()), flush=True)
+
     # ---- 6. `reaper run` of a suite leaving one leftover, on a quiet and on a crowded host ---
     def modes(self) -> dict:
         """The tracking modes of `reaper run` to compare: {name: flags}. One that this reaper
@@ -681,6 +752,15 @@ def table(res: dict) -> str:
                 add(f"reaper run, suite leaving one leftover (exits after 50 ms), {mode}, {x['population']} "
                     f"unrelated sleepers ({x['procs']} procs)", f"{ms(v['median'])} (cpu {ms(v['cpu'])})", "", "",
                     "-", not v["failed"])
+    for name, row in res.get("plugin", {}).items():
+        if not isinstance(row, dict):
+            continue
+        plain = row["modes"]["plain"]
+        for mode, v in row["modes"].items():
+            if mode != "plain":
+                add(f"pytest plugin, {row['what']}, {mode} tracking vs plain pytest (best of {res['plugin']['runs']})",
+                    f"{v['wall']:.2f} s (cpu {v['cpu']:.2f} s)", f"{plain['wall']:.2f} s (cpu {plain['cpu']:.2f} s)",
+                    f"{v['ratio']:.2f}x ({v['ratio_cpu']:.2f}x)", f"<= {row['target']:g}x", v["ratio"] <= row["target"])
     for mode, v in res.get("run_exit", {}).items():
         add(f"exit detection through reaper run, {v['n']} leftovers, {mode}: last exit -> reaper exits",
             ms(v["latency"]), "", "", "-", v["statuses"] == [0])
@@ -858,14 +938,14 @@ def main():
     ap.add_argument("--quick", action="store_true")
     # the wrapper is timed on the quiet host; the suite once before the scan's sleepers exist
     # and once among them
-    ap.add_argument("--only", default="wrapper,memory,exit,run-exit,kill,reap,suite-quiet,scan,suite-crowded")
+    ap.add_argument("--only", default="wrapper,memory,exit,run-exit,kill,reap,suite-quiet,plugin,scan,suite-crowded")
     ap.add_argument("--readme", help="rewrite the results block of this README from the results")
     a = ap.parse_args()
     b = Bench(a.build, a.quick or os.environ.get("BENCH_QUICK") == "1")
     t0, load0 = time.monotonic(), os.getloadavg()[0]
     steps = {"scan": b.scan, "exit": b.exit_detection, "kill": b.kill_convergence, "reap": b.reap_growth,
              "wrapper": b.wrapper, "memory": b.memory, "run-exit": b.run_exit, "suite-quiet": b.suite_quiet,
-             "suite-crowded": b.suite_crowded}
+             "suite-crowded": b.suite_crowded, "plugin": b.plugin}
     try:
         for name in a.only.split(","):
             print(f"== {name}", flush=True)

@@ -206,28 +206,33 @@ def candidates() -> list[str]:
     has one); REAPER_LIBRARY (when set, nothing after it is tried); in a checkout, its build
     tree (REAPER_BUILD, else build/); where `make install` put it; then the system's
     (ldconfig's cache and the default paths)."""
-    out = []
+    return list(dict.fromkeys(_candidates()))
+
+
+def _candidates():
+    # lazily: ldconfig's cache is read by running a program, which load() needs only when
+    # nothing before it loads
     bundled = Path(__file__).resolve().parent / "libreaper.so"
     if bundled.exists():
-        out.append(str(bundled))
+        yield str(bundled)
     explicit = os.environ.get("REAPER_LIBRARY")
     if explicit:
-        return out + [explicit]
+        yield explicit
+        return
     try:
         from . import _installed  # written when built for `make install`
-        out.append(os.path.join(_installed.LIBDIR, "libreaper.so.0"))
+        yield os.path.join(_installed.LIBDIR, "libreaper.so.0")
     except ImportError:
         root = _checkout_root()
         if not bundled.exists() and (root / "reaper" / "reaper.h").exists():
             build = os.environ.get("REAPER_BUILD")
             if build:
-                out.append(str(root / build / "libreaper.so"))  # an absolute build stays absolute
-            out.append(str(root / "build" / "libreaper.so"))
+                yield str(root / build / "libreaper.so")  # an absolute build stays absolute
+            yield str(root / "build" / "libreaper.so")
     found = ctypes.util.find_library("reaper")
     if found:
-        out.append(found)
-    out.append("libreaper.so.0")
-    return list(dict.fromkeys(out))
+        yield found
+    yield "libreaper.so.0"
 
 
 def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
@@ -263,8 +268,11 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
 
 
 def load() -> tuple[ctypes.CDLL, str]:
-    tried = []
-    for path in candidates():
+    tried, seen = [], set()
+    for path in _candidates():
+        if path in seen:
+            continue
+        seen.add(path)
         if os.sep in path and not os.path.exists(path):
             tried.append(f"{path}: not found")
             continue

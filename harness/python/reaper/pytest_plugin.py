@@ -5,14 +5,18 @@ Installed, it is registered as the ``reaper`` plugin but checks nothing until as
 ``--reaper`` on the command line or ``reaper = true`` in the ini file. Not installed, load it
 with ``-p reaper.pytest_plugin`` (the same form works installed too) and enable it the same way.
 
-* The pytest process adopts orphans for the session, so what a test detaches reparents to it;
-  a background thread collects the zombies of adopted orphans as they exit (never a child
-  this process started itself, see below), so none piles up and code waiting for a pid to
-  vanish does not wait in vain.
-* With a writable cgroup2 (``--reaper-cgroup auto``, the default), each test has a cgroup
-  below the session's: pytest moves itself into it for the test's function fixtures and call,
-  into the session's for wider fixtures and between tests, and out before the check, which
-  reaps what stays in the test's cgroup plus what the two ways below find. In any case:
+* With a writable cgroup2 (``--reaper-cgroup auto``, the default), each test that starts
+  something has a cgroup below the session's, made at its first spawn: pytest moves itself
+  into it then, runs in the session's for wider fixtures and between tests, and moves out
+  before the check, which reaps what stays in the test's cgroup plus what the two ways below
+  find. pytest's process semantics stay the host's: no subreaper, no zombie collected.
+* Without one (markers and descent) the pytest process adopts orphans for the session, so
+  what a test detaches reparents to it; a background thread collects the zombies of the
+  orphans it adopted as they exit (never one that may be a child this process started
+  itself, see _Collector), so none piles up and code waiting for a pid to vanish does not
+  wait in vain.
+* A test that started nothing (no spawn seen, no pid given out since it began) is not
+  scanned at all. In any case:
 * What a test leaves is found three ways: its marker (``REAPER_PYTEST=<session>-<n>``, with
   ``REAPER_TEST=<nodeid>``, in ``os.environ`` from its first function-scoped fixture to its
   last teardown, so every program it starts carries them); descent (every process under
@@ -33,6 +37,8 @@ with ``-p reaper.pytest_plugin`` (the same form works installed too) and enable 
 * A pytest session inside a checked test (pytester, a subprocess) leaves the check to the
   enclosing session: what its tests leave is the enclosing test's (``--reaper-nested``
   checks it anyway, for testing plugins).
+* What the session's threads start after its check is still the session's; it is ended at
+  pytest's exit, from when on no other thread starts anything.
 * ``@pytest.mark.reaper(timeout=..., allow=[globs], check=False)`` per test;
   ``--reaper-report FILE`` writes the session's leaks as JSON.
 """
@@ -208,30 +214,66 @@ def _swap_env(values: Dict[str, Optional[str]]) -> Dict[str, Optional[str]]:
 
 
 def _stat(pid: int):
-    """(state, ppid, start time) of pid, or None."""
+    """(state, ppid, start time, session) of pid, or None."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fields = os.read(fd, 4096).rsplit(b")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    return fields[0].decode(), int(fields[1]), int(fields[19])
+    finally:
+        os.close(fd)
+    return fields[0].decode(), int(fields[1]), int(fields[19]), int(fields[3])
 
 
 # ---- children this process starts itself ----------------------------------------------------
 
+_MAKING = threading.Lock()  # a scope's cgroup is made once, by whichever thread spawns first
+
+
 class _Scope:
     """Whose a process started now is: a test's (its marker, its cgroup) or the session's
     (wider fixtures, hooks, multiprocessing's helpers). A thread belongs to the scope in
-    force where it was started; once its test has ended, what it starts is the session's."""
+    force where it was started; once its test has ended, what it starts is the session's.
+    A test's cgroup is made at its first spawn the interception sees (maker), and pytest
+    moves into it (goto) when that spawn comes from the thread running the test: a test that
+    starts nothing costs no cgroup and no move."""
 
-    __slots__ = ("marker", "test", "cgroup", "session", "live")
+    __slots__ = ("marker", "test", "cgroup", "session", "live", "maker", "goto", "spawned")
 
-    def __init__(self, marker: str, test: str, cgroup: Optional[str], session: "Optional[_Scope]" = None):
+    def __init__(self, marker: str, test: str, cgroup: Optional[str], session: "Optional[_Scope]" = None,
+                 maker=None, goto=None):
         self.marker = marker
         self.test = test
         self.cgroup = cgroup  # where its processes go (None: no cgroup, markers and descent)
         self.session = session
         self.live = True
+        self.maker = maker    # makes its cgroup (returns it, or None when it cannot be made)
+        self.goto = goto      # moves pytest into a cgroup
+        self.spawned = False  # the interception started something for it
+
+    def where(self) -> Optional[str]:
+        """Its cgroup, made now if it is not yet."""
+        if self.maker is not None:
+            with _MAKING:
+                if self.maker is not None:
+                    self.cgroup, self.maker = self.maker(), None
+        return self.cgroup
+
+    def enter(self) -> None:
+        """The thread that runs the test starts something: pytest runs in the test's cgroup
+        from now on, so that what it forks below the interception (C code) is there too."""
+        if self.goto is not None:
+            path = self.where()
+            if path:
+                self.goto(path)
+
+    def close(self) -> None:
+        """The test has ended: no cgroup is made for it any more, pytest moves no more."""
+        with _MAKING:
+            self.maker = self.goto = None
 
     def env(self) -> Dict[str, Optional[str]]:
         # an id may hold a NUL (id escaping turned off), which no environment can: written as
@@ -344,14 +386,17 @@ class _HostChildren:
         self.children: Dict[int, tuple] = {}
         self.users = 0
         self.saved: List[tuple] = []
-        self.starting = 0  # os.system() or a fork running: its child is not tracked by pid yet
         self.main: Optional[_Scope] = None  # the scope of the thread running the tests
         self.runner: Optional[threading.Thread] = None  # that thread
         self.local = threading.local()  # .scope: a scope forced on this thread; .forking
         self.moving = threading.Condition()
         self.inflight = 0  # forks under way whose child must be moved
+        self.inheriting = 0  # forks under way whose child is where pytest is (here), as it must be
+        self.here: Optional[str] = None  # the cgroup pytest is in, when it moved itself
         self.closed = False  # forks for another scope wait (a check by descent is listing)
         self.at_fork = False
+        self.final = None  # the thread running pytest's exit check: the others' spawns wait
+        self.exited = threading.Event()  # ... for it to end
         # id -> (object, scope, fixture): the values of wider fixtures and their attributes
         self.owned: Dict[int, tuple] = {}
         # multiprocessing's fork server's workers (not children of ours, with the fork
@@ -450,7 +495,7 @@ class _HostChildren:
         self.main = s
         for name, value in s.env().items():
             os.environ[name] = value
-        if s.cgroup:
+        if s.cgroup and not getattr(self.local, "inherit", False):
             _move(s.cgroup, 0)
 
     def _away(self, scope: Optional[_Scope]) -> bool:
@@ -463,6 +508,8 @@ class _HostChildren:
             (scope is not main or threading.current_thread() is not self.runner)
 
     def _before_fork(self) -> None:
+        if getattr(self.local, "forking", None) is None:  # a fork the interception did not see
+            self._hold_at_exit(forever=True)
         self.local.held = False
         if _handles_sigterm():
             old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
@@ -473,27 +520,65 @@ class _HostChildren:
             self.local.held = False
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
+    def _hold_at_exit(self, forever: bool = False) -> None:
+        """Once pytest's exit check has begun, no other thread starts anything (what it
+        started could outlive pytest unchecked): the spawn waits for the check to end, then
+        fails with EAGAIN (a thread that a later exit handler joins must not wait forever);
+        forever: a fork that cannot be failed from here."""
+        final = self.final
+        if final is not None and final != threading.get_ident():
+            self.exited.wait()
+            if forever:
+                threading.Event().wait()
+            raise BlockingIOError(errno.EAGAIN, "pytest is exiting: nothing more is started")
+
     def _fork(self, fn, pid_of, args, kwargs, env_at=None):
+        self._hold_at_exit()
         scope = self.scope_here()
-        away = self._away(scope)
-        with self.lock:
-            self.starting += 1
-        try:
-            if not away:
-                result = fn(*args, **kwargs)
-                self.add(pid_of(result), scope)
-                return result
+        if scope is not None:
+            scope.spawned = True
+        if self._away(scope):
+            if scope.cgroup is not None and scope is self.main and self.here == scope.cgroup:
+                return self._fork_inherit(fn, pid_of, args, kwargs, env_at, scope)
             return self._fork_away(fn, pid_of, args, kwargs, env_at, scope)
+        if scope is not None:
+            scope.enter()
+        result = fn(*args, **kwargs)
+        self.add(pid_of(result), scope)
+        return result
+
+    def _fork_inherit(self, fn, pid_of, args, kwargs, env_at, scope):
+        """A thread of the running test forks while pytest is in the test's cgroup: its child
+        is born there; pytest does not move until the fork is done (goto waits for it)."""
+        with self.moving:
+            here = scope.live and scope is self.main and self.here == scope.cgroup and self.final is None
+            if here:
+                self.inheriting += 1
+        if not here:
+            return self._fork_away(fn, pid_of, args, kwargs, env_at, scope)
+        self.local.forking, self.local.inherit = scope, True
+        if env_at is not None and len(args) > env_at:
+            args = args[:env_at] + (_env_for(args[env_at], scope),) + args[env_at + 1:]
+        try:
+            result = fn(*args, **kwargs)
+            self.add(pid_of(result), scope)
+            return result
         finally:
-            with self.lock:
-                self.starting -= 1
+            self.local.forking, self.local.inherit = None, False
+            with self.moving:
+                self.inheriting -= 1
+                self.moving.notify_all()
 
     def _fork_away(self, fn, pid_of, args, kwargs, env_at, scope):
         with self.moving:
             self.moving.wait_for(lambda: not self.closed, 60)
-            self.inflight += 1
+            final = self.final is not None and self.final != threading.get_ident()
+            if not final:
+                self.inflight += 1  # the exit check waits for it: final is set under this lock
+        if final:
+            self._hold_at_exit()
+        here = _cgroup_of("self") if scope.where() else None
         self.local.forking = scope
-        here = _cgroup_of("self") if scope.cgroup else None
         if env_at is not None and len(args) > env_at:
             args = args[:env_at] + (_env_for(args[env_at], scope),) + args[env_at + 1:]
         try:
@@ -516,7 +601,8 @@ class _HostChildren:
         st = _stat(pid)
         if not st or st[1] != server:  # gone (its pid may be another process's now)
             return
-        if scope.cgroup:
+        scope.spawned = True
+        if scope.where():
             _move(scope.cgroup, pid)
             _move_forked(scope.cgroup, pid, {_cgroup_of(server)} - {scope.cgroup})
         with self.lock:
@@ -561,9 +647,9 @@ class _HostChildren:
 
     def install(self, session: _Scope) -> None:
         self.users += 1
+        self.runner = threading.current_thread()
         if self.users > 1:
             return
-        self.runner = threading.current_thread()
         import _posixsubprocess
         if not self.at_fork:  # cannot be unregistered: does nothing while no session runs
             os.register_at_fork(before=self._before_fork, after_in_parent=self._release_sigterm,
@@ -593,19 +679,19 @@ class _HostChildren:
         def system(fn):
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
-                if len(args) == 1 and not kwargs and self._away(self.scope_here()):
+                self._hold_at_exit()
+                scope = self.scope_here()
+                if scope is not None:
+                    scope.spawned = True
+                if len(args) == 1 and not kwargs and self._away(scope):
                     # another scope's thread: its shell is started as its other children are
                     # (its scope's cgroup and markers, a child of ours), not where the process
                     # is now; the same wait status as system(3)
                     pid = os.posix_spawn("/bin/sh", ["sh", "-c", args[0]], os.environ)
                     return os.waitpid(pid, 0)[1]
-                with self.lock:
-                    self.starting += 1
-                try:
-                    return fn(*args, **kwargs)
-                finally:
-                    with self.lock:
-                        self.starting -= 1
+                if scope is not None and not self._away(scope):
+                    scope.enter()
+                return fn(*args, **kwargs)
             return wrapper
 
         # (module, function, the pid from its result, the position of the environment it
@@ -666,11 +752,15 @@ HOST = _HostChildren()
 
 
 class _Collector(threading.Thread):
-    """Collects the zombies of adopted orphans while tests run. Only zombie children of ours
-    that this process did not start (HOST), seen dead on two looks in a row (a child started
-    some way HOST does not see gets one period for its owner's wait), never while an
-    os.system() or a fork HOST has not yet recorded runs; each one pinned by pidfd and start time before waitid(P_PIDFD).
-    No SIGCHLD handler and no wait for "any child": the host's statuses stay the host's."""
+    """Collects the zombies of orphans pytest adopted while tests run (markers and descent:
+    pytest is their subreaper), and only those: a zombie child of ours is collected when it
+    cannot be a child this process started itself, because its session is neither pytest's
+    nor its own (a child of pytest is in pytest's session unless it called setsid, which
+    makes it the leader of its own), or because it was seen running below another process
+    of ours earlier (a child's parent never changes while its parent lives). Any other
+    zombie (a child C code started, below the interception) keeps its exit status for its
+    owner. Each one is pinned by pidfd and start time before waitid(P_PIDFD); no SIGCHLD
+    handler and no wait for "any child"."""
 
     def __init__(self):
         super().__init__(name="reaper-zombie-collector", daemon=True)
@@ -678,22 +768,41 @@ class _Collector(threading.Thread):
         self.collected = 0
 
     def run(self):
-        seen = set()
+        session = os.getsid(0)
+        below: Dict[tuple, int] = {}  # (pid, start) seen below another process of ours
         while not self.stop.wait(COLLECT_PERIOD):
-            dead = set()
             for pid in _children():
                 st = _stat(pid)
-                if st and st[0] == "Z" and not HOST.owns(pid, st[2]):
-                    dead.add((pid, st[2]))
-            for pid, start in dead & seen:
-                # the count first: a fork that has ended has recorded its child by then
-                if HOST.starting == 0 and not HOST.owns(pid, start):
-                    self.collected += _collect(pid, start)
-            seen = dead
+                if not st:
+                    continue
+                if st[0] != "Z":
+                    _walk_below(pid, below)
+                    continue
+                if HOST.owns(pid, st[2]):
+                    continue
+                if st[3] not in (session, pid) or (pid, st[2]) in below:
+                    self.collected += _collect(pid, st[2])
+                    below.pop((pid, st[2]), None)
+            if len(below) > 4096:  # forget the ones that are gone
+                for ident in [i for i in below if (_stat(i[0]) or (0, 0, 0))[2] != i[1]]:
+                    del below[ident]
 
     def finish(self):
         self.stop.set()
         self.join(timeout=10)
+
+
+def _walk_below(root: int, below: Dict[tuple, int]) -> None:
+    """Note every process below root (a child of ours) by identity, each read while its
+    parent is the process it was listed under."""
+    todo = [root]
+    while todo:
+        parent = todo.pop()
+        for kid in _children(parent):
+            ks = _stat(kid)
+            if ks and ks[1] == parent and ks[0] != "Z":
+                below[(kid, ks[2])] = parent
+                todo.append(kid)
 
 
 def _children(pid="self") -> List[int]:
@@ -814,8 +923,10 @@ class _Cgroups:
 
     def goto(self, path: str) -> None:
         if path != self.where:
-            self.cg.enter(path)
-            self.where = path
+            with HOST.moving:  # not while a fork that counts on where pytest is is under way
+                HOST.moving.wait_for(lambda: HOST.inheriting == 0, 30)
+                self.cg.enter(path)
+                self.where = HOST.here = path
 
     @staticmethod
     def drop(path: str) -> Optional[str]:
@@ -902,6 +1013,7 @@ class _Session:
         self.wider: List[tuple] = []        # (from, to) ticks: wider fixtures set up since it began
         self.session_since = 0
         self.records: List[dict] = []       # from teardown reports (controller side under xdist)
+        self.found: Dict[str, List[dict]] = {}  # nodeid -> what its check found, for its teardown report
         self.checked = 0
         self.shared_leaks: List[dict] = []
         self.adopted = False
@@ -912,7 +1024,16 @@ class _Session:
         self.tracking = "proc"
         self.scope: Optional[_Scope] = None
         self.outer_scope: Optional[_Scope] = None
+        self.session_origin = None  # where pid allocation stood when the session began
+        self.origin = None          # ... and when the running test began
+        self.last_pid = -1          # the pid given out last before it began
+        self.members: Optional[bytes] = None  # what was in the session's cgroup (pytest's) then
+        self.members_file = ""
+        self.pid_max = 4194304
+        self.exit_cgroups: Optional[_Cgroups] = None
+        self.at_exit = False  # pytest's exit check is still to come
         self.running = False  # inside a test's runtest protocol (else: torn down at the session's end)
+        self.cgroup_error: Optional[OSError] = None  # the running test's cgroup could not be made
         self.late_leaks: List[dict] = []
         self.crash_leaks: List[dict] = []  # left by xdist workers that crashed (controller side)
         self.notes: List[str] = []  # the session's own check: said in the terminal summary
@@ -924,17 +1045,26 @@ class _Session:
         self.cgroups, self.tracking = _tracking(self.config, self.prefix)
         self.scope = _Scope(self.shared_marker, "the session (outside any test)",
                             self.cgroups.session if self.cgroups else None)
-        self.reaper.adopt_orphans()
-        self.adopted = True
+        # markers and descent need pytest to adopt what its tests detach; a cgroup holds every
+        # process of its test whoever its parent is: orphans then go where they would go
+        # without the plugin, and no zombie of the host is collected
+        if not self.tracking.startswith("cgroup"):
+            self.reaper.adopt_orphans()
+            self.adopted = True
         HOST.install(self.scope)
         self.outer_scope, HOST.main = HOST.main, self.scope
         # children started before the session (a conftest, a plugin's configure hook) are the
         # host's own as well: their owners wait for them later
         for pid in _children():
             HOST.add(pid)
-        self.collector = _Collector()
-        self.collector.start()
+        if self.adopted:
+            self.collector = _Collector()
+            self.collector.start()
         self.session_since = self.reaper.now_ticks()
+        self.session_origin = self.reaper.origin_now()
+        self.pid_max = self.session_origin.pid_max or self.pid_max
+        if self.cgroups:
+            self.members_file = os.path.join(self.cgroups.session, "cgroup.procs")
         # What starts outside any test (session fixtures, plugins) carries the shared marker.
         self.outer = _swap_env({MARKER: self.shared_marker, SESSION_VAR: self.prefix})
         self.helpers = _mark_helpers(_Scope(f"{self.prefix}-multiprocessing", "multiprocessing's helper process",
@@ -964,28 +1094,26 @@ class _Session:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session):
         cgroups, self.cgroups = self.cgroups, None
+        # The process's own session (not one run inline in another's test; not an xdist
+        # worker, whose controller looks for what it left once it reports its end): what its
+        # threads start after the check below is still the session's (its cgroup, its marker)
+        # and is checked once more at pytest's exit, when no other thread can start anything.
+        own = HOST.users == 1 and not _inline() and not os.environ.get("PYTEST_XDIST_WORKER")
         try:
-            self._finish(cgroups)
+            self._finish(cgroups, drop=not own)
         finally:
-            if cgroups:
-                left = cgroups.close(self.timeout + self.grace + 5)
-                if left:
-                    self.notes.append(left)
             if self.on_sigterm:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 self.on_sigterm = 0
-            _swap_env(self.outer)
-            HOST.main = self.outer_scope
-            for cls, name, fn in self.helpers:
-                setattr(cls, name, fn)
-            self.helpers = []
             if self.collector:
                 self.collector.finish()
                 self.collector = None
-            HOST.uninstall()
-            if self.adopted:
-                self.reaper.release_orphans()
-                self.adopted = False
+            if own:
+                self.exit_cgroups, self.at_exit = cgroups, True
+                HOST.runner = None  # every spawn goes to its scope: the session's
+                atexit.register(self._exit_check)
+            else:
+                self._close(cgroups)
         path = self.config.getoption("reaper_report")
         if path and not os.environ.get("PYTEST_XDIST_WORKER"):
             try:
@@ -997,11 +1125,61 @@ class _Session:
                 if session.exitstatus == 0:
                     session.exitstatus = 74
 
-    def _finish(self, cgroups: Optional[_Cgroups]) -> None:
-        # Processes of wider-scoped fixtures: nobody's test; cleaned up, reported apart.
-        if HOST.users == 1 and not _inline():  # the process's own session, not one nested in a test
-            _exit_finalizers()
-        finders = [self.reaper.with_env(MARKER, self.shared_marker)] + _served(self.shared_marker)
+    def _close(self, cgroups: Optional[_Cgroups]) -> None:
+        """Everything the session changed, undone."""
+        if cgroups:
+            left = cgroups.close(self.timeout + self.grace + 5)
+            if left:
+                self.notes.append(left)
+        _swap_env(self.outer)
+        HOST.main = self.outer_scope
+        for cls, name, fn in self.helpers:
+            setattr(cls, name, fn)
+        self.helpers = []
+        HOST.uninstall()
+        if self.adopted:
+            self.reaper.release_orphans()
+            self.adopted = False
+
+    def _exit_check(self) -> None:
+        """At pytest's exit (non-daemon threads joined): the other threads' spawns are held
+        for good, and what the session started since its check is ended, as the check would
+        have ended it; said on stderr."""
+        if not self.at_exit:
+            return
+        self.at_exit = False
+        cgroups, self.exit_cgroups = self.exit_cgroups, None
+        with HOST.moving:
+            HOST.final = threading.get_ident()
+        try:
+            HOST.settle()
+            rep = None
+            try:
+                rep = self.reaper.reap_report(*self._session_finders(cgroups), timeout=self.timeout,
+                                              grace=self.grace, host_children=HOST.current())
+            except self.reaper.ReaperIncomplete as e:
+                print(f"reaper: warning: the check at pytest's exit is incomplete: {_why(e)}", file=sys.stderr)
+                rep = e.report
+            except OSError as e:
+                print(f"reaper: warning: the check at pytest's exit failed: {e}", file=sys.stderr)
+            for p in rep.leaks if rep else ():
+                print(f"reaper: started after the session's check, ended at pytest's exit: {p.pid}: "
+                      f"{p.cmdline[:160]} [{p.fate}]", file=sys.stderr)
+            if cgroups:
+                left = cgroups.drop(cgroups.session)
+                if left:
+                    print(f"reaper: warning: {left}", file=sys.stderr)
+        finally:
+            # the interception stays: a thread may still run until the interpreter is gone
+            HOST.exited.set()
+            if cgroups:
+                left = cgroups.close(self.timeout + self.grace + 5)
+                if left:
+                    print(f"reaper: warning: {left}", file=sys.stderr)
+
+    def _session_finders(self, cgroups: Optional[_Cgroups]) -> list:
+        finders = [self.reaper.with_env(MARKER, self.shared_marker, origin=self.session_origin)] + \
+            _served(self.shared_marker)
         if cgroups:
             cgroups.goto(cgroups.own)  # out of the cgroup before it is ended
             finders.append(self.reaper.with_cgroup(cgroups.session))
@@ -1009,6 +1187,13 @@ class _Session:
             # an xdist controller's children are its workers, which xdist itself ends
             finders.append(self.reaper.descendants(since=self.session_since,
                                                    unless_env=(MARKER, self.shared_marker)))
+        return finders
+
+    def _finish(self, cgroups: Optional[_Cgroups], drop: bool = True) -> None:
+        # Processes of wider-scoped fixtures: nobody's test; cleaned up, reported apart.
+        if HOST.users == 1 and not _inline():  # the process's own session, not one nested in a test
+            _exit_finalizers()
+        finders = self._session_finders(cgroups)
         try:
             # threads that still run (a fixture's, never stopped) start their children after
             # the check: one started during it would not be in the list of ours it is given
@@ -1019,7 +1204,7 @@ class _Session:
             self.notes.append(f"the check of the session's own processes is incomplete: {_why(e)}")
             rep = e.report
         self.shared_leaks = [_record(p, p.test) for p in rep.leaks]
-        if cgroups:
+        if cgroups and drop:
             left = cgroups.drop(cgroups.session)
             if left:
                 self.notes.append(left)
@@ -1076,6 +1261,7 @@ class _Session:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
+        # (a wrapper: an interruption leaves the protocol without its logfinish)
         self.running = True
         try:
             yield
@@ -1117,17 +1303,13 @@ class _Session:
     # The records travel on the teardown report as an attribute of their own (xdist carries
     # it to the controller); user_properties would put them in --junitxml's testcases, where
     # xunit2 allows no <properties>.
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item, call):
-        outcome = yield
-        if call.when == "teardown":
-            found = item.__dict__.pop("_reaper_found", None)
-            if found:
-                outcome.get_result().reaper_leaks = found
-
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report):
         if report.when != "teardown":
             return
+        found = self.found.pop(report.nodeid, None)
+        if found:  # before xdist's worker sends the report on
+            report.reaper_leaks = found
         self.checked += 1
         self.records.extend(getattr(report, "reaper_leaks", None) or ())
 
@@ -1138,6 +1320,8 @@ class _Session:
         # the threads it starts start later) are the session's, in the session's cgroup and with
         # the session's marker, not the test's; they are reaped when the session ends.
         if fixturedef.scope == "function":
+            if self.test is None:  # the test's first function fixture: it begins here
+                self._begin(request.node)
             yield
             return
         scope = _Scope(self.shared_marker, f"{fixturedef.argname} ({fixturedef.scope}-scoped fixture)",
@@ -1160,48 +1344,88 @@ class _Session:
                 self.cgroups.goto(where)
 
     def pytest_fixture_post_finalizer(self, fixturedef, request):
-        HOST.disown(id(fixturedef))
+        if fixturedef.scope != "function":
+            HOST.disown(id(fixturedef))
 
     def begin(self, item) -> Dict[str, Optional[str]]:
         self.count += 1
         marker = f"{self.prefix}-{self.count}"
-        cgroup = None
+        maker = goto = None
         if self.cgroups:
-            try:
-                cgroup = self.cgroups.cg.create(self.cgroups.session, f"test-{self.count}")
-                self.cgroups.goto(cgroup)
-            except OSError as e:
-                # this test is checked by its marker and by descent
-                if cgroup:
-                    self.cgroups.drop(cgroup)
-                    cgroup = None
-                warnings.warn(ReaperIncompleteWarning(f"reaper: no cgroup for this test ({e}); checked by its "
-                                                      "marker and by descent"))
-        self.test = _Scope(marker, item.nodeid, cgroup, self.scope)
+            maker, goto = functools.partial(self._test_cgroup, self.count), self.cgroups.goto
+        self.cgroup_error = None
+        self.test = _Scope(marker, item.nodeid, None, self.scope, maker, goto)
+        self.last_pid = _last_pid()
+        if self.cgroups:
+            self.members = _read(self.members_file)
+        if self.origin is None or self.last_pid == -1 or self.last_pid != self.origin.last_pid:
+            self.origin = self.reaper.origin_now()  # else the last one is as good as a new one
         self.since = self.reaper.now_ticks()
         # one set up just before, within the same clock tick, started its processes "since"
         self.wider = [w for w in self.wider if w[1] >= self.since]
         HOST.main = self.test
         return _swap_env(self.test.env())
 
+    def _test_cgroup(self, n: int) -> Optional[str]:
+        """The running test's cgroup, made at its first spawn; None when it cannot be (the
+        test is checked by its marker and by descent, and warned about)."""
+        try:
+            return self.cgroups.cg.create(self.cgroups.session, f"test-{n}")
+        except OSError as e:
+            self.cgroup_error = e
+            return None
+
     def end(self, item, before: Dict[str, Optional[str]]) -> None:
         test, self.test = self.test, None
         test.live = False
+        test.close()
         HOST.main = self.scope
         _swap_env(before)
+        if self.cgroup_error is not None:
+            warnings.warn(ReaperIncompleteWarning(f"reaper: no cgroup for this test ({self.cgroup_error}); "
+                                                  "checked by its marker and by descent"))
         try:
             if test.cgroup:
                 self.cgroups.goto(self.cgroups.session)  # out of it before it is reaped
-            if self.gc and self._left_something(test):
+            if self._quiet(test):
+                self._check(item, test, [], False)
+                return
+            HOST.settle()  # a child forked for it by another thread is where it belongs
+            left = self._left_something(test)
+            if left and self.gc:
                 gc.collect()  # finalizers may need the threads held back below
-            pools = _end_open_pools(test.marker)  # its threads may fork: not held back yet
+            pools = _end_open_pools(test.marker) if left else []  # its threads may fork: not held back yet
             with HOST.closed_for_others():
-                self._check(item, test, pools)
+                self._check(item, test, pools, left)
         finally:
             if test.cgroup:
                 left = self.cgroups.drop(test.cgroup)
                 if left:
                     warnings.warn(ReaperIncompleteWarning(f"reaper: {left}"))
+
+    def _quiet(self, test: _Scope) -> bool:
+        """Whether nothing of the test's can be there, at the cost of a read or two: it started
+        nothing through the interception, and no pid was given out since it began, or (pids
+        move on a busy host) nothing new is in pytest's cgroup (with cgroups: what C code
+        starts below the interception, and everything that descends from it, stays there) and
+        among pytest's children (without cgroups pytest adopts the orphans of what it started)."""
+        if test.spawned or test.cgroup is not None:
+            return False
+        last = _last_pid()
+        if last == -1 or self.last_pid == -1:
+            return False
+        if last == self.last_pid:
+            return True
+        if (last - self.last_pid) % self.pid_max > self.pid_max // 2:
+            return False  # so many given out that a pid may have been given out twice
+        if self.cgroups and (self.members is None or _read(self.members_file) != self.members):
+            return False
+        for pid in _children():
+            if pid not in HOST.children:
+                st = _stat(pid)
+                if st and st[2] >= self.since:
+                    return False
+        return True
 
     def _finders(self, test: _Scope, host) -> list:
         marker = test.marker
@@ -1209,7 +1433,7 @@ class _Session:
         # with a cgroup, descent still finds a child forked without exec that left it
         others = [pid for pid, (_, owner) in host.items() if owner != marker]
         others += self._wider_forks(test, others, host)
-        finders = [self.reaper.with_env(MARKER, marker),
+        finders = [self.reaper.with_env(MARKER, marker, origin=self.origin),
                    self.reaper.descendants(since=self.since, unless_env=(MARKER, marker), skip=others)]
         if test.cgroup:
             finders.append(self.reaper.with_cgroup(test.cgroup))
@@ -1232,22 +1456,26 @@ class _Session:
                 any(a <= p.start_time <= b for a, b in self.wider) and entry not in _environ(p.pid)]
 
     def _left_something(self, test: _Scope) -> bool:
-        """Whether the test's processes are still there: a full collection costs about 10 ms
-        per test on pytest's heap, and only finalizers of what holds a process can change
-        the check's result."""
+        """Whether a process of the test's is still running: if none is, there is nothing to
+        wait for, collect garbage for (a full collection costs about 10 ms on pytest's heap)
+        nor reap. One scan: the pids given out since the test began, pytest's children."""
         try:
-            return any(p.fate != "exited" for p in self.reaper.scan(*self._finders(test, HOST.current())).processes)
+            return any(p.fate != "exited" and p.state != "Z"
+                       for p in self.reaper.scan(*self._finders(test, HOST.current())).processes)
         except OSError:
             return True
 
-    def _check(self, item, test: _Scope, pools: List[str]) -> None:
+    def _check(self, item, test: _Scope, pools: List[str], left: bool = True) -> None:
         mark = item.get_closest_marker("reaper")
         kw = dict(mark.kwargs) if mark else {}
+        if not left and not kw:
+            return
         host = HOST.current()
         finders = self._finders(test, host)
         if kw.get("check", True) is False:
             # still cleaned up, never reported
-            self._reap(finders, timeout=self.timeout, grace=self.grace, host_children=host)
+            if left:
+                self._reap(finders, timeout=self.timeout, grace=self.grace, host_children=host)
             return
         # a bad timeout of the marker must not stop the cleanup: the test's processes are
         # reaped with the session's timeout, then the test fails naming the value
@@ -1260,10 +1488,10 @@ class _Session:
         allow, bad_allow = _globs(kw.get("allow", ()))
         started = time.monotonic()
         rep = self._reap(finders, timeout=timeout, grace=self.grace, allow=allow,
-                         host_children=host, holdings=True)
+                         host_children=host, holdings=True) if left else self.reaper.ReapReport((), False, 0.0, ())
         found = [p for p in rep.processes if p.leaked or (p.allowed and p.fate != "exited")]
         if found:
-            item.__dict__["_reaper_found"] = [_record(p, item.nodeid) for p in found]
+            self.found[item.nodeid] = [_record(p, item.nodeid) for p in found]
         leaks = rep.leaks
         if pools:
             pools = [f"reaper: {item.nodeid} left a multiprocessing pool open (workers {', '.join(pools)}); "
@@ -1271,7 +1499,7 @@ class _Session:
                      "and its exit-time finalizer would wait for that lock)"]
         if leaks and not self.running:
             self.late_leaks.extend(_record(p, item.nodeid) for p in leaks)
-            self.records.extend(item.__dict__.pop("_reaper_found", ()))
+            self.records.extend(self.found.pop(item.nodeid, ()))
             return
         if leaks:
             waited = time.monotonic() - started
@@ -1301,15 +1529,18 @@ class _Session:
         if pools:
             pytest.fail(pools[0], pytrace=False)
 
-    @pytest.fixture(autouse=True)
-    def _reaper_check(self, request):
-        """Runs first among a test's function fixtures, so it is torn down last: the test's
-        own fixtures have stopped what they started before the leak check."""
-        before = self.begin(request.node)
-        try:
-            yield
-        finally:
-            self.end(request.node, before)
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item):
+        if self.test is None:  # a test without function fixtures
+            self._begin(item)
+
+    def _begin(self, item) -> None:
+        """The test begins before its first function fixture is set up; its check is a
+        finalizer of its own, registered before any of theirs, so it runs once they are all
+        torn down (the test's own fixtures have stopped what they started) and before wider
+        fixtures are. No fixture of the plugin's: one per test costs as much as the check."""
+        before = self.begin(item)
+        item.addfinalizer(functools.partial(self.end, item, before))
 
 def _end_open_pools(marker: str) -> List[str]:
     """Terminate the multiprocessing pools still open whose workers marker's scope started, as
@@ -1328,6 +1559,33 @@ def _end_open_pools(marker: str) -> List[str]:
             pool.terminate()
             ended.extend(str(pid) for pid in pids)
     return ended
+
+
+def _read(path: str) -> Optional[bytes]:
+    """A small file of the kernel's, whole; None if it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        out = b""
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return out
+            out += chunk
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _last_pid() -> int:
+    """The pid the kernel gave out last in this PID namespace (-1: unknown)."""
+    try:
+        return int(_read("/proc/sys/kernel/ns_last_pid") or b"-1")
+    except ValueError:
+        return -1
 
 
 def _environ(pid: int) -> List[bytes]:

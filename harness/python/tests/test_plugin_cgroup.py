@@ -72,7 +72,7 @@ def run_in(pytester, box: str, *args, wrap=(), timeout=120):
 def test_a_test_runs_in_its_own_cgroup_and_wider_fixtures_in_the_sessions(inner, box, tmp_path):
     log = tmp_path / "where"
     inner.makepyfile(test_where=CG + f"""
-import pytest
+import os, subprocess, pytest
 def note(what):
     with open({str(log)!r}, "a") as f:
         f.write(what + " " + cg() + "\\n")
@@ -90,23 +90,32 @@ def fn():
     yield
     note("fn-teardown")
 def test_a(mod, fn):
+    note("call-a-before")  # nothing started yet: no cgroup of its own
+    subprocess.run(["true"], check=True)
     note("call-a")
 def test_b(fn, request):
     request.getfixturevalue("lazy")
+    os.system("true")
     note("call-b")
+def test_c(fn):
+    note("call-c")
+    tests = [d for d in os.listdir({mount_of(box)!r} + cg()) if d.startswith("test-")]
+    note("no-cgroup-for-c" if not tests else "cgroups-beside-c:" + ",".join(tests))
 """)
     result = run_in(inner, box, *PLUGIN)
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=3)
     where = dict(line.split(" ", 1) for line in log.read_text().splitlines())
     header = [l for l in result.outlines if l.startswith("reaper: tracking: ")]
     assert len(header) == 1 and header[0].startswith("reaper: tracking: cgroup (one per test below "), header
     session = where["module-setup"]
     rel = "/" + os.path.relpath(box, mount_of(box))
     assert os.path.dirname(session) == rel and os.path.basename(session).startswith("reaper-pytest-"), where
-    assert where["fn-setup"] != session
+    # pytest moves into a test's cgroup at the test's first spawn, and out before its check
+    assert where["fn-setup"] == session and where["call-a-before"] == session
     assert where["call-a"] == session + "/test-1"
     assert where["call-b"] == session + "/test-2"
     assert where["lazy-setup"] == session and where["module-teardown"] == session
+    assert where["call-c"] == session and "no-cgroup-for-c" in where, where  # none made for it
     assert left_below(box) == []
 
 
@@ -239,8 +248,8 @@ def test_a_unified_hierarchy_at_sys_fs_cgroup(inner, box):
     inner.makepyfile(test_u=CG + """
 import subprocess
 def test_popen():
-    assert cg().endswith("/test-1")
     subprocess.Popen(["sleep", "600"])
+    assert cg().endswith("/test-1")
 """)
     result = run_in(inner, box, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0", wrap=unified)
     result.assert_outcomes(passed=1, errors=1)
@@ -334,3 +343,35 @@ def test_leaves():
     result.stdout.fnmatch_lines(["*reaper: test_leaves.py::test_leaves left 1 process running*"])
     assert left_below(box) == ["elsewhere"], result.stdout.str()
     assert not reaper.cgroup.populated(box), "a process of the inner session outlived it"
+
+
+@needs_cgroup
+def test_what_a_tests_thread_starts_is_in_the_tests_cgroup(inner, box, tmp_path):
+    # the test's own thread forks while pytest is in the test's cgroup (after the test's first
+    # spawn) and while it is not (before): either way its child is in the test's cgroup
+    inner.makepyfile(test_thread=CG + f"""
+import os, subprocess, threading
+def child_cgroup(pid):
+    return [l for l in open("/proc/%d/cgroup" % pid).read().splitlines() if l.startswith("0::")][0][3:]
+def in_thread(name):
+    got = []
+    t = threading.Thread(target=lambda: got.append(subprocess.Popen(["sleep", "600"]).pid))
+    t.start()
+    t.join()
+    open({str(tmp_path)!r} + "/" + name, "w").write("%d %s" % (got[0], child_cgroup(got[0])))
+def test_before_its_first_spawn():
+    in_thread("before")
+    subprocess.run(["true"], check=True)
+    assert cg().endswith("/test-1")
+def test_after_its_first_spawn():
+    subprocess.run(["true"], check=True)
+    in_thread("after")
+    assert cg().endswith("/test-2")
+""")
+    result = run_in(inner, box, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=2, errors=2)
+    for name, n in (("before", 1), ("after", 2)):
+        pid, where = (tmp_path / name).read_text().split()
+        assert where.endswith(f"/test-{n}"), (name, where)
+        result.stdout.fnmatch_lines([f"*  {pid}: sleep 600"])
+    assert left_below(box) == [] and not reaper.cgroup.populated(box)

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LEAKER, TAG_VAR, with_tag
+from conftest import LEAKER, TAG_VAR, running_after, with_tag
 
 PLUGIN = ("-p", "reaper.pytest_plugin", "--reaper", "--reaper-nested")
 PYPATH = str(Path(__file__).resolve().parents[1])
+SUBREAPER = str(Path(__file__).resolve().parent / "subreaper.py")
 
 
 @pytest.fixture
@@ -126,30 +127,137 @@ def test_pty_owner_waits():
     result.stdout.fnmatch_lines(["*popen-child*", "*killed*a child of pytest: its exit status is left for its owner*"])
 
 
-def test_adopted_orphans_are_collected_while_the_test_runs(tracked, tmp_path):
-    tracked.makepyfile(test_orphans=f"""
+def run_under_subreaper(pytester, *args, timeout=120):
+    """The inner suite in a pytest process of its own below a subreaper that reaps what is
+    reparented to it (where orphans would go without the plugin; this host's init may reap
+    nothing)."""
+    return pytester.run(sys.executable, SUBREAPER, sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                        f"--basetemp={pytester.path / 'inner-tmp'}", *args, timeout=timeout)
+
+
+ORPHANS = """
 import os, subprocess, sys, time
-def daemon(n):
-    pidfile = {str(tmp_path)!r} + "/d%d.pid" % n
-    subprocess.run([sys.executable, {LEAKER!r}, "--daemon", "--sleep", "0", "--pidfile", pidfile, "o%d" % n], check=True)
+CGROUP = os.environ["PYTEST_ADDOPTS"].endswith("=on")
+def daemon(n, sleep):
+    pidfile = {tmp!r} + "/d%d.pid" % n
+    subprocess.run([sys.executable, {leaker!r}, "--daemon", "--sleep", sleep, "--pidfile", pidfile, "o%d" % n],
+                   check=True)
     while not os.path.exists(pidfile):
         time.sleep(0.01)
     return int(open(pidfile).read())
-def gone(pid, timeout=30):
+def parent(pid):
+    return int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
+def gone(pid, timeout=60):
     deadline = time.monotonic() + timeout
     while os.path.exists("/proc/%d" % pid):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.01)
     return True
-def test_waits_for_a_pid_to_vanish():
-    assert gone(daemon(1)), "the orphan stayed a zombie of pytest"
+def test_an_orphan_goes_where_it_would_without_the_plugin():
+    pid = daemon(0, "600")  # left running: the test's leak
+    open({tmp!r} + "/left", "w").write(str(pid))
+    # with a cgroup per test, to the subreaper pytest runs under, as without the plugin;
+    # with markers and descent, to pytest, whose descent finds it
+    reaper = os.getppid() if CGROUP else os.getpid()
+    deadline = time.monotonic() + 60
+    while parent(pid) not in (os.getpid(), os.getppid()) and time.monotonic() < deadline:
+        time.sleep(0.01)  # its first parent is exiting
+    assert parent(pid) == reaper
+def test_waits_for_an_orphan_to_vanish():
+    assert gone(daemon(1, "0")), "the orphan stayed a zombie"
 def test_many():
-    for pid in [daemon(n) for n in range(2, 12)]:
+    for pid in [daemon(n, "0") for n in range(2, 12)]:
         assert gone(pid)
+"""
+
+
+def test_orphans_go_where_they_would_without_the_plugin_and_their_test_still_finds_them(tracked, tmp_path):
+    # a suite that checks where orphans go: with a cgroup per test, pytest adopts nothing (the
+    # cgroup holds the test's processes whatever their parent); with markers and descent it
+    # adopts them and collects their zombies as they exit
+    tracked.makepyfile(test_orphans=ORPHANS.format(tmp=str(tmp_path), leaker=LEAKER))
+    result = run_under_subreaper(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=3, errors=1)
+    left = int((tmp_path / "left").read_text())
+    result.stdout.fnmatch_lines(["*reaper: test_orphans.py::test_an_orphan_goes_where_it_would_without_the_plugin "
+                                 "left 1 process running*", f"*  {left}: *o0"])
+
+
+SPAWNP = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.posix_spawnp.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
+                              ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p)]
+def spawnp(*argv):
+    # as a C extension starts a program: below Python's wrappers, with the C environment
+    pid = ctypes.c_int()
+    args = (ctypes.c_char_p * (len(argv) + 1))(*[a.encode() for a in argv], None)
+    environ = ctypes.POINTER(ctypes.c_char_p).in_dll(libc, "environ")
+    rc = libc.posix_spawnp(ctypes.byref(pid), args[0], None, None, args, environ)
+    assert rc == 0, os.strerror(rc)
+    return pid.value
+"""
+
+
+def test_a_child_c_code_started_keeps_its_exit_status_for_its_owner(tracked, tmp_path):
+    # the child of a C extension's posix_spawnp: no wrapper of Python's saw it start, so the
+    # plugin cannot tell it is its owner's; a leak of it is still the test's
+    tracked.makepyfile(test_c=SPAWNP + f"""
+import time
+def state(pid):
+    return open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0]
+def test_waits_for_it_later():
+    pid = spawnp("sh", "-c", "exit 7")
+    deadline = time.monotonic() + 60
+    while state(pid) != "Z" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(1)  # the owner waits later: several looks of a zombie collector meanwhile
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 7
+def test_leaves_one_running():
+    open({str(tmp_path / "left")!r}, "w").write(str(spawnp("sleep", "600")))
+def test_leaves_an_orphan():
+    # its parent waited for, the orphan is no child of pytest's (nor in a cgroup of the test's)
+    sh = spawnp("sh", "-c", "sleep 601 & echo $! > {str(tmp_path / "orphan")!r}")
+    assert os.waitstatus_to_exitcode(os.waitpid(sh, 0)[1]) == 0
+def test_forks_in_c():
+    pid = ctypes.PyDLL(None).fork()  # no at-fork hook of Python's runs
+    if pid == 0:
+        time.sleep(600)
+        os._exit(0)
+    open({str(tmp_path / "forked")!r}, "w").write(str(pid))
 """)
-    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "1")
-    result.assert_outcomes(passed=2)
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=4, errors=3)
+    result.stdout.fnmatch_lines(["*reaper: test_c.py::test_forks_in_c left 1 process running*",
+                                 f"*  {int((tmp_path / 'forked').read_text())}: *"])
+    left, orphan = (int((tmp_path / name).read_text()) for name in ("left", "orphan"))
+    result.stdout.fnmatch_lines(["*reaper: test_c.py::test_leaves_one_running left 1 process running*",
+                                 f"*  {left}: sleep 600"])
+    result.stdout.fnmatch_lines(["*reaper: test_c.py::test_leaves_an_orphan left 1 process running*",
+                                 f"*  {orphan}: sleep 601"])
+
+
+def test_what_a_thread_starts_after_the_sessions_check_does_not_outlive_pytest(tracked, spawner):
+    # a daemon thread that never stops starting programs: what it starts while tests run is
+    # theirs or the session's, and what it starts after the session's check is ended at
+    # pytest's exit (no other thread starts anything from then on)
+    tracked.makepyfile(test_spawner="""
+import subprocess, threading, time
+started = threading.Event()
+def forever():
+    while True:
+        subprocess.Popen(["sleep", "600"])
+        started.set()
+        time.sleep(0.005)
+def test_starts_a_thread_that_never_stops():
+    threading.Thread(target=forever, daemon=True).start()
+    assert started.wait(60)
+""")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*reaper: test_spawner.py::test_starts_a_thread_that_never_stops left * running*"])
+    assert running_after(spawner.tag) == [], "a process the thread started outlived pytest"
 
 
 def test_a_nested_session_leaves_the_check_to_the_enclosing_one(tracked, tmp_path):
@@ -519,7 +627,7 @@ def test_what_a_wider_fixtures_thread_starts_during_a_test_is_not_the_tests(trac
     # is the running test's (marker, cgroup, descent), and the Pool keeps working
     inner = tracked
     inner.makepyfile(test_pool=f"""
-import multiprocessing, os, subprocess, sys, threading, time, pytest
+import multiprocessing, os, re, subprocess, sys, threading, time, pytest
 done = False
 def where(_):
     cg = [l for l in open("/proc/self/cgroup").read().splitlines() if l.startswith("0::")][0][3:]
@@ -564,7 +672,8 @@ def test_pool(pool, n, request):
     assert test != request.node.nodeid, seen
     assert marker == os.environ["REAPER_PYTEST"].rsplit("-", 1)[0] + "-shared", seen
     if os.environ["PYTEST_ADDOPTS"].endswith("=on"):  # not in this test's cgroup: the session's
-        assert cg != where(0)[1] and where(0)[1].startswith(cg + "/test-"), seen
+        session = re.sub("/test-[0-9]+$", "", where(0)[1])  # pytest is in the test's from its first spawn on
+        assert cg == session and os.path.basename(cg).startswith("reaper-pytest-"), seen
 def test_replaced():
     # a new worker each time (pid and start time: with pid_max 32768 a busy host reuses pids)
     assert len(set((s[0], s[4]) for s in seen)) == 3, seen
@@ -807,9 +916,9 @@ reaper.reap_report = incomplete
 def test_an_incomplete_check_is_a_warning_and_what_it_found_still_an_error(inner, tmp_path):
     inner.makeconftest(INCOMPLETE)
     inner.makepyfile(test_inc=f"""
-import os, time
+import os, subprocess, time
 def test_clean():
-    pass
+    subprocess.run(["true"], check=True)  # a test that starts nothing is not checked at all
 def test_fork():
     pid = os.fork()
     if pid == 0:
