@@ -25,13 +25,14 @@ from dataclasses import asdict, dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from . import _lib, compat
+from ._site import Frame
 from .compat import all_stats, cmdline, kill_identified, start_time, stat
 
 __all__ = [
     "REAP_TIMEOUT", "Finder", "Process", "ReapReport", "ReaperError", "ReaperIncomplete", "adopt_orphans",
     "release_orphans", "adopted", "with_home", "with_env", "descendants", "reap",
     "reap_report", "scan", "library_path", "stat", "start_time", "cmdline", "all_stats",
-    "kill_identified", "now_ticks", "with_cgroup", "origin_now",
+    "kill_identified", "now_ticks", "with_cgroup", "origin_now", "Frame",
 ]
 
 REAP_TIMEOUT = 30.0
@@ -228,6 +229,11 @@ class Process:
     #: a leak, as the library counts one (reaper_proc_is_leak): still running at the end, or
     #: it had to be signalled, and not allowed by a pattern
     leaked: bool = False
+    #: where it was started, as its environment said (``REAPER_STARTED_AT``: the frame in the
+    #: test's own file; ``REAPER_STARTED_IN``: the innermost frame of the caller's code), as
+    #: ``(file, line, function)``; None when not known
+    started_at: Optional[Frame] = None
+    started_in: Optional[Frame] = None
 
     def line(self) -> str:
         """``"PID: cmdline"``, the line a hand-written ``_reaper.py`` reports."""
@@ -257,6 +263,11 @@ class ReapReport:
         return sum(1 for p in self.processes if p.fate == fate)
 
 
+def _frame(file, line: int, func) -> Optional[Frame]:
+    path = _text(file)
+    return Frame(path, line, _text(func)) if path else None
+
+
 def _holdings(c) -> dict:
     if not c.holdings_read:
         return {}
@@ -281,6 +292,8 @@ def _convert(rep: "_lib.Report", finders: Tuple[Finder, ...]) -> ReapReport:
             exit_status=None if c.exit_status < 0 else c.exit_status,
             environ_unreadable=bool(c.environ_unreadable), host_child=bool(c.host_child),
             leaked=bool(_c().reaper_proc_is_leak(ctypes.byref(c))),
+            started_at=_frame(c.started_file, c.started_line, c.started_func),
+            started_in=_frame(c.started_in_file, c.started_in_line, c.started_in_func),
             **_holdings(c)))
     hits = tuple(rep.pattern_hits[i] for i in range(rep.npatterns)) if rep.pattern_hits else ()
     return ReapReport(tuple(procs), bool(rep.escalated), rep.waited, hits)

@@ -65,6 +65,8 @@ from typing import Dict, List, Optional
 
 import pytest
 
+from . import _site
+
 MARKER = "REAPER_PYTEST"
 SESSION_VAR = "REAPER_PYTEST_SESSION"  # set while a checking session runs: nested ones defer
 DEFAULT_TIMEOUT = 3.0
@@ -397,6 +399,7 @@ class _HostChildren:
         self.at_fork = False
         self.final = None  # the thread running pytest's exit check: the others' spawns wait
         self.exited = threading.Event()  # ... for it to end
+        self.site_at_fork = False
         # id -> (object, scope, fixture): the values of wider fixtures and their attributes
         self.owned: Dict[int, tuple] = {}
         # multiprocessing's fork server's workers (not children of ours, with the fork
@@ -519,6 +522,42 @@ class _HostChildren:
         if getattr(self.local, "held", False):
             self.local.held = False
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+    def _sited(self, called, fn, pid_of, args, kwargs, env_at):
+        """A spawn that records where it was made (see _site): in the environment the program
+        execs with and, for the child, by identity. A spawn within another (os.system's shell)
+        has the outer one's site."""
+        local = SITES.local
+        outer = getattr(local, "site", None)
+        scope = self.scope_here()
+        marker = scope.marker if scope else None
+        if outer is not None:
+            site = outer
+        else:
+            site = SITES.here(marker, called) or _site.Site(None, None, None)
+            local.site = site
+        try:
+            if env_at is not None and len(args) > env_at and \
+                    (site.spot or _site.AT in os.environ or _site.IN in os.environ):
+                args = args[:env_at] + (_site.with_env(args[env_at], site),) + args[env_at + 1:]
+            result = self._fork(fn, pid_of, args, kwargs, env_at)
+            pid = pid_of(result)
+            if pid > 0 and site.spot:
+                st = _stat(pid)
+                SITES.record(pid, st[2] if st else None, site, marker)
+            return result
+        finally:
+            if outer is None:
+                local.site = None
+
+    @staticmethod
+    def _sited_child() -> None:
+        # a child forked without exec: what it execs (or starts) carries its site
+        SITES.lock = threading.Lock()
+        site = getattr(SITES.local, "site", None)
+        if site is not None and HOST.users:
+            SITES.local.site = None
+            _swap_env(site.env())
 
     def _hold_at_exit(self, forever: bool = False) -> None:
         """Once pytest's exit check has begun, no other thread starts anything (what it
@@ -661,9 +700,12 @@ class _HostChildren:
                 t._reaper_scope = session
 
         def returns_pid(fn, pid_of, env_at=None):
+            mod = getattr(fn, "__module__", None)
+            called = f"{'os' if mod in (None, 'posix') else mod}.{fn.__name__}"
+
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
-                return self._fork(fn, pid_of, args, kwargs, env_at)
+                return self._sited(called, fn, pid_of, args, kwargs, env_at)
             return wrapper
 
         def start(fn):
@@ -706,7 +748,10 @@ class _HostChildren:
                 self.saved.append((mod, name, fn))
                 setattr(mod, name, returns_pid(fn, pid_of, env_at))
         self.saved.append((os, "system", os.system))
-        os.system = system(os.system)
+        os.system = _sited_system(system(os.system))
+        if not self.site_at_fork:
+            os.register_at_fork(after_in_child=self._sited_child)
+            self.site_at_fork = True
 
         # a pool's thread runs each task for whoever submitted it, not for the scope that
         # started the thread (a session fixture's pool, or a module's started by an earlier test)
@@ -749,6 +794,27 @@ class _HostChildren:
 
 
 HOST = _HostChildren()
+SITES = _site.Registry()
+
+
+def _sited_system(fn):
+    """os.system with its site in the shell's environment (system(3) passes the process's
+    own): set for the call only."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if getattr(SITES.local, "site", None) is not None:
+            return fn(*args, **kwargs)
+        scope = HOST.scope_here()
+        site = SITES.here(scope.marker if scope else None, "os.system") or _site.Site(None, None, None)
+        SITES.local.site = site
+        before = _swap_env(site.env()) if site.spot or _site.AT in os.environ or _site.IN in os.environ else None
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            SITES.local.site = None
+            if before is not None:
+                _swap_env(before)
+    return wrapper
 
 
 class _Collector(threading.Thread):
@@ -1043,6 +1109,7 @@ class _Session:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session):
         self.cgroups, self.tracking = _tracking(self.config, self.prefix)
+        SITES.root = str(self.config.rootpath)
         self.scope = _Scope(self.shared_marker, "the session (outside any test)",
                             self.cgroups.session if self.cgroups else None)
         # markers and descent need pytest to adopt what its tests detach; a cgroup holds every
@@ -1279,7 +1346,15 @@ class _Session:
             if records:
                 terminalreporter.section(f"reaper: {title}", red=red, yellow=not red)
                 for r in records:
-                    terminalreporter.line(f"{r['pid']}: {r['cmdline'][:160]}  [{r['fate']}, {r['test']}]")
+                    at = _record_site(r)
+                    terminalreporter.line(f"{r['pid']}: {r['cmdline'][:160]}  [{r['fate']}, {r['test']}"
+                                          f"{', started at ' + at.text() if at else ''}]")
+        if os.environ.get("GITHUB_ACTIONS") == "true":
+            seen = set()
+            for r in [r for r in self.records if not r["allowed"]] + self.late_leaks + self.shared_leaks:
+                if (r["pid"], r["start_time"]) not in seen:
+                    seen.add((r["pid"], r["start_time"]))
+                    terminalreporter.write_line(_annotation(r))
 
     def _write(self, path: str) -> None:
         leaks = [r for r in self.records if not r["allowed"]]
@@ -1355,6 +1430,7 @@ class _Session:
             maker, goto = functools.partial(self._test_cgroup, self.count), self.cgroups.goto
         self.cgroup_error = None
         self.test = _Scope(marker, item.nodeid, None, self.scope, maker, goto)
+        SITES.files[marker] = str(item.path)
         self.last_pid = _last_pid()
         if self.cgroups:
             self.members = _read(self.members_file)
@@ -1398,6 +1474,7 @@ class _Session:
             with HOST.closed_for_others():
                 self._check(item, test, pools, left)
         finally:
+            SITES.forget(test.marker)
             if test.cgroup:
                 left = self.cgroups.drop(test.cgroup)
                 if left:
@@ -1507,6 +1584,9 @@ class _Session:
                      f"running; stopped after {waited:.1f} s (timeout {timeout:g} s, grace {self.grace:g} s):"]
             for p in leaks:
                 lines.append(f"  {p.pid}: {p.cmdline[:200]}")
+                site = _site_of(p)
+                if site is not None:
+                    lines.append(f"      started at {site.text()}")
                 owner = "; a child of pytest: its exit status is left for its owner" if p.host_child else ""
                 lines.append(f"      {p.fate}, state {p.state}, age {p.age:.1f} s, cwd {p.cwd or '?'}, "
                              f"ancestry {p.ancestry or '?'}{owner}")
@@ -1636,5 +1716,37 @@ def _record(p, test: Optional[str]) -> dict:
         "cwd": p.cwd, "exe": p.exe, "comm": p.comm, "state": p.state, "fate": p.fate,
         "age": round(p.age, 3), "ppid": p.ppid, "pgrp": p.pgrp, "uid": p.uid,
         "found_by": list(p.found_by), "ancestry": p.ancestry, "allowed": p.allowed,
-        "host_child": p.host_child,
+        "host_child": p.host_child, "started_at": site.as_dict() if (site := _site_of(p)) else None,
     }
+
+
+def _github(text: str, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def _annotation(r: dict) -> str:
+    """A leak as a GitHub Actions error annotation, at the line that started it when known,
+    else at the test's file."""
+    at = r.get("started_at") or {}
+    frame = at.get("test_frame") or at.get("innermost")
+    test = r["test"] or ""
+    where = f"file={_github(frame['file'], True)},line={frame['line']}," if frame else \
+        (f"file={_github(test.split('::', 1)[0], True)}," if "::" in test else "")
+    msg = f"{test or 'no test'} left pid {r['pid']} running ({r['fate']}): {r['cmdline'][:300]}"
+    site = _record_site(r)
+    if site:
+        msg += f"; started at {site.text()}"
+    return f"::error {where}title={_github('reaper: leaked process', True)}::{_github(msg)}"
+
+
+def _record_site(r: dict) -> Optional[_site.Site]:
+    at = r.get("started_at")
+    if not at:
+        return None
+    return _site.Site(*(_site.Frame(**f) if f else None for f in (at.get("test_frame"), at.get("innermost"))),
+                      at.get("via"))
+
+
+def _site_of(p) -> Optional[_site.Site]:
+    return SITES.of(p.pid, p.start_time, p.ancestry, p.started_at, p.started_in)

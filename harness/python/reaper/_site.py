@@ -1,0 +1,261 @@
+# SPDX-License-Identifier: MIT
+"""Where a process was started: the spawning call's frames in the caller's own code.
+
+A spawn's stack, innermost first, holds library frames (the standard library, site-packages,
+this package) below the caller's code. Its site is the frame in the test's own file (the
+test, or a helper in the same file), the innermost frame of the caller's code (a helper
+module's ``start_server``), and the library call the caller's code made (``subprocess.Popen``).
+
+A process started with a site carries it in its environment as ``REAPER_STARTED_AT`` (the
+test's frame) and ``REAPER_STARTED_IN`` (the innermost one), ``FILE:LINE:FUNCTION`` each, which
+libreaper reads back for every report; what the process starts inherits them."""
+
+from __future__ import annotations
+
+import os
+import site
+import sys
+import sysconfig
+from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
+
+AT = "REAPER_STARTED_AT"
+IN = "REAPER_STARTED_IN"
+
+
+class Frame(NamedTuple):
+    file: str
+    line: int
+    function: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line} in {self.function}"
+
+    def env(self) -> str:
+        return f"{self.file}:{self.line}:{self.function}"
+
+    def as_dict(self) -> dict:
+        return {"file": self.file, "line": self.line, "function": self.function}
+
+
+class Site(NamedTuple):
+    test_frame: Optional[Frame]
+    innermost: Optional[Frame]
+    via: Optional[str]
+
+    def text(self) -> str:
+        """``test_x.py:12 in test_y; helpers.py:30 in start_server, via subprocess.Popen``: the
+        innermost frame only when it is another one than the test's."""
+        parts = [str(f) for f in (self.test_frame, self.innermost) if f is not None]
+        if len(parts) == 2 and self.test_frame == self.innermost:
+            parts = parts[:1]
+        out = "; ".join(parts)
+        return f"{out}, via {self.via}" if self.via and out else out
+
+    def as_dict(self) -> dict:
+        return {"test_frame": self.test_frame.as_dict() if self.test_frame else None,
+                "innermost": self.innermost.as_dict() if self.innermost else None,
+                "via": self.via}
+
+    def env(self) -> Dict[str, Optional[str]]:
+        """The environment entries a program started here gets (None: removed, so that no
+        site an ancestor of pytest's carried is taken for this one)."""
+        return {AT: self.test_frame.env() if self.test_frame else None,
+                IN: self.innermost.env() if self.innermost else None}
+
+    @property
+    def spot(self) -> Optional[Frame]:
+        """The line an annotation points at: the test's own, else the innermost."""
+        return self.test_frame or self.innermost
+
+
+#: (filename, line, function qualname, module name) of one frame
+RawFrame = Tuple[str, int, str, str]
+
+
+def _library_dirs() -> Tuple[str, ...]:
+    dirs = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            dirs.add(os.path.realpath(path))
+    try:
+        dirs.update(os.path.realpath(p) for p in site.getsitepackages())
+    except AttributeError:  # a virtualenv's old site module
+        pass
+    user = getattr(site, "getusersitepackages", lambda: None)()
+    if user:
+        dirs.add(os.path.realpath(user))
+    dirs.add(os.path.realpath(os.path.dirname(os.path.abspath(__file__))))  # this package
+    return tuple(sorted(d.rstrip("/") + "/" for d in dirs))
+
+
+LIBRARY = _library_dirs()
+LIBRARY_SELF = os.path.realpath(os.path.dirname(os.path.abspath(__file__))).rstrip("/") + "/"
+
+
+def is_user(filename: str, library: Tuple[str, ...] = LIBRARY) -> bool:
+    """Whether a frame of filename is the caller's code: not frozen or generated (``<...>``),
+    not under the standard library, site-packages or this package."""
+    if not filename or filename.startswith("<"):
+        return False
+    path = os.path.realpath(filename) if os.path.isabs(filename) else os.path.abspath(filename)
+    if "/site-packages/" in path or "/dist-packages/" in path:
+        return False
+    return not path.startswith(library)
+
+
+def _via(frame: RawFrame) -> str:
+    """The library call a frame of it stands for: ``subprocess.Popen`` for ``Popen.__init__``."""
+    _, _, qualname, module = frame
+    if qualname.endswith(".__init__"):
+        qualname = qualname[: -len(".__init__")]
+    return f"{module}.{qualname}" if module else qualname
+
+
+def site_of(frames: Iterable[RawFrame], test_file: Optional[str], called: Optional[str] = None,
+            show=lambda path: path, library: Tuple[str, ...] = LIBRARY) -> Optional[Site]:
+    """The site of a spawn whose stack is frames (innermost first): the first frame in
+    test_file, the first of the caller's code, and what the caller's code called, the library
+    frame just inside it (called, the spawning function's name, when that is the interception
+    itself). show turns a path into the one reported. None when no frame is the caller's."""
+    test_file = os.path.realpath(test_file) if test_file else None
+    inner: Optional[Frame] = None
+    at: Optional[Frame] = None
+    via: Optional[str] = None
+    below: Optional[RawFrame] = None  # the last library frame seen before the caller's code
+    for raw in frames:
+        filename, line, function, _ = raw
+        if not is_user(filename, library):
+            if inner is None:
+                below = raw
+            continue
+        frame = Frame(show(filename), line, function)
+        if inner is None:
+            inner = frame
+            # the caller's code called the interception itself (os.fork): the function it wraps
+            own = below is None or os.path.realpath(below[0]).startswith(LIBRARY_SELF)
+            via = called if own else _via(below)
+        if test_file and os.path.realpath(filename) == test_file:
+            at = frame
+            break
+    if inner is None:
+        return None
+    return Site(at, inner, via)
+
+
+def raw_stack(frame) -> List[RawFrame]:
+    """frame and its callers, innermost first, as site_of takes them."""
+    out = []
+    while frame is not None:
+        code = frame.f_code
+        out.append((code.co_filename, frame.f_lineno, getattr(code, "co_qualname", code.co_name),
+                    frame.f_globals.get("__name__", "")))
+        frame = frame.f_back
+    return out
+
+
+def here(test_file: Optional[str], called: Optional[str], root: Optional[str] = None, depth: int = 1) -> Optional[Site]:
+    """The site of a spawn being made now (depth: frames of the interception to pass over)."""
+    return site_of(raw_stack(sys._getframe(depth + 1)), test_file, called, lambda p: shown(p, root))
+
+
+def shown(path: str, root: Optional[str]) -> str:
+    """path relative to root (pytest's rootdir) when under it, as test ids and annotations
+    name files; else as it is."""
+    if root and os.path.isabs(path):
+        rel = os.path.relpath(path, root)
+        if not rel.startswith(".."):
+            return rel
+    return path
+
+
+def parse(value: Optional[str]) -> Optional[Frame]:
+    """A ``FILE:LINE:FUNCTION`` value, parsed from the right (a file name may hold ':')."""
+    if not value:
+        return None
+    parts = value.rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or not parts[0]:
+        return None
+    return Frame(parts[0], int(parts[1]), parts[2])
+
+
+def with_env(env, site: Site):
+    """env (a spawn's environment: None for os.environ, a mapping, or a list of b"NAME=VALUE")
+    with site's entries in it."""
+    entries = site.env()
+    if env is None:
+        env = [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in os.environ.items()]
+    if isinstance(env, (list, tuple)):
+        names = {os.fsencode(k) for k in entries}
+        out = [e for e in env if bytes(e).partition(b"=")[0] not in names]
+        out += [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in entries.items() if v is not None]
+        return out
+    try:
+        out = dict(env)
+    except (TypeError, ValueError):
+        return env
+    bytes_keys = any(isinstance(k, bytes) for k in out)
+    for k, v in entries.items():
+        key = os.fsencode(k) if bytes_keys else k
+        out.pop(key, None)
+        if v is not None:
+            out[key] = os.fsencode(v) if bytes_keys else v
+    return out
+
+
+class Registry:
+    """The sites of the processes a session started, per identity ((pid, start time) ->
+    (site, marker of the scope it was started for)): what a child forked without exec carries
+    in /proc is pytest's own environment, so the site of such a child (and of what it forks
+    without exec while it lives) is known by identity only. Thread-safe."""
+
+    def __init__(self):
+        import threading
+        self.lock = threading.Lock()
+        self.by_id: Dict[Tuple[int, int], Tuple[Site, Optional[str]]] = {}
+        self.files: Dict[str, str] = {}  # a test's marker -> its file
+        self.root: Optional[str] = None
+        self.local = threading.local()  # .site: the site of the spawn under way in this thread
+
+    def here(self, marker: Optional[str], called: Optional[str], depth: int = 1) -> Optional[Site]:
+        return site_of(raw_stack(sys._getframe(depth + 1)), self.files.get(marker) if marker else None,
+                       called, lambda p: shown(p, self.root))
+
+    def record(self, pid: int, start: Optional[int], site: Optional[Site], marker: Optional[str]) -> None:
+        if site is not None and pid > 0 and start is not None:
+            with self.lock:
+                self.by_id[(pid, start)] = (site, marker)
+
+    def forget(self, marker: str) -> None:
+        with self.lock:
+            for k in [k for k, v in self.by_id.items() if v[1] == marker]:
+                del self.by_id[k]
+            self.files.pop(marker, None)
+
+    def of(self, pid: int, start: int, ancestry: str = "", at: Optional[Frame] = None,
+           inner: Optional[Frame] = None) -> Optional[Site]:
+        """A found process's site: its own, by identity; else what its environment said (at,
+        inner: libreaper's reading of REAPER_STARTED_AT/IN), with the call from the nearest
+        ancestor known by identity (a shell's background job: the shell's Popen); else that
+        ancestor's (a child forked without exec, then forking)."""
+        with self.lock:
+            got = self.by_id.get((pid, start))
+            if got is not None:
+                return got[0]
+            near = None
+            for part in ancestry.split(" < "):
+                word = part.split(" ", 1)[0]
+                if not word.isdigit():
+                    break
+                near = next((s for (p, t), (s, _) in self.by_id.items() if p == int(word) and t <= start), None)
+                if near is not None:
+                    break
+            if near is None or (near.test_frame, near.innermost) != (at, inner):
+                # an ancestor that is gone (the shell of a background job): the call made at
+                # the same frames
+                same = next((s for s, _ in self.by_id.values() if (s.test_frame, s.innermost) == (at, inner)), None)
+                near = same or near
+        if at is not None or inner is not None:
+            via = near.via if near is not None and (near.test_frame, near.innermost) == (at, inner) else None
+            return Site(at, inner, via)
+        return near
