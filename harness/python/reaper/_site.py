@@ -101,7 +101,7 @@ def is_user(filename: str, library: Tuple[str, ...] = LIBRARY) -> bool:
     path = os.path.realpath(filename) if os.path.isabs(filename) else os.path.abspath(filename)
     if "/site-packages/" in path or "/dist-packages/" in path:
         return False
-    return not path.startswith(library)
+    return not path.startswith(library) and not path.startswith(LIBRARY_SELF)
 
 
 def _via(frame: RawFrame) -> str:

@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: MIT
+"""The plugin names where each leak was started: the line in the test's own file, the innermost
+line of the caller's code (a helper module's), and the call made, in the teardown error, the
+JSON report, the JUnit message and GitHub annotations; for a child forked without exec, and
+for what a leak's shell started, too. Real inner sessions in both trackings."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+from test_plugin_guest import PLUGIN, inner, run_sub, tracked  # noqa: F401 (inner, tracked: fixtures)
+
+FAST = ("--reaper-timeout", "0.2", "--reaper-grace", "0")
+
+
+def line_of(source: str, tag: str) -> int:
+    """The line that ends with the comment # tag in the file makepyfile writes (source stripped)."""
+    return next(n for n, text in enumerate(source.strip().splitlines(), 1) if text.rstrip().endswith(f"# {tag}"))
+
+
+DIRECT = """
+import subprocess
+
+def test_leaks():
+    subprocess.Popen(["sleep", "60"])  # spawn
+"""
+
+HELPERS = """
+import subprocess
+
+def start_server():
+    return subprocess.Popen(["sleep", "60"])  # spawn
+"""
+
+VIA_HELPER = """
+import helpers
+
+def test_uses_helper():
+    helpers.start_server()  # call
+"""
+
+
+def test_a_direct_popen_is_named_at_its_line_in_every_format(tracked, tmp_path):
+    tracked.makepyfile(test_direct=DIRECT)
+    line = line_of(DIRECT, "spawn")
+    report, junit = tmp_path / "r.json", tmp_path / "j.xml"
+    result = run_sub(tracked, *PLUGIN, *FAST, f"--reaper-report={report}", f"--junitxml={junit}")
+    result.assert_outcomes(passed=1, errors=1)
+    want = f"started at test_direct.py:{line} in test_leaks, via subprocess.Popen"
+    result.stdout.fnmatch_lines(["*reaper: test_direct.py::test_leaks left 1 process running*",
+                                 "*: sleep 60", f"      {want}"])
+    leak, = json.loads(report.read_text())["leaks"]
+    frame = {"file": "test_direct.py", "line": line, "function": "test_leaks"}
+    assert leak["started_at"] == {"test_frame": frame, "innermost": frame, "via": "subprocess.Popen"}
+    error, = ET.parse(junit).getroot().iter("error")
+    assert want in error.get("message")
+
+
+def test_a_leak_through_a_helper_module_names_both_frames_and_the_call(tracked, tmp_path):
+    tracked.makepyfile(helpers=HELPERS, test_helper=VIA_HELPER)
+    report = tmp_path / "r.json"
+    result = run_sub(tracked, *PLUGIN, *FAST, f"--reaper-report={report}")
+    result.assert_outcomes(passed=1, errors=1)
+    at, inner = line_of(VIA_HELPER, "call"), line_of(HELPERS, "spawn")
+    result.stdout.fnmatch_lines([f"      started at test_helper.py:{at} in test_uses_helper; "
+                                 f"helpers.py:{inner} in start_server, via subprocess.Popen"])
+    leak, = json.loads(report.read_text())["leaks"]
+    assert leak["started_at"] == {"test_frame": {"file": "test_helper.py", "line": at, "function": "test_uses_helper"},
+                                  "innermost": {"file": "helpers.py", "line": inner, "function": "start_server"},
+                                  "via": "subprocess.Popen"}
+
+
+def test_a_shells_background_job_inherits_the_site(tracked, tmp_path):
+    # the shell exits at once: its job is re-parented, its ancestry lost; its environment says
+    src = f"""
+import subprocess
+
+def test_background():
+    subprocess.run(["sh", "-c", "sleep 60 & echo $! > {tmp_path / 'bg.pid'}"], check=True)  # spawn
+"""
+    tracked.makepyfile(test_bg=src)
+    result = run_sub(tracked, *PLUGIN, *FAST)
+    result.assert_outcomes(passed=1, errors=1)
+    pid = int((tmp_path / "bg.pid").read_text())
+    result.stdout.fnmatch_lines([f"  {pid}: sleep 60",
+                                 f"      started at test_bg.py:{line_of(src, 'spawn')} in test_background, via subprocess.run"])
+
+
+def test_a_child_forked_without_exec_and_what_it_execs_are_named(tracked, tmp_path):
+    # a forked child's /proc environ is pytest's own: its site is known by its identity; what it
+    # execs carries the site in its environment
+    src = f"""
+import os, time
+
+def test_fork():
+    pid = os.fork()  # fork
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    open({str(tmp_path / 'fork.pid')!r}, "w").write(str(pid))
+
+def test_fork_then_shell():
+    pid = os.fork()  # shell
+    if pid == 0:
+        os.execv("/bin/sh", ["sh", "-c", "sleep 60 & echo $! > {tmp_path / 'job.pid'}"])
+    os.waitpid(pid, 0)
+"""
+    tracked.makepyfile(test_fork=src)
+    result = run_sub(tracked, *PLUGIN, *FAST)
+    result.assert_outcomes(passed=2, errors=2)
+    fork, job = (int((tmp_path / f"{n}.pid").read_text()) for n in ("fork", "job"))
+    result.stdout.fnmatch_lines([f"  {fork}: *", f"      started at test_fork.py:{line_of(src, 'fork')} in test_fork, via os.fork"])
+    result.stdout.fnmatch_lines([f"  {job}: sleep 60",
+                                 f"      started at test_fork.py:{line_of(src, 'shell')} in test_fork_then_shell, via os.fork"])
+
+
+def test_github_actions_gets_an_annotation_at_the_spawn_line(tracked, monkeypatch):
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    tracked.makepyfile(helpers=HELPERS, test_helper=VIA_HELPER, test_direct=DIRECT)
+    result = run_sub(tracked, *PLUGIN, *FAST)
+    result.assert_outcomes(passed=2, errors=2)
+    at, inner = line_of(VIA_HELPER, "call"), line_of(HELPERS, "spawn")
+    result.stdout.fnmatch_lines([
+        f"::error file=test_direct.py,line={line_of(DIRECT, 'spawn')},title=reaper%3A leaked process::"
+        "test_direct.py::test_leaks left pid * running (*): sleep 60; started at test_direct.py:* in test_leaks, "
+        "via subprocess.Popen",
+        f"::error file=test_helper.py,line={at},title=reaper%3A leaked process::test_helper.py::test_uses_helper "
+        f"left pid * running (*): sleep 60; started at test_helper.py:{at} in test_uses_helper; "
+        f"helpers.py:{inner} in start_server, via subprocess.Popen"], consecutive=False)
+
+
+def test_no_annotation_outside_github_actions(tracked, monkeypatch):
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    tracked.makepyfile(test_direct=DIRECT)
+    result = run_sub(tracked, *PLUGIN, *FAST)
+    result.assert_outcomes(passed=1, errors=1)
+    assert "::error" not in result.stdout.str()
