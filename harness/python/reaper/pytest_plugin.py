@@ -72,7 +72,7 @@ SESSION_VAR = "REAPER_PYTEST_SESSION"  # set while a checking session runs: nest
 DEFAULT_TIMEOUT = 3.0
 DEFAULT_GRACE = 1.0
 MAX_SECONDS = 86400.0  # as the reaper command: a larger time is a typo, not a wait
-SCHEMA = "reaper-pytest/1"
+SCHEMA = "reaper-pytest/1.1"
 COLLECT_PERIOD = 0.1  # seconds between two looks for zombies of adopted orphans
 CGROUP_MODES = ("auto", "on", "off")
 

@@ -148,7 +148,7 @@ def test_leak_allowed():
     result = suite.runpytest(*PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0", "--reaper-report", "leaks.json")
     result.assert_outcomes(passed=3, errors=1)
     doc = json.loads((suite.path / "leaks.json").read_text())
-    assert doc["schema"] == "reaper-pytest/1" and doc["tests_checked"] == 3
+    assert doc["schema"] == "reaper-pytest/1.1" and doc["tests_checked"] == 3
     (leak,) = doc["leaks"]
     assert leak["test"] == "test_rep.py::test_leak_one" and leak["fate"] == "killed"
     assert leak["cmdline"].endswith("--daemon json-leak-1") and leak["pid"] > 0 and leak["start_time"] > 0

@@ -26,7 +26,7 @@ def test_plugin_report_never_written_through_a_symlink(pytester):
     result = pytester.runpytest(*PLUGIN, "--reaper-report", str(link))
     result.assert_outcomes(passed=1)
     assert victim.read_text() == "precious\n"
-    assert not link.is_symlink() and '"reaper-pytest/1"' in link.read_text()
+    assert not link.is_symlink() and '"reaper-pytest/1.1"' in link.read_text()
     assert not [n for n in os.listdir(pytester.path) if n.endswith(".tmp")]  # no temporary file left
 
 
@@ -48,7 +48,7 @@ def test_plugin_report_whose_name_is_near_the_name_limit_is_written(pytester):
     path = pytester.path / ("r" * 255)
     result = pytester.runpytest(*PLUGIN, "--reaper-report", str(path))
     result.assert_outcomes(passed=1)
-    assert '"reaper-pytest/1"' in path.read_text()
+    assert '"reaper-pytest/1.1"' in path.read_text()
 
 
 @pytest.mark.parametrize("mark, says", [
