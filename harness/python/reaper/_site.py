@@ -12,6 +12,7 @@ libreaper reads back for every report; what the process starts inherits them."""
 
 from __future__ import annotations
 
+import json
 import os
 import site
 import sys
@@ -206,8 +207,10 @@ def with_env(env, site: Site):
 class Registry:
     """The sites of the processes a session started, per identity ((pid, start time) ->
     (site, marker of the scope it was started for)): what a child forked without exec carries
-    in /proc is pytest's own environment, so the site of such a child (and of what it forks
-    without exec while it lives) is known by identity only. Thread-safe."""
+    in /proc is pytest's own environment, so the site of such a child, and of what it forks in
+    turn (a daemon's double fork), is known by identity only. A forked child's own records
+    reach the session's process through a file they share (appended to, a line each).
+    Thread-safe."""
 
     def __init__(self):
         import threading
@@ -216,15 +219,76 @@ class Registry:
         self.files: Dict[str, str] = {}  # a test's marker -> its file
         self.root: Optional[str] = None
         self.local = threading.local()  # .site: the site of the spawn under way in this thread
+        self.pid = 0        # the session's process
+        self.log = None     # the shared file, unlinked
+        self.read = 0       # how much of it the session's process has merged
+        self.users = 0      # sessions open (one inside another's test: pytester's inline runs)
+        #: the frames pytest's own environment carries (it was started by a spawn that had a
+        #: site): what a child forked without exec shows in /proc, never a site of this session's
+        self.inherited: Tuple[Optional[Frame], Optional[Frame]] = (None, None)
+
+    def open(self, root: Optional[str], environ: bytes = b"") -> Optional[str]:
+        """A session begins (root: its rootdir); the root of the session it is inside, if any,
+        is returned for close."""
+        import tempfile
+        before, self.root = self.root, root
+        self.users += 1
+        if self.users > 1:  # a session inside another one's test, in the same process
+            return before
+        self.pid = os.getpid()
+        self.log = tempfile.TemporaryFile(buffering=0)
+        entries = dict(e.partition(b"=")[::2] for e in environ.split(b"\0") if e)
+        self.inherited = tuple(parse(os.fsdecode(entries[os.fsencode(k)])) if os.fsencode(k) in entries else None
+                               for k in (AT, IN))
+        return before
+
+    def close(self, root: Optional[str] = None) -> None:
+        self.root = root
+        self.users -= 1
+        if self.users > 0:
+            return
+        log, self.log = self.log, None
+        if log is not None:
+            log.close()
+        self.read = 0
+        with self.lock:
+            self.by_id.clear()
 
     def here(self, marker: Optional[str], called: Optional[str], depth: int = 1) -> Optional[Site]:
         return site_of(raw_stack(sys._getframe(depth + 1)), self.files.get(marker) if marker else None,
                        called, lambda p: shown(p, self.root))
 
     def record(self, pid: int, start: Optional[int], site: Optional[Site], marker: Optional[str]) -> None:
-        if site is not None and pid > 0 and start is not None:
-            with self.lock:
-                self.by_id[(pid, start)] = (site, marker)
+        if site is None or pid <= 0 or start is None:
+            return
+        if self.pid and os.getpid() != self.pid:  # a child forked without exec: told to the session's process
+            if self.log is not None:
+                line = json.dumps([pid, start, marker, site.as_dict()]) + "\n"
+                try:
+                    os.write(self.log.fileno(), line.encode())
+                except OSError:
+                    pass
+            return
+        with self.lock:
+            self.by_id[(pid, start)] = (site, marker)
+
+    def _merge(self) -> None:
+        """What forked children recorded since the last look."""
+        if self.log is None or os.getpid() != self.pid:
+            return
+        try:
+            data = os.pread(self.log.fileno(), 1 << 20, self.read)
+        except OSError:
+            return
+        end = data.rfind(b"\n") + 1
+        self.read += end
+        for line in data[:end].splitlines():
+            try:
+                pid, start, marker, d = json.loads(line)
+                site = Site(*(Frame(**f) if f else None for f in (d["test_frame"], d["innermost"])), d["via"])
+            except (ValueError, TypeError, KeyError):
+                continue
+            self.by_id[(pid, start)] = (site, marker)
 
     def forget(self, marker: str) -> None:
         with self.lock:
@@ -238,8 +302,13 @@ class Registry:
         inner: libreaper's reading of REAPER_STARTED_AT/IN), with the call from the nearest
         ancestor known by identity (a shell's background job: the shell's Popen); else that
         ancestor's (a child forked without exec, then forking)."""
+        if (at, inner) == self.inherited:
+            at = inner = None
         with self.lock:
             got = self.by_id.get((pid, start))
+            if got is None:
+                self._merge()
+                got = self.by_id.get((pid, start))
             if got is not None:
                 return got[0]
             near = None

@@ -1104,12 +1104,13 @@ class _Session:
         self.crash_leaks: List[dict] = []  # left by xdist workers that crashed (controller side)
         self.notes: List[str] = []  # the session's own check: said in the terminal summary
         self.on_sigterm = 0  # our SIGTERM handler is in place (in this pid)
+        self.site_root: Optional[str] = None  # the rootdir of the session this one is inside
 
     # -- session ------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session):
         self.cgroups, self.tracking = _tracking(self.config, self.prefix)
-        SITES.root = str(self.config.rootpath)
+        self.site_root = SITES.open(str(self.config.rootpath), _read_self_environ())
         self.scope = _Scope(self.shared_marker, "the session (outside any test)",
                             self.cgroups.session if self.cgroups else None)
         # markers and descent need pytest to adopt what its tests detach; a cgroup holds every
@@ -1133,7 +1134,7 @@ class _Session:
         if self.cgroups:
             self.members_file = os.path.join(self.cgroups.session, "cgroup.procs")
         # What starts outside any test (session fixtures, plugins) carries the shared marker.
-        self.outer = _swap_env({MARKER: self.shared_marker, SESSION_VAR: self.prefix})
+        self.outer = _swap_env({MARKER: self.shared_marker, SESSION_VAR: self.prefix, _site.AT: None, _site.IN: None})
         self.helpers = _mark_helpers(_Scope(f"{self.prefix}-multiprocessing", "multiprocessing's helper process",
                                             self.cgroups.own if self.cgroups else None))
         # SIGTERM (a CI job's timeout) would end pytest at once, leaving the running test's
@@ -1204,6 +1205,7 @@ class _Session:
             setattr(cls, name, fn)
         self.helpers = []
         HOST.uninstall()
+        SITES.close(self.site_root)
         if self.adopted:
             self.reaper.release_orphans()
             self.adopted = False
@@ -1746,6 +1748,14 @@ def _record_site(r: dict) -> Optional[_site.Site]:
         return None
     return _site.Site(*(_site.Frame(**f) if f else None for f in (at.get("test_frame"), at.get("innermost"))),
                       at.get("via"))
+
+
+def _read_self_environ() -> bytes:
+    try:
+        with open("/proc/self/environ", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
 
 
 def _site_of(p) -> Optional[_site.Site]:

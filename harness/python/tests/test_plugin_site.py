@@ -135,3 +135,46 @@ def test_no_annotation_outside_github_actions(tracked, monkeypatch):
     result = run_sub(tracked, *PLUGIN, *FAST)
     result.assert_outcomes(passed=1, errors=1)
     assert "::error" not in result.stdout.str()
+
+
+def test_a_daemon_forked_twice_without_exec_is_named_at_its_fork(tracked, tmp_path):
+    # the middle child exits at once: the daemon's parent is gone, its environment pytest's own;
+    # the middle child told the session where it forked it
+    src = f"""
+import os, time
+
+def test_daemon():
+    if os.fork() == 0:  # first
+        if os.fork() == 0:  # second
+            open({str(tmp_path / 'd.pid')!r}, "w").write(str(os.getpid()))
+            time.sleep(60)
+        os._exit(0)
+    while not os.path.exists({str(tmp_path / 'd.pid')!r}):
+        time.sleep(0.01)
+"""
+    tracked.makepyfile(test_daemon=src)
+    result = run_sub(tracked, *PLUGIN, *FAST)
+    result.assert_outcomes(passed=1, errors=1)
+    pid = int((tmp_path / "d.pid").read_text())
+    result.stdout.fnmatch_lines([f"  {pid}: *",
+                                 f"      started at test_daemon.py:{line_of(src, 'second')} in test_daemon, via os.fork"])
+
+
+def test_the_site_pytest_itself_was_started_with_is_no_tests(tracked, monkeypatch, tmp_path):
+    # pytest started by a spawn with a site (an enclosing checked session): what C code forks
+    # or starts below the interception carries that environment, which names no line of this
+    # session's
+    monkeypatch.setenv("REAPER_STARTED_AT", "outer.py:1:test_outer")
+    monkeypatch.setenv("REAPER_STARTED_IN", "outer.py:1:test_outer")
+    src = f"""
+import ctypes
+
+def test_c_system():
+    ctypes.CDLL(None).system(b"sleep 60 & echo $! > {tmp_path / 'c.pid'}")
+"""
+    tracked.makepyfile(test_c=src)
+    result = run_sub(tracked, *PLUGIN, *FAST)
+    result.assert_outcomes(passed=1, errors=1)
+    pid = int((tmp_path / "c.pid").read_text())
+    result.stdout.fnmatch_lines([f"  {pid}: sleep 60"])
+    assert "outer.py" not in result.stdout.str()

@@ -122,3 +122,25 @@ def test_here_finds_this_file(depth):
     got = spawn()
     assert got.test_frame.file == os.path.basename(__file__)
     assert got.test_frame.function == "test_here_finds_this_file" if depth else "test_here_finds_this_file.<locals>.spawn"
+
+
+def test_a_forked_childs_records_reach_the_sessions_process():
+    reg = Registry()
+    reg.open("/src", b"A=1\0REAPER_STARTED_AT=outer.py:1:t\0")
+    try:
+        assert reg.inherited == (Frame("outer.py", 1, "t"), None)
+        site = Site(Frame("t.py", 3, "test_a"), Frame("t.py", 4, "test_a"), "os.fork")
+        pid = os.fork()
+        if pid == 0:
+            try:
+                reg.record(4321, 99, site, "m-1")
+            finally:
+                os._exit(0)
+        assert os.waitpid(pid, 0)[1] == 0
+        assert reg.by_id == {}  # only in the file until a lookup needs it
+        assert reg.of(4321, 99) == site
+        # what pytest's own environment carries is nobody's site here
+        assert reg.of(5, 5, "", Frame("outer.py", 1, "t"), None) is None
+    finally:
+        reg.close()
+    assert reg.log is None and reg.by_id == {}
