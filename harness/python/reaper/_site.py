@@ -12,6 +12,7 @@ libreaper reads back for every report; what the process starts inherits them."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import site
@@ -97,12 +98,23 @@ LIBRARY_SELF = os.path.realpath(os.path.dirname(os.path.abspath(__file__))).rstr
 def is_user(filename: str, library: Tuple[str, ...] = LIBRARY) -> bool:
     """Whether a frame of filename is the caller's code: not frozen or generated (``<...>``),
     not under the standard library, site-packages or this package."""
+    return _is_user(filename, library)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_user(filename: str, library: Tuple[str, ...]) -> bool:
+    # cached: a spawn's stack holds some 50 frames, each path resolved by lstat()s
     if not filename or filename.startswith("<"):
         return False
     path = os.path.realpath(filename) if os.path.isabs(filename) else os.path.abspath(filename)
     if "/site-packages/" in path or "/dist-packages/" in path:
         return False
     return not path.startswith(library) and not path.startswith(LIBRARY_SELF)
+
+
+@functools.lru_cache(maxsize=4096)
+def _real(path: str) -> str:
+    return os.path.realpath(path)
 
 
 def _via(frame: RawFrame) -> str:
@@ -119,7 +131,7 @@ def site_of(frames: Iterable[RawFrame], test_file: Optional[str], called: Option
     test_file, the first of the caller's code, and what the caller's code called, the library
     frame just inside it (called, the spawning function's name, when that is the interception
     itself). show turns a path into the one reported. None when no frame is the caller's."""
-    test_file = os.path.realpath(test_file) if test_file else None
+    test_file = _real(test_file) if test_file else None
     inner: Optional[Frame] = None
     at: Optional[Frame] = None
     via: Optional[str] = None
@@ -134,9 +146,9 @@ def site_of(frames: Iterable[RawFrame], test_file: Optional[str], called: Option
         if inner is None:
             inner = frame
             # the caller's code called the interception itself (os.fork): the function it wraps
-            own = below is None or os.path.realpath(below[0]).startswith(LIBRARY_SELF)
+            own = below is None or _real(below[0]).startswith(LIBRARY_SELF)
             via = called if own else _via(below)
-        if test_file and os.path.realpath(filename) == test_file:
+        if test_file and _real(filename) == test_file:
             at = frame
             break
     if inner is None:
@@ -182,11 +194,20 @@ def parse(value: Optional[str]) -> Optional[Frame]:
 
 def with_env(env, site: Site):
     """env (a spawn's environment: None for os.environ, a mapping, or a list of b"NAME=VALUE")
-    with site's entries in it."""
+    with site's entries in it. An entry the caller gave itself (another value than
+    os.environ's, which a copy of os.environ would hold) is the caller's to keep."""
     entries = site.env()
     if env is None:
         env = [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in os.environ.items()]
     if isinstance(env, (list, tuple)):
+        given = {}
+        for e in env:
+            name, _, value = bytes(e).partition(b"=")
+            given[name] = value
+        for k in list(entries):
+            value = given.get(os.fsencode(k))
+            if value is not None and value != os.fsencode(os.environ.get(k, "")):
+                del entries[k]
         names = {os.fsencode(k) for k in entries}
         out = [e for e in env if bytes(e).partition(b"=")[0] not in names]
         out += [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in entries.items() if v is not None]
@@ -198,6 +219,9 @@ def with_env(env, site: Site):
     bytes_keys = any(isinstance(k, bytes) for k in out)
     for k, v in entries.items():
         key = os.fsencode(k) if bytes_keys else k
+        mine = out.get(key)
+        if mine is not None and os.fsencode(mine) != os.fsencode(os.environ.get(k, "")):
+            continue
         out.pop(key, None)
         if v is not None:
             out[key] = os.fsencode(v) if bytes_keys else v

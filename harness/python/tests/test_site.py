@@ -83,8 +83,13 @@ def test_a_frame_value_is_parsed_from_the_right():
 def test_the_environment_gets_the_site_in_each_form(monkeypatch):
     site = Site(Frame("t.py", 3, "test_a"), Frame("h.py", 9, "start"), "subprocess.Popen")
     monkeypatch.setenv("REAPER_STARTED_AT", "outer.py:1:test_outer")
-    lst = with_env([b"A=1", b"REAPER_STARTED_AT=old:1:x"], site)
+    # a copy of os.environ's value is replaced
+    lst = with_env([b"A=1", b"REAPER_STARTED_AT=outer.py:1:test_outer"], site)
     assert lst == [b"A=1", b"REAPER_STARTED_AT=t.py:3:test_a", b"REAPER_STARTED_IN=h.py:9:start"]
+    # one the caller set itself is kept (a harness that knows its own line)
+    assert with_env([b"REAPER_STARTED_AT=mine.py:2:f"], site) == [b"REAPER_STARTED_AT=mine.py:2:f",
+                                                                  b"REAPER_STARTED_IN=h.py:9:start"]
+    assert with_env({"REAPER_STARTED_IN": "mine.py:2:f"}, site)["REAPER_STARTED_IN"] == "mine.py:2:f"
     assert with_env({"A": "1"}, site) == {"A": "1", "REAPER_STARTED_AT": "t.py:3:test_a",
                                           "REAPER_STARTED_IN": "h.py:9:start"}
     assert with_env({b"A": b"1"}, site)[b"REAPER_STARTED_IN"] == b"h.py:9:start"
@@ -144,3 +149,17 @@ def test_a_forked_childs_records_reach_the_sessions_process():
     finally:
         reg.close()
     assert reg.log is None and reg.by_id == {}
+
+
+def test_the_api_reads_the_site_a_process_was_started_with(spawner):
+    import reaper
+    pid, _, _ = spawner.start(env=spawner.env(REAPER_STARTED_AT="tests/t:x.py:12:test_y",
+                                              REAPER_STARTED_IN="tests/helpers.py:30:start_server"))
+    # not FILE:LINE:FUNCTION: no site (the values, the caller's own, win over a plugin's)
+    bare, _, _ = spawner.start(env=spawner.env(REAPER_STARTED_AT="garbage", REAPER_STARTED_IN="f.py:x:g"))
+    from conftest import TAG_VAR
+    procs = {p.pid: p for p in reaper.reap_report(reaper.with_env(TAG_VAR, spawner.tag), timeout=0).processes}
+    assert procs[pid].started_at == Frame("tests/t:x.py", 12, "test_y") == ("tests/t:x.py", 12, "test_y")
+    assert procs[pid].started_in == Frame("tests/helpers.py", 30, "start_server")
+    assert procs[bare].started_at is None and procs[bare].started_in is None
+    assert procs[pid].as_dict()["started_in"] == ("tests/helpers.py", 30, "start_server")
