@@ -1348,9 +1348,10 @@ class _Session:
             if records:
                 terminalreporter.section(f"reaper: {title}", red=red, yellow=not red)
                 for r in records:
+                    terminalreporter.line(f"{r['pid']}: {r['cmdline'][:160]}  [{r['fate']}, {r['test']}]")
                     at = _record_site(r)
-                    terminalreporter.line(f"{r['pid']}: {r['cmdline'][:160]}  [{r['fate']}, {r['test']}"
-                                          f"{', started at ' + at.text() if at else ''}]")
+                    if at:
+                        terminalreporter.line(f"    started at {at.text()}")
         if os.environ.get("GITHUB_ACTIONS") == "true":
             seen = set()
             for r in [r for r in self.records if not r["allowed"]] + self.late_leaks + self.shared_leaks:
