@@ -144,11 +144,13 @@ def test_a_daemon_forked_twice_without_exec_is_named_at_its_fork(tracked, tmp_pa
 import os, time
 
 def test_daemon():
-    if os.fork() == 0:  # first
+    first = os.fork()  # first
+    if first == 0:
         if os.fork() == 0:  # second
             open({str(tmp_path / 'd.pid')!r}, "w").write(str(os.getpid()))
             time.sleep(60)
         os._exit(0)
+    os.waitpid(first, 0)
     while not os.path.exists({str(tmp_path / 'd.pid')!r}):
         time.sleep(0.01)
 """
