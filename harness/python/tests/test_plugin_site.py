@@ -18,6 +18,15 @@ def line_of(source: str, tag: str) -> int:
     return next(n for n, text in enumerate(source.strip().splitlines(), 1) if text.rstrip().endswith(f"# {tag}"))
 
 
+def one_leak(tracked, tmp_path, name: str, src: str, pidfile: str):
+    """Run the inner file name (src), whose one test leaks the process it writes to pidfile:
+    (the result, that pid)."""
+    tracked.makepyfile(**{name: src})
+    result = run_sub(tracked, *PLUGIN, *FAST)
+    result.assert_outcomes(passed=1, errors=1)
+    return result, int((tmp_path / pidfile).read_text())
+
+
 DIRECT = """
 import subprocess
 
@@ -78,10 +87,7 @@ import subprocess
 def test_background():
     subprocess.run(["sh", "-c", "sleep 60 & echo $! > {tmp_path / 'bg.pid'}"], check=True)  # spawn
 """
-    tracked.makepyfile(test_bg=src)
-    result = run_sub(tracked, *PLUGIN, *FAST)
-    result.assert_outcomes(passed=1, errors=1)
-    pid = int((tmp_path / "bg.pid").read_text())
+    result, pid = one_leak(tracked, tmp_path, "test_bg", src, "bg.pid")
     result.stdout.fnmatch_lines([f"  {pid}: sleep 60",
                                  f"      started at test_bg.py:{line_of(src, 'spawn')} in test_background, via subprocess.run"])
 
@@ -154,10 +160,7 @@ def test_daemon():
     while not os.path.exists({str(tmp_path / 'd.pid')!r}):
         time.sleep(0.01)
 """
-    tracked.makepyfile(test_daemon=src)
-    result = run_sub(tracked, *PLUGIN, *FAST)
-    result.assert_outcomes(passed=1, errors=1)
-    pid = int((tmp_path / "d.pid").read_text())
+    result, pid = one_leak(tracked, tmp_path, "test_daemon", src, "d.pid")
     result.stdout.fnmatch_lines([f"  {pid}: *",
                                  f"      started at test_daemon.py:{line_of(src, 'second')} in test_daemon, via os.fork"])
 
@@ -174,9 +177,6 @@ import ctypes
 def test_c_system():
     ctypes.CDLL(None).system(b"sleep 60 & echo $! > {tmp_path / 'c.pid'}")
 """
-    tracked.makepyfile(test_c=src)
-    result = run_sub(tracked, *PLUGIN, *FAST)
-    result.assert_outcomes(passed=1, errors=1)
-    pid = int((tmp_path / "c.pid").read_text())
+    result, pid = one_leak(tracked, tmp_path, "test_c", src, "c.pid")
     result.stdout.fnmatch_lines([f"  {pid}: sleep 60"])
     assert "outer.py" not in result.stdout.str()
