@@ -97,7 +97,7 @@ check: deps
 	@$(MAKE) --no-print-directory all
 	$(BUILD)/reaper run --timeout 10 --grace 2 -- $(MAKE) --no-print-directory check-suites
 check-suites: $(CHECK_TARGETS)
-	@echo "make check: all suites passed"
+	@$(call not_run_summary,make check: all suites passed)
 
 demo: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/fixtures/daemon

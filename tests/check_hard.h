@@ -250,11 +250,7 @@ END_TEST
 /* Run the suite; the exit status of main. */
 static inline int hard_run(Suite *s)
 {
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return tu_run_suite(s);
 }
 
 #endif

@@ -1133,102 +1133,83 @@ static void in_pid_namespace(int (*fn)(void))
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "in the PID namespace (status %#x): %s", st, msg);
 }
 
-static int need_root(const char *test)
-{
-	if (geteuid() == 0)
-		return 1;
-	fprintf(stderr, "SKIP %s: a PID namespace and ns_last_pid need root\n", test);
-	return 0;
-}
+#define PIDNS_WHY "a PID namespace and ns_last_pid need root"
 
 START_TEST(recycled_pid_reap)
 {
-	if (need_root("recycled_pid_reap"))
-		in_pid_namespace(path_library);
+	in_pid_namespace(path_library);
 }
 END_TEST
 
 START_TEST(recycled_pid_run_cancellation)
 {
-	if (need_root("recycled_pid_run_cancellation"))
-		in_pid_namespace(path_cancel);
+	in_pid_namespace(path_cancel);
 }
 END_TEST
 
 START_TEST(recycled_pid_owner_death)
 {
-	if (need_root("recycled_pid_owner_death"))
-		in_pid_namespace(path_owner_death);
+	in_pid_namespace(path_owner_death);
 }
 END_TEST
 
 START_TEST(recycled_tree_root_not_walked)
 {
-	if (need_root("recycled_tree_root_not_walked"))
-		in_pid_namespace(path_recycled_tree_root);
+	in_pid_namespace(path_recycled_tree_root);
 }
 END_TEST
 
 START_TEST(reused_pid_of_kept_found)
 {
-	if (need_root("reused_pid_of_kept_found"))
-		in_pid_namespace(path_reused_pid_found);
+	in_pid_namespace(path_reused_pid_found);
 }
 END_TEST
 
 START_TEST(marker_rechecked_after_pinning)
 {
-	if (need_root("marker_rechecked_after_pinning"))
-		in_pid_namespace(path_marker_rechecked);
+	in_pid_namespace(path_marker_rechecked);
 }
 END_TEST
 
 START_TEST(described_through_its_identity)
 {
-	if (need_root("described_through_its_identity"))
-		in_pid_namespace(path_describe_rechecked);
+	in_pid_namespace(path_describe_rechecked);
 }
 END_TEST
 
 START_TEST(described_uid_as_found)
 {
-	if (need_root("described_uid_as_found"))
-		in_pid_namespace(path_described_uid_as_found);
+	in_pid_namespace(path_described_uid_as_found);
 }
 END_TEST
 
 START_TEST(described_as_one_exec)
 {
-	if (need_root("described_as_one_exec"))
-		in_pid_namespace(path_described_as_one_exec);
+	in_pid_namespace(path_described_as_one_exec);
 }
 END_TEST
 
 START_TEST(uid_read_rechecked)
 {
-	if (need_root("uid_read_rechecked"))
-		in_pid_namespace(path_uid_read_rechecked);
+	in_pid_namespace(path_uid_read_rechecked);
 }
 END_TEST
 
 START_TEST(cgroup_member_rechecked_after_pinning)
 {
-	if (need_root("cgroup_member_rechecked_after_pinning"))
-		in_pid_namespace(path_cgroup_member_rechecked);
+	in_pid_namespace(path_cgroup_member_rechecked);
 }
 END_TEST
 
 START_TEST(release_member_rechecked_after_pinning)
 {
-	if (need_root("release_member_rechecked_after_pinning"))
-		in_pid_namespace(path_release_rechecked);
+	in_pid_namespace(path_release_rechecked);
 }
 END_TEST
 
 START_TEST(setsid_sleep_found_mid_exec)
 {
-	if (need_root("setsid_sleep_found_mid_exec"))
-		in_pid_namespace(path_setsid_sleep_race);
+	in_pid_namespace(path_setsid_sleep_race);
 }
 END_TEST
 
@@ -1240,19 +1221,19 @@ int main(void)
 	 * (valgrind 3.19 has no pidfds); check-valgrind excludes this tag */
 	tcase_set_tags(tc, "pidfd");
 	tcase_set_timeout(tc, 90);
-	tcase_add_test(tc, recycled_pid_reap);
-	tcase_add_test(tc, recycled_pid_run_cancellation);
-	tcase_add_test(tc, recycled_pid_owner_death);
-	tcase_add_test(tc, recycled_tree_root_not_walked);
-	tcase_add_test(tc, reused_pid_of_kept_found);
-	tcase_add_test(tc, setsid_sleep_found_mid_exec);
-	tcase_add_test(tc, marker_rechecked_after_pinning);
-	tcase_add_test(tc, described_through_its_identity);
-	tcase_add_test(tc, described_uid_as_found);
-	tcase_add_test(tc, described_as_one_exec);
-	tcase_add_test(tc, uid_read_rechecked);
-	tcase_add_test(tc, cgroup_member_rechecked_after_pinning);
-	tcase_add_test(tc, release_member_rechecked_after_pinning);
+	tcase_add_root_test(tc, recycled_pid_reap, PIDNS_WHY);
+	tcase_add_root_test(tc, recycled_pid_run_cancellation, PIDNS_WHY);
+	tcase_add_root_test(tc, recycled_pid_owner_death, PIDNS_WHY);
+	tcase_add_root_test(tc, recycled_tree_root_not_walked, PIDNS_WHY);
+	tcase_add_root_test(tc, reused_pid_of_kept_found, PIDNS_WHY);
+	tcase_add_root_test(tc, setsid_sleep_found_mid_exec, PIDNS_WHY);
+	tcase_add_root_test(tc, marker_rechecked_after_pinning, PIDNS_WHY);
+	tcase_add_root_test(tc, described_through_its_identity, PIDNS_WHY);
+	tcase_add_root_test(tc, described_uid_as_found, PIDNS_WHY);
+	tcase_add_root_test(tc, described_as_one_exec, PIDNS_WHY);
+	tcase_add_root_test(tc, uid_read_rechecked, PIDNS_WHY);
+	tcase_add_root_test(tc, cgroup_member_rechecked_after_pinning, PIDNS_WHY);
+	tcase_add_root_test(tc, release_member_rechecked_after_pinning, PIDNS_WHY);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("zz_nothing_left");
 	tcase_set_timeout(tc, 90);

@@ -4,13 +4,7 @@
  * not do, and never touches another user's process, even one carrying the same marker. */
 #include "check_hard.h"
 
-static int need_root(const char *test)
-{
-	if (geteuid() == 0)
-		return 1;
-	fprintf(stderr, "SKIP %s: already unprivileged; becoming nobody and a root-owned control need root\n", test);
-	return 0;
-}
+#define PRIV_WHY "becoming nobody beside a root-owned control needs root"
 
 /* A root-owned control carrying marker m, reporting every signal that reaches it. */
 struct control {
@@ -64,8 +58,6 @@ static int nobody_library(void *arg)
 
 START_TEST(nobody_library_own_processes_only)
 {
-	if (!need_root("nobody_library_own_processes_only"))
-		return;
 	char m[128];
 	tu_unique_marker(m, sizeof m, "HARD_PRIV", "lib");
 	struct control c;
@@ -128,8 +120,6 @@ static int nobody_cli(void *arg)
 
 START_TEST(nobody_cli_own_processes_only)
 {
-	if (!need_root("nobody_cli_own_processes_only"))
-		return;
 	char m[128];
 	tu_unique_marker(m, sizeof m, "HARD_PRIV", "cli");
 	struct control c;
@@ -146,8 +136,8 @@ int main(void)
 	Suite *s = suite_create("hard_priv");
 	TCase *tc = tcase_create("unprivileged");
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, nobody_library_own_processes_only);
-	tcase_add_test(tc, nobody_cli_own_processes_only);
+	tcase_add_root_test(tc, nobody_library_own_processes_only, PRIV_WHY);
+	tcase_add_root_test(tc, nobody_cli_own_processes_only, PRIV_WHY);
 	tcase_add_test(tc, nothing_left_behind);
 	suite_add_tcase(s, tc);
 	return hard_run(s);

@@ -540,11 +540,82 @@ void tu_add_nothing_left(Suite *s, const char *marker)
 	suite_add_tcase(s, tc);
 }
 
+int tu_have_cap(int cap)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	if (!f)
+		return 0;
+	char line[256];
+	unsigned long long eff = 0;
+	int found = 0;
+	while (!found && fgets(line, sizeof line, f))
+		found = sscanf(line, "CapEff: %llx", &eff) == 1;
+	fclose(f);
+	return found && cap >= 0 && cap < 64 && (eff >> cap & 1);
+}
+
+int tu_is_root(void)
+{
+	/* CAP_SYS_ADMIN 21, CAP_SETUID 7, CAP_SETGID 6, CAP_KILL 5 */
+	return geteuid() == 0 && tu_have_cap(21) && tu_have_cap(7) && tu_have_cap(6) && tu_have_cap(5);
+}
+
+/* The tests this suite did not register, in the order they were met. */
+#define TU_NOT_RUN_MAX 64
+static struct {
+	const char *test, *need, *why;
+} not_run[TU_NOT_RUN_MAX];
+static int n_not_run, n_not_run_lost;
+
+void tu_add_test_if(TCase *tc, const TTest *tf, int can_run, const char *need, const char *why)
+{
+	if (can_run) {
+		tcase_add_test(tc, tf);
+		return;
+	}
+	if (n_not_run < TU_NOT_RUN_MAX)
+		not_run[n_not_run++] = (typeof(not_run[0])){ tf->name, need, why };
+	else
+		n_not_run_lost++;
+}
+
+/* "N not run (need WHAT)" per kind of need, then each test with its reason; the same lines
+ * (suite, test, need, reason; tab-separated) appended to $TESTS_NOT_RUN_FILE for the summary
+ * of the whole check. */
+static void report_not_run(void)
+{
+	const char *suite = program_invocation_short_name;
+	for (int i = 0; i < n_not_run; i++) {
+		int first = 1, count = 0;
+		for (int j = 0; j < n_not_run; j++)
+			if (strcmp(not_run[j].need, not_run[i].need) == 0) {
+				first = first && j >= i;
+				count++;
+			}
+		if (!first)
+			continue;
+		printf("%s: %d not run (need %s):\n", suite, count, not_run[i].need);
+		for (int j = i; j < n_not_run; j++)
+			if (strcmp(not_run[j].need, not_run[i].need) == 0)
+				printf("  %s: %s\n", not_run[j].test, not_run[j].why);
+	}
+	if (n_not_run_lost)
+		printf("%s: %d more not run\n", suite, n_not_run_lost);
+	fflush(stdout);
+	const char *file = getenv("TESTS_NOT_RUN_FILE");
+	FILE *f = file && *file && n_not_run ? fopen(file, "ae") : NULL;
+	for (int i = 0; f && i < n_not_run; i++)
+		fprintf(f, "%s\t%s\t%s\t%s\n", suite, not_run[i].test, not_run[i].need, not_run[i].why);
+	if (f)
+		fclose(f);
+}
+
 int tu_run_suite(Suite *s)
 {
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	report_not_run();
 	return failed ? 1 : 0;
 }

@@ -85,7 +85,23 @@ struct Suite;
 /* Add the closing test case "zz_nothing_left": no live process carries marker (what it
  * finds it kills, then fails) and no zombie child is left. marker must outlive the run. */
 void tu_add_nothing_left(struct Suite *s, const char *marker);
-/* Run s with Check's defaults (CK_FORK unless CK_FORK=no); the exit status for main. */
+/* Run s with Check's defaults (CK_FORK unless CK_FORK=no); the exit status for main. After
+ * Check's own summary it prints "N not run (need WHAT)" with each test that was not
+ * registered (tu_add_test_if), and appends them to $TESTS_NOT_RUN_FILE when that is set, so
+ * that a green run never hides the tests that did not run. */
 int tu_run_suite(struct Suite *s);
+
+/* Register tf in tc only when can_run; otherwise count it as not run, needing `need` (a few
+ * words: "root", "a writable cgroup2") for the reason `why`. A test that cannot run here is
+ * never registered to pass without looking: Check would count it as passed. */
+struct TCase;
+struct TTest;
+void tu_add_test_if(struct TCase *tc, const struct TTest *tf, int can_run, const char *need, const char *why);
+/* 1 when the effective capability set holds cap (CAP_SYS_ADMIN, ...). */
+int tu_have_cap(int cap);
+/* A test that needs root (euid 0 with the capabilities root has outside a container's
+ * restrictions: CAP_SYS_ADMIN, CAP_SETUID, CAP_SETGID, CAP_KILL). */
+int tu_is_root(void);
+#define tcase_add_root_test(tc, tf, why) tu_add_test_if((tc), (tf), tu_is_root(), "root", (why))
 
 #endif
