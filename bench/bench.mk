@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 # Benchmarks: `make bench` builds the drivers, runs every scenario beside its anchors, prints the
 # table, writes bench/results.json (and bench/growth.png when gnuplot exists) and rewrites the
-# results block of README.md. BENCH_QUICK=1: fewer repetitions and sizes, for iterating (the
-# README is left alone). Not part of make check.
+# results block of docs/BENCHMARKS.md. BENCH_QUICK=1: fewer repetitions and sizes, for iterating
+# (the page is left alone). Not part of make check.
 BENCH_DIR     := $(BUILD)/bench
 BENCH_LIBPROC := $(shell pkg-config --libs libproc2 2>/dev/null || echo -lproc2)
 BENCH_COMMON  := bench/benchlib.c bench/benchlib.h
@@ -26,5 +26,5 @@ $(BENCH_DIR)/bench-wrap: bench/wrap.c $(BENCH_COMMON) | $(DEPS_STAMP)
 
 bench-build: all $(BENCH_BINS)
 bench: bench-build
-	$(PYTHON) bench/bench.py --build $(BUILD) $(if $(BENCH_QUICK),--quick,--readme README.md)
+	$(PYTHON) bench/bench.py --build $(BUILD) $(if $(BENCH_QUICK),--quick,--doc docs/BENCHMARKS.md)
 .PHONY: bench-build

@@ -8,7 +8,7 @@ packages). Each one missing is named in one line and its comparison skipped; the
 This process is a child subreaper, so every population it spawns with bench-spawn is its orphan;
 populations exit by themselves when their hold pipe is closed (at the end, or when this process
 dies), so nothing here signals them. Prints the tables, writes bench/results.json,
-bench/growth.png when gnuplot exists, and with --readme the results block of the README.
+bench/growth.png when gnuplot exists, and with --doc the results block of docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -646,7 +646,7 @@ def ms(x):
 
 
 def table(res: dict) -> str:
-    """The README table: medians, ratios on wall time and (in brackets) on CPU time."""
+    """The results table (docs/BENCHMARKS.md): medians, ratios on wall time and (in brackets) on CPU time."""
     lines = ["| scenario | libreaper | anchor | ratio wall (cpu) | target | met |", "|---|---|---|---|---|---|"]
 
     def add(name, lib, anchor, ratio, target, met):
@@ -862,11 +862,11 @@ def headline(res: dict) -> str:
     return "\n".join(lines)
 
 
-BEGIN, END = "<!-- bench results: begin (bench/bench.py --readme) -->", "<!-- bench results: end -->"
+BEGIN, END = "<!-- bench results: begin (bench/bench.py --doc) -->", "<!-- bench results: end -->"
 
 
-def readme(path: str, res: dict):
-    """Replace the README's results block (between BEGIN and END) with this run's."""
+def write_doc(path: str, res: dict):
+    """Replace the page's results block (between BEGIN and END) with this run's."""
     with open(path) as f:
         text = f.read()
     if BEGIN not in text or END not in text:
@@ -939,7 +939,7 @@ def main():
     # the wrapper is timed on the quiet host; the suite once before the scan's sleepers exist
     # and once among them
     ap.add_argument("--only", default="wrapper,memory,exit,run-exit,kill,reap,suite-quiet,plugin,scan,suite-crowded")
-    ap.add_argument("--readme", help="rewrite the results block of this README from the results")
+    ap.add_argument("--doc", help="rewrite the results block of this page (docs/BENCHMARKS.md) from the results")
     a = ap.parse_args()
     b = Bench(a.build, a.quick or os.environ.get("BENCH_QUICK") == "1")
     t0, load0 = time.monotonic(), os.getloadavg()[0]
@@ -967,9 +967,9 @@ def main():
     print()
     print(table(b.results))
     print(f"\nbench: {b.results['seconds']:.0f} s; bench/results.json" + (f", {png}" if png else ""))
-    if a.readme:
-        readme(a.readme, b.results)
-        print(f"bench: {a.readme} updated")
+    if a.doc:
+        write_doc(a.doc, b.results)
+        print(f"bench: {a.doc} updated")
 
 
 if __name__ == "__main__":
