@@ -6,6 +6,8 @@
 # and libc only); `make install` installs it when it was built.
 CHECKH_LIB  := $(BUILD)/libreaper-check.a
 CHECKH_TEST := $(BUILD)/harness-check/check_helper_test
+# The helper's functions, from its header: each gets a man page link to reaper_check(3).
+CHECKH_FUNCS := $(shell sed -n 's/^[a-z_]* \(reaper_check_[a-z_]*\)[^{]*$$/\1/p' harness/check/reaper/check.h)
 HAVE_CHECK  := $(shell printf '\043include <check.h>\n' | $(CC) $(CHECK_CFLAGS) -E -x c - >/dev/null 2>&1 && echo 1)
 
 ifeq ($(HAVE_CHECK),1)
@@ -35,8 +37,11 @@ install: install-check
 install-check: all
 	@if [ -f $(CHECKH_LIB) ]; then \
 		umask 022; set -x; \
-		install -d "$(DESTDIR)$(INCLUDEDIR)"/reaper "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(PKGCONFIGDIR)" && \
+		install -d "$(DESTDIR)$(INCLUDEDIR)"/reaper "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(PKGCONFIGDIR)" \
+			"$(DESTDIR)$(MANDIR)"/man3 && \
 		install -m 0644 harness/check/reaper/check.h "$(DESTDIR)$(INCLUDEDIR)"/reaper/check.h && \
+		install -m 0644 man/reaper_check.3 "$(DESTDIR)$(MANDIR)"/man3/reaper_check.3 && \
+		for f in $(CHECKH_FUNCS); do echo '.so man3/reaper_check.3' > "$(DESTDIR)$(MANDIR)"/man3/$$f.3 || exit 1; done && \
 		install -m 0644 $(CHECKH_LIB) "$(DESTDIR)$(LIBDIR)"/libreaper-check.a && \
 		sed -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 			harness/check/libreaper-check.pc.in > "$(DESTDIR)$(PKGCONFIGDIR)"/libreaper-check.pc; \
@@ -45,4 +50,5 @@ install-check: all
 uninstall: uninstall-check
 uninstall-check:
 	rm -f "$(DESTDIR)$(INCLUDEDIR)"/reaper/check.h "$(DESTDIR)$(LIBDIR)"/libreaper-check.a \
-		"$(DESTDIR)$(PKGCONFIGDIR)"/libreaper-check.pc
+		"$(DESTDIR)$(PKGCONFIGDIR)"/libreaper-check.pc "$(DESTDIR)$(MANDIR)"/man3/reaper_check.3 \
+		$(foreach f,$(CHECKH_FUNCS),"$(DESTDIR)$(MANDIR)"/man3/$(f).3)
