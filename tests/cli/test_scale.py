@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """`reaper scan --home DIR --json` and `reaper reap` over many live processes (the fixture
-`many`: REAPER_CLI_MANY of them, default 1000; 4000 for the measurement in the README). The
+`many`: REAPER_CLI_MANY of them, default 1000; 4000 for the measurement in docs/BENCHMARKS.md). The
 time is printed (pytest -s shows it), never asserted."""
 import json
 import os
