@@ -6,3 +6,8 @@ check-pkg: all
 	REAPER_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/pkg
 
 CHECK_TARGETS += check-pkg
+
+# The docs' facts alone (part of check-pkg): exit statuses, variables, man --warnings, ...
+.PHONY: check-docs
+check-docs: all
+	REAPER_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/pkg/test_docs.py
