@@ -169,3 +169,15 @@ def test_install_puts_the_check_helper_page_with_a_link_per_function(tmp_path):
     r = subprocess.run(args + ["uninstall"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert [p for p in tmp_path.rglob("*") if not p.is_dir()] == []
+
+
+def test_readme_usage_names_only_options_the_command_has():
+    out = subprocess.run([str(BUILD / "reaper"), "--help"], capture_output=True, text=True, check=True).stdout
+    helped = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", out))
+    used = set()
+    for line in (ROOT / "README.md").read_text().splitlines():
+        m = re.match(r"^ {4}(?:reaper (?:run|scan|reap)\b| {12}\[|FINDERS:|REPORT OPTIONS:)(.*)", line)
+        if m:
+            used |= set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", m.group(1).split(" -- ")[0]))
+    assert {"--home", "--timeout", "--junit"} <= used, used
+    assert used <= helped, f"in the README's usage, not in reaper --help: {sorted(used - helped)}"
