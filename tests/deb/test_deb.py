@@ -65,8 +65,12 @@ def test_each_package_ships_its_part(debs, multiarch):
     for fn in public_functions():
         assert dev[f"/usr/share/man/man3/{fn}.3.gz"][2] == "libreaper.3.gz", fn
     chk = files["libreaper-check-dev"]
-    for path in ("/usr/include/reaper/check.h", f"{lib}/libreaper-check.a", f"{lib}/pkgconfig/libreaper-check.pc"):
+    for path in ("/usr/include/reaper/check.h", f"{lib}/libreaper-check.a", f"{lib}/pkgconfig/libreaper-check.pc",
+                 "/usr/share/man/man3/reaper_check.3.gz"):
         assert path in chk, path
+    for fn in ("reaper_check_tcase", "reaper_check_set_timeout", "reaper_check_use_cgroup", "reaper_check_own",
+               "reaper_check_fork", "reaper_check_allow"):
+        assert chk[f"/usr/share/man/man3/{fn}.3.gz"][2] == "reaper_check.3.gz", fn
     py = files["python3-reaper"]
     site = "/usr/lib/python3/dist-packages"
     for path in ("reaper/__init__.py", "reaper/_lib.py", "reaper/pytest_plugin.py", "reaper/_installed.py",
