@@ -2,7 +2,7 @@
 # Packaging suite (tests/pkg/): the exported symbols, a plain build by a non-root user with a
 # compiler only, install/uninstall, the pip-installed package in a fresh venv, licence lines.
 .PHONY: check-pkg
-check-pkg: all
+check-pkg: all $(BUILD)/tests/check_hard_priv
 	REAPER_BUILD=$(abspath $(BUILD)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/pkg
 
 CHECK_TARGETS += check-pkg
