@@ -181,3 +181,25 @@ def test_readme_usage_names_only_options_the_command_has():
             used |= set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", m.group(1).split(" -- ")[0]))
     assert {"--home", "--timeout", "--junit"} <= used, used
     assert used <= helped, f"in the README's usage, not in reaper --help: {sorted(used - helped)}"
+
+
+def test_the_defaults_the_docs_state_are_the_commands(tmp_path):
+    """--timeout, --grace and --leak-exit-code: the default reaper(1), --help and the README
+    give is what a run without them uses (read back from its state document)."""
+    state = tmp_path / "state.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REAPER_")}
+    r = subprocess.run([str(BUILD / "reaper"), "run", "--cgroup", "off", "--state", str(state), "--", "/bin/true"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    real = json.loads(state.read_text())
+    man = (ROOT / "man" / "reaper.1").read_text().replace("\\-", "-").replace("\\fB", "").replace("\\fR", "")
+    helped = subprocess.run([str(BUILD / "reaper"), "--help"], capture_output=True, text=True).stdout
+    readme = (ROOT / "README.md").read_text()
+    for flag, key, var in (("--timeout", "timeout", "REAPER_TIMEOUT"), ("--grace", "grace", "REAPER_GRACE"),
+                           ("--leak-exit-code", "leak_exit_code", "REAPER_LEAK_EXIT_CODE")):
+        for name, text in (("reaper(1)", man), ("--help", helped)):
+            said = set(re.findall(r"%s,\s+default (\d+)" % var, text))
+            assert said == {str(real[key])}, (name, flag, said, real[key])
+    assert f"`--timeout` seconds (default {real['timeout']})" in readme
+    assert f"`--grace` seconds (default\n{real['grace']})" in readme or f"`--grace` seconds (default {real['grace']})" in readme
+    assert f"| {real['leak_exit_code']} | run: COMMAND succeeded but left processes behind" in readme
