@@ -203,3 +203,26 @@ def test_the_defaults_the_docs_state_are_the_commands(tmp_path):
     assert f"`--timeout` seconds (default {real['timeout']})" in readme
     assert f"`--grace` seconds (default\n{real['grace']})" in readme or f"`--grace` seconds (default {real['grace']})" in readme
     assert f"| {real['leak_exit_code']} | run: COMMAND succeeded but left processes behind" in readme
+
+
+def test_the_plugin_options_and_defaults_on_its_page_are_the_plugins():
+    plugin = (ROOT / "harness" / "python" / "reaper" / "pytest_plugin.py").read_text()
+    page = (ROOT / "harness" / "python" / "README.md").read_text()
+    options = set(re.findall(r'addoption\("(--reaper[a-z-]*)"', plugin))
+    ini = set(re.findall(r'addini\("(reaper[a-z_]*)"', plugin))
+    assert {"--reaper", "--reaper-timeout", "--reaper-report"} <= options and "reaper_timeout" in ini
+    missing = {o for o in options | ini if f"`{o}" not in page}
+    assert not missing, f"plugin options not on harness/python/README.md: {sorted(missing)}"
+    for what in ("TIMEOUT", "GRACE"):
+        (value,) = re.findall(r"^DEFAULT_%s = ([0-9.]+)$" % what, plugin, re.M)
+        opt = f"--reaper-{what.lower()}"
+        said = re.findall(r"`%s` seconds \(default ([0-9.]+)" % opt, page)
+        assert said and float(said[0]) == float(value), (opt, said, value)
+
+
+def test_the_check_helpers_default_timeout_on_its_page_is_the_helpers():
+    (value,) = re.findall(r"^#define DEFAULT_TIMEOUT ([0-9.]+)$",
+                          (ROOT / "harness" / "check" / "check.c").read_text(), re.M)
+    page = (ROOT / "man" / "reaper_check.3").read_text()
+    said = set(re.findall(r"default ([0-9.]+)", page))
+    assert said == {"%g" % float(value)}, (said, value)
