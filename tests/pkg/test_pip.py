@@ -175,8 +175,11 @@ def interpreter(version: str):
     """A CPython of that version: pyenv's (PYENV_ROOT, ~/.pyenv, /root/.pyenv), else on PATH."""
     roots = [os.environ.get("PYENV_ROOT"), os.path.expanduser("~/.pyenv"), "/root/.pyenv"]
     for root in filter(None, roots):
-        found = sorted(Path(root, "versions").glob(f"{version}.*/bin/python{version}"),
-                       key=lambda p: [int(x) for x in re.findall(r"\d+", p.parts[-3])])
+        try:
+            found = sorted(Path(root, "versions").glob(f"{version}.*/bin/python{version}"),
+                           key=lambda p: [int(x) for x in re.findall(r"\d+", p.parts[-3])])
+        except PermissionError:  # another user's pyenv (/root/.pyenv for a plain user)
+            continue
         if found:
             return str(found[-1])
     return shutil.which(f"python{version}")
