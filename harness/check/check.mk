@@ -7,7 +7,7 @@
 CHECKH_LIB  := $(BUILD)/libreaper-check.a
 CHECKH_TEST := $(BUILD)/harness-check/check_helper_test
 # The helper's functions, from its header: each gets a man page link to reaper_check(3).
-CHECKH_FUNCS := $(shell sed -n 's/^[a-z_]* \(reaper_check_[a-z_]*\)[^{]*$$/\1/p' harness/check/reaper/check.h)
+CHECKH_FUNCS := $(shell sed -n 's/^[a-z_]* \(reaper_check_[a-z_]*[a-z]\)[^a-z_{][^{]*$$/\1/p' harness/check/reaper/check.h)
 HAVE_CHECK  := $(shell printf '\043include <check.h>\n' | $(CC) $(CHECK_CFLAGS) -E -x c - >/dev/null 2>&1 && echo 1)
 
 ifeq ($(HAVE_CHECK),1)
