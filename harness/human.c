@@ -236,7 +236,7 @@ static void summary(struct tree *t)
 	if (r->foreign)
 		sbuf_printf(l, "; %zu foreign (another user's, found only by a marker): not signalled", r->foreign);
 	if (r->moved_in)
-		sbuf_printf(l, "; %zu moved in (older than the run, moved into its cgroup): not signalled", r->moved_in);
+		sbuf_printf(l, "; %zu moved in (moved into its cgroup from outside the run, or started there by one that was): not signalled", r->moved_in);
 	struct test_count *tc;
 	size_t n = output_tests(r, &tc);
 	for (size_t i = 0; i < n; i++) {

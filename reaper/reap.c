@@ -61,17 +61,26 @@ static int foreign(const struct reap *rp, const struct cand *c)
 }
 
 /* Older than the cgroup that holds it, and found by nothing else: moved in by whoever may
- * write cgroup.procs, not started by the run. Whatever else matched it (descent, a marker)
- * makes it the run's. */
+ * write cgroup.procs, not started by the run. So is what such a process starts there (its
+ * work, which no /proc run would find): a child of a moved-in candidate that is still the
+ * same process. Whatever else matched it (descent, a marker) makes it the run's. */
 static int moved_in(const struct reap *rp, const struct cand *c)
 {
 	uint32_t m = c->info.matched_by;
 	if (rp->o->kill_moved_in || !m || (m & ~rp->sc.cgroup_mask))
 		return 0;
+	if (c->info.fate == REAPER_MOVED_IN)
+		return 1;
+	int older = 1;
 	for (size_t i = 0; i < rp->sc.nf; i++)
 		if ((m & (1u << i)) && c->info.start_time >= rp->sc.f[i].since)
-			return 0;
-	return 1;
+			older = 0;
+	if (older)
+		return 1;
+	ssize_t pi = c->info.ppid > 0 ? candset_find(&rp->cs, c->info.ppid) : -1;
+	const struct cand *p = pi >= 0 ? &rp->cs.v[pi] : NULL;
+	return p && p != c && p->info.fate == REAPER_MOVED_IN && p->info.start_time <= c->info.start_time &&
+	       pidref_held(&p->ref, rp->sc.procfd) == 0;
 }
 
 static void unwatch(struct reap *rp, struct cand *c)
@@ -88,16 +97,21 @@ static void unwatch(struct reap *rp, struct cand *c)
  * matches leave the reap: never signalled, never waited for. */
 static void let_go(struct reap *rp)
 {
-	for (size_t i = 0; i < rp->cs.n; i++) {
-		struct cand *c = &rp->cs.v[i];
-		enum reaper_fate f = !c->live ? REAPER_ALIVE
-				     : foreign(rp, c) ? REAPER_FOREIGN
-				     : moved_in(rp, c) ? REAPER_MOVED_IN
-							: REAPER_ALIVE;
-		if (f != REAPER_ALIVE) {
-			(void)scanner_describe(&rp->sc, c); /* reported, as it is now */
-			unwatch(rp, c);
-			c->info.fate = f;
+	/* a child may be listed before its moved-in parent: again until nothing more is let go */
+	for (int more = 1; more;) {
+		more = 0;
+		for (size_t i = 0; i < rp->cs.n; i++) {
+			struct cand *c = &rp->cs.v[i];
+			enum reaper_fate f = !c->live ? REAPER_ALIVE
+					     : foreign(rp, c) ? REAPER_FOREIGN
+					     : moved_in(rp, c) ? REAPER_MOVED_IN
+								: REAPER_ALIVE;
+			if (f != REAPER_ALIVE) {
+				(void)scanner_describe(&rp->sc, c); /* reported, as it is now */
+				unwatch(rp, c);
+				c->info.fate = f;
+				more |= f == REAPER_MOVED_IN;
+			}
 		}
 	}
 }

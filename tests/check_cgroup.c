@@ -502,6 +502,89 @@ START_TEST(kept_and_moved_in_survive_freeze_and_kill)
 }
 END_TEST
 
+/* What a moved-in process starts in the cgroup after it was moved in is its work, not the
+ * run's (a /proc run would not find it): moved in as well, spared by the freeze and the
+ * cgroup.kill, while the run's own deaf leftover is killed. */
+START_TEST(moved_in_outsiders_child_is_moved_in)
+{
+	if (!need_cgroup())
+		return;
+	int go[2], back[2];
+	ck_assert_int_eq(pipe(go), 0);
+	ck_assert_int_eq(pipe(back), 0);
+	pid_t o = fork();
+	ck_assert_int_ge(o, 0);
+	if (o == 0) { /* the outsider: forks a sleeper when told to, then waits */
+		char c;
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(10);
+		pid_t g = fork();
+		if (g == 0) {
+			char *argv[] = { "sleep", "303", NULL };
+			char *envp[] = { marker, NULL };
+			execve("/bin/sleep", argv, envp);
+			_exit(127);
+		}
+		if (write(back[1], &g, sizeof g) != (ssize_t)sizeof g)
+			_exit(11);
+		while (read(go[0], &c, 1) < 0)
+			;
+		_exit(0);
+	}
+	close(go[0]);
+	close(back[1]);
+	struct tu_proc outsider, child, deaf;
+	ck_assert_int_eq(tu_pin(&outsider, o, 0), 0);
+	struct reaper_origin o0;
+	double t0 = tu_now();
+	do {
+		ck_assert_int_eq(reaper_origin_now(&o0), 0);
+		if (o0.start_time <= outsider.start_time)
+			usleep(1000);
+	} while (o0.start_time <= outsider.start_time && tu_now() - t0 < 30);
+	ck_assert_uint_gt(o0.start_time, outsider.start_time);
+	ck_assert_int_eq(tu_pin(&deaf, deaf_sleeper(), 0), 0);
+	move_in(o);
+	ck_assert_int_eq(write(go[1], "f", 1), 1);
+	pid_t g = 0;
+	ck_assert_int_eq(read(back[0], &g, sizeof g), (ssize_t)sizeof g);
+	ck_assert_int_eq(tu_pin(&child, g, 0), 0);
+
+	struct reaper_finder f = reaper_find_cgroup(cg);
+	f.since = o0.start_time;
+	struct reaper_opts opts;
+	reaper_opts_init(&opts);
+	opts.timeout = 0.05;
+	opts.grace = 0.05;
+	struct reaper_report *r = NULL;
+	ck_assert_int_eq(reaper_reap(&f, 1, &opts, &r), 0);
+	int fates[3] = { -1, -1, -1 };
+	for (size_t i = 0; i < r->n; i++) {
+		const struct reaper_proc *p = &r->procs[i];
+		int w = p->pid == outsider.pid ? 0 : p->pid == child.pid ? 1 : p->pid == deaf.pid ? 2 : -1;
+		if (w >= 0)
+			fates[w] = p->fate;
+	}
+	ck_assert_msg(fates[0] == REAPER_MOVED_IN && fates[1] == REAPER_MOVED_IN && fates[2] == REAPER_KILLED,
+		      "outsider %s, its child %s, deaf %s", reaper_fate_name(fates[0]), reaper_fate_name(fates[1]),
+		      reaper_fate_name(fates[2]));
+	ck_assert_int_eq((int)r->leaks, 1);
+	ck_assert_int_eq((int)r->moved_in, 2);
+	reaper_report_free(r);
+	ck_assert_int_eq(tu_alive(child.pid, child.start_time), 1);
+	ck_assert_int_eq(tu_alive(outsider.pid, outsider.start_time), 1);
+	ck_assert_int_eq(tu_exists(deaf.pid, deaf.start_time), 0);
+	close(go[1]); /* the outsider exits; its child is killed (collected by whoever it passed to) */
+	int st = tu_wait_exit(&outsider);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the outsider: status %#x", st);
+	ck_assert_int_eq(tu_kill_wait(&child), 0);
+	close(back[0]);
+	tu_proc_close(&deaf);
+	drop_cgroup();
+}
+END_TEST
+
 /* The caller's ancestor moved into the cgroup is never a candidate, and the freeze and the
  * cgroup.kill do not reach it either: it leaves for the cgroup above first. */
 START_TEST(callers_ancestor_in_the_cgroup_survives_freeze_and_kill)
@@ -771,6 +854,7 @@ int main(void)
 	tcase_add_cgroup_test(tc, reap_from_inside_spares_the_caller);
 	tcase_add_cgroup_test(tc, marker_scan_finds_what_is_outside_the_cgroup);
 	tcase_add_cgroup_test(tc, kept_and_moved_in_survive_freeze_and_kill);
+	tcase_add_cgroup_test(tc, moved_in_outsiders_child_is_moved_in);
 	tcase_add_cgroup_test(tc, callers_ancestor_in_the_cgroup_survives_freeze_and_kill);
 	tcase_add_cgroup_test(tc, deep_chain_walked_with_few_descriptors);
 	suite_add_tcase(s, tc);
