@@ -334,6 +334,11 @@ static int start_command(struct run *r)
 		r->cmd = (struct pidref){ .pid = pid, .start_time = st.start_time, .fd = -1 };
 	}
 	r->st.command_pid = pid;
+	if (r->st.ns_reaper_pid) { /* --isolate: the caller's pid, the namespace's beside it */
+		pid_t outer = pidref_pid_in(&r->cmd, r->outer_proc);
+		r->st.command_pid = outer > 0 ? outer : 0;
+		r->st.ns_command_pid = pid;
+	}
 	struct exec_failure f;
 	size_t got = 0;
 	ssize_t n;
@@ -887,6 +892,13 @@ static int isolate(struct run *r)
 			close(r->guardian_fd); /* the outer reaper's to stop */
 		r->guardian_fd = -1;
 		pidref_done(&r->guardian);
+		/* the state names us by the pid the caller sees (the caller's /proc's "self") */
+		char self[24] = "";
+		ssize_t n = r->outer_proc >= 0 ? readlinkat(r->outer_proc, "self", self, sizeof self - 1) : -1;
+		if (n > 0 && (self[n] = 0, atoi(self) > 0)) {
+			r->st.reaper_pid = atoi(self);
+			r->st.ns_reaper_pid = getpid();
+		}
 		/* the marker's origin again, in here: pids are the namespace's */
 		r->finders[0].origin = reaper_origin_now(&r->origin) == 0 ? &r->origin : NULL;
 		return GO_ON;

@@ -52,16 +52,20 @@ void state_write(struct run_state *s)
 	snprintf(when + wl, sizeof when - wl, ".%03ldZ", ts.tv_nsec / 1000000);
 	snprintf(code, sizeof code, s->runner_exit_code < 0 ? "null" : "%d", s->runner_exit_code);
 	snprintf(sig, sizeof sig, s->termination_signal ? "%d" : "null", s->termination_signal);
-	char guardian[16];
+	char guardian[16], ns[80] = "";
 	snprintf(guardian, sizeof guardian, s->guardian_pid ? "%d" : "null", (int)s->guardian_pid);
+	/* in a namespace of its own, the pids the caller can use, the namespace's beside them */
+	if (s->ns_reaper_pid)
+		snprintf(ns, sizeof ns, "\"reaper_ns_pid\": %d, \"command_ns_pid\": %d, ", (int)s->ns_reaper_pid,
+			 (int)s->ns_command_pid);
 	ssize_t len = whole(snprintf(doc, sizeof doc,
 			   "{\"version\": 1, \"phase\": \"%s\", \"run_id\": \"%s\", \"reaper_pid\": %d, "
-			   "\"command_pid\": %d, \"guardian_pid\": %s, \"active_children\": %ld, \"adopted_children\": %ld, "
+			   "\"command_pid\": %d, %s\"guardian_pid\": %s, \"active_children\": %ld, \"adopted_children\": %ld, "
 			   "\"orphaned_children_total\": %lu, \"reaped_children_total\": %lu, "
 			   "\"reaped_orphans_total\": %lu, \"escalated\": %s, \"termination_signal\": %s, "
 			   "\"runner_exit_code\": %s, \"leaks\": %lu, \"phases\": [%s], \"timeout\": %g, "
 			   "\"grace\": %g, \"leak_exit_code\": %d, \"tracking\": \"%s\", \"updated_at\": \"%s\"}\n",
-			   s->phase, s->run_id ? s->run_id : "", (int)getpid(), (int)s->command_pid, guardian,
+			   s->phase, s->run_id ? s->run_id : "", (int)(s->reaper_pid ? s->reaper_pid : getpid()), (int)s->command_pid, ns, guardian,
 			   s->active_children, s->adopted_children, s->orphaned_children_total,
 			   s->reaped_children_total, s->reaped_orphans_total, s->escalated ? "true" : "false",
 			   sig, code, s->leaks, seen, s->timeout, s->grace, s->leak_exit_code,

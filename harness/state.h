@@ -13,6 +13,8 @@ struct run_state {
 	int nphases;
 	const char *run_id;
 	pid_t command_pid;
+	pid_t reaper_pid;     /* 0: getpid() */
+	pid_t ns_reaper_pid, ns_command_pid; /* --isolate: their pids in the run's namespace (0: none) */
 	pid_t guardian_pid;   /* 0: none (PID 1, or it could not be started) */
 	long active_children, adopted_children;
 	unsigned long orphaned_children_total, reaped_children_total, reaped_orphans_total;

@@ -344,3 +344,40 @@ def test_isolate_reports_name_the_callers_pid_and_the_namespaces(tmp_path):
         assert "| %s | terminated |" % shown in summary.read_text()
     finally:
         end_run(p, outer, fds)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root: the PID namespace without a user namespace")
+def test_isolate_state_names_the_callers_pids_and_the_namespaces(tmp_path):
+    """The state document names reaper and COMMAND by the pids the caller sees (the inner
+    reaper, the namespace's init, and COMMAND), the namespace's pids beside them."""
+    pidfile, go, state = str(tmp_path / "pid"), str(tmp_path / "go"), str(tmp_path / "state.json")
+    p = subprocess.Popen([REAPER, "run", "--isolate", "--timeout", "5", "--state", state, "--",
+                          "sh", "-c", 'echo $$ > %s; while [ ! -e %s ]; do sleep 0.01; done' % (pidfile, go)],
+                         cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    outer = os.pidfd_open(p.pid)
+    fds = []
+    try:
+        wait_for(pidfile, p)
+        with open(pidfile) as f:
+            inner = int(f.read())
+        (init,) = children(p.pid)
+        procs = in_namespace(ns_of(init))
+        fds = [fd for _, fd in procs]
+        (cmd,) = [pid for pid, _ in procs if nspid(pid)[1:] == [inner]]
+        deadline = time.monotonic() + 60
+        while True:  # written once COMMAND runs, which may be after it wrote its pid
+            with open(state) as f:
+                doc = json.load(f)
+            if doc["phase"] == "running" or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        assert (doc["reaper_pid"], doc.get("reaper_ns_pid")) == (init, 1), doc
+        assert (doc["command_pid"], doc.get("command_ns_pid")) == (cmd, inner), doc
+        open(go, "w").close()
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        with open(state) as f:
+            doc = json.load(f)
+        assert doc["phase"] == "exited" and (doc["reaper_pid"], doc["command_pid"]) == (init, cmd), doc
+    finally:
+        end_run(p, outer, fds)
