@@ -96,8 +96,14 @@ int output_allow_stream(struct output *o, FILE *f, const char *path)
 	size_t cap = 0;
 	long lineno = 0;
 	int r = 0;
-	while (r == 0 && getline(&line, &cap, f) >= 0) {
+	ssize_t len;
+	while (r == 0 && (len = getline(&line, &cap, f)) >= 0) {
 		lineno++;
+		/* a NUL would end the pattern early: what follows it would be lost without a word */
+		if (memchr(line, 0, (size_t)len)) {
+			r = fail(o, "--allow-file %s:%ld: %s", path, lineno, "a NUL byte in the line");
+			break;
+		}
 		char *s = trim(line);
 		if (!*s || *s == '#')
 			continue;

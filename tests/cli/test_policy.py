@@ -96,6 +96,10 @@ def test_bad_allow_file_is_a_usage_error_and_signals_nothing(spawn, home, tmp_pa
     empty.write_text("keep:   \n")
     r = reaper("reap", "--home", home, "--allow-file", str(empty))
     assert r.returncode == 64 and b"empty.txt:1: empty pattern" in r.stderr
+    nul = tmp_path / "nul.txt"
+    nul.write_bytes(b"allow: ok*\nkeep: a\0*\n")  # the pattern would be cut to "a"
+    r = reaper("reap", "--home", home, "--allow-file", str(nul))
+    assert r.returncode == 64 and b"nul.txt:2: a NUL byte in the line" in r.stderr, r.stderr
     assert p.alive
 
 
