@@ -243,8 +243,8 @@ static int scan(struct reap *rp)
 	return r;
 }
 
-/* With a cgroup finder the marker finders run once, at the end of the wait, for processes
- * outside the cgroup. When they find some, the reap goes on scanning /proc for them (their
+/* With a cgroup finder the marker finders run once at the end of each wait (the timeout, the
+ * grace, the settle), for processes outside the cgroup. When they find some, the reap goes on scanning /proc for them (their
  * children need not be in any tree we walk). */
 static int marker_scan(struct reap *rp)
 {
@@ -431,6 +431,10 @@ static int quiesce(struct reap *rp, enum phase phase, int sig)
 				leak_found(rp, &rp->cs.v[i]);
 			}
 	rp->phase = phase;
+	/* an outside daemon may start marked work while we escalate, as a /proc run's rescans
+	 * would see: the marker scan runs again at the end of the wait that follows */
+	if (rp->sc.env_deferred == -1)
+		rp->sc.env_deferred = 1;
 	if (rp->o->on_escalate && rp->cs.live && sig != SIGSTOP)
 		rp->o->on_escalate(rp->o->escalate_ctx, sig == SIGTERM && rp->o->term_signal ? rp->o->term_signal : sig);
 	cgroups_act(rp, phase);

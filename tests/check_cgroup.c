@@ -634,6 +634,60 @@ START_TEST(callers_ancestor_in_the_cgroup_survives_freeze_and_kill)
 }
 END_TEST
 
+/* Started by the escalation's first SIGTERM: a marked process outside the cgroup, as an
+ * outside daemon starts one while the run is being ended. */
+struct late_marked {
+	struct tu_proc p;
+	int started;
+};
+
+static void start_late_marked(void *ctx, int sig)
+{
+	struct late_marked *l = ctx;
+	char *argv[] = { "/bin/sleep", "304", NULL };
+	char *envp[] = { marker, NULL };
+	if (sig == SIGTERM && !l->started && tu_spawn(&l->p, argv, envp, -1, -1) == 0)
+		l->started = 1;
+}
+
+/* The marker scan runs again at the end of the grace wait: what an outside daemon started
+ * with the run's marker after the timeout's scan is found and ended (a /proc run's rescans
+ * find it), not left running. */
+START_TEST(marked_process_started_during_the_grace_is_found)
+{
+	if (!need_cgroup())
+		return;
+	struct tu_proc deaf;
+	ck_assert_int_eq(tu_pin(&deaf, deaf_sleeper(), 0), 0);
+	struct late_marked late = { .started = 0 };
+	struct reaper_finder f[2] = { reaper_find_cgroup(cg), reaper_find_env(marker) };
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.timeout = 0.05;
+	o.grace = 0.2;
+	o.on_escalate = start_late_marked;
+	o.escalate_ctx = &late;
+	struct reaper_report *r = NULL;
+	ck_assert_int_eq(reaper_reap(f, 2, &o, &r), 0);
+	ck_assert(late.started);
+	int fate = -1;
+	for (size_t i = 0; i < r->n; i++)
+		if (r->procs[i].pid == late.p.pid && r->procs[i].start_time == late.p.start_time)
+			fate = r->procs[i].fate;
+	reaper_report_free(r);
+	int alive = tu_alive(late.p.pid, late.p.start_time);
+	if (alive)
+		tu_kill_wait(&late.p);
+	ck_assert_msg(fate == REAPER_TERMINATED || fate == REAPER_KILLED, "the late marked one: %s, %s",
+		      fate < 0 ? "not found" : reaper_fate_name(fate), alive ? "left running" : "gone");
+	ck_assert_int_eq(alive, 0);
+	ck_assert_int_eq(tu_exists(deaf.pid, deaf.start_time), 0);
+	tu_proc_close(&late.p);
+	tu_proc_close(&deaf);
+	drop_cgroup();
+}
+END_TEST
+
 /* In a private mount namespace with the cgroup2 mount read-only: the cause is named. */
 START_TEST(read_only_cgroup2_is_named)
 {
@@ -853,6 +907,7 @@ int main(void)
 	tcase_add_cgroup_test(tc, wait_ends_on_cgroup_events);
 	tcase_add_cgroup_test(tc, reap_from_inside_spares_the_caller);
 	tcase_add_cgroup_test(tc, marker_scan_finds_what_is_outside_the_cgroup);
+	tcase_add_cgroup_test(tc, marked_process_started_during_the_grace_is_found);
 	tcase_add_cgroup_test(tc, kept_and_moved_in_survive_freeze_and_kill);
 	tcase_add_cgroup_test(tc, moved_in_outsiders_child_is_moved_in);
 	tcase_add_cgroup_test(tc, callers_ancestor_in_the_cgroup_survives_freeze_and_kill);
