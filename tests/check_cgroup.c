@@ -397,6 +397,29 @@ static void move_in(pid_t pid)
 	ck_assert_int_eq(fclose(f), 0);
 }
 
+/* An origin taken a clock tick after start_time: what started at start_time is older. */
+static void origin_after(uint64_t start_time, struct reaper_origin *o)
+{
+	double t0 = tu_now();
+	do {
+		ck_assert_int_eq(reaper_origin_now(o), 0);
+		if (o->start_time <= start_time)
+			usleep(1000);
+	} while (o->start_time <= start_time && tu_now() - t0 < 30);
+	ck_assert_uint_gt(o->start_time, start_time);
+}
+
+/* The fate the report gives each of pids[0..n) (-1: not in it). */
+static void fates_of(const struct reaper_report *r, const pid_t *pids, int *fates, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		fates[k] = -1;
+		for (size_t i = 0; i < r->n; i++)
+			if (r->procs[i].pid == pids[k])
+				fates[k] = r->procs[i].fate;
+	}
+}
+
 /* A child started in cg that ignores SIGTERM and sleeps (only SIGKILL ends it). */
 static pid_t deaf_sleeper(void)
 {
@@ -425,13 +448,7 @@ START_TEST(kept_and_moved_in_survive_freeze_and_kill)
 	ck_assert_int_eq(tu_spawn(&outsider, old_argv, envp, -1, -1), 0);
 	/* the run begins a tick after the outsider did */
 	struct reaper_origin o0;
-	double t0 = tu_now();
-	do {
-		ck_assert_int_eq(reaper_origin_now(&o0), 0);
-		if (o0.start_time <= outsider.start_time)
-			usleep(1000);
-	} while (o0.start_time <= outsider.start_time && tu_now() - t0 < 30);
-	ck_assert_uint_gt(o0.start_time, outsider.start_time);
+	origin_after(outsider.start_time, &o0);
 	pid_t k = reaper_cgroup_fork(cg);
 	ck_assert_int_ge(k, 0);
 	if (k == 0) {
@@ -452,7 +469,7 @@ START_TEST(kept_and_moved_in_survive_freeze_and_kill)
 	o.patterns = &keep;
 	o.npatterns = 1;
 	/* the kept one must have exec'd for its cmdline to be judged */
-	for (t0 = tu_now(); tu_now() - t0 < 30;) {
+	for (double t0 = tu_now(); tu_now() - t0 < 30;) {
 		char path[64], b[64] = "";
 		snprintf(path, sizeof path, "/proc/%d/cmdline", (int)k);
 		FILE *fp = fopen(path, "r");
@@ -465,13 +482,8 @@ START_TEST(kept_and_moved_in_survive_freeze_and_kill)
 	}
 	struct reaper_report *r = NULL;
 	ck_assert_int_eq(reaper_reap(&f, 1, &o, &r), 0);
-	int fates[3] = { -1, -1, -1 };
-	for (size_t i = 0; i < r->n; i++) {
-		const struct reaper_proc *p = &r->procs[i];
-		int w = p->pid == outsider.pid ? 0 : p->pid == kept.pid ? 1 : p->pid == deaf.pid ? 2 : -1;
-		if (w >= 0)
-			fates[w] = p->fate;
-	}
+	int fates[3];
+	fates_of(r, (pid_t[]){ outsider.pid, kept.pid, deaf.pid }, fates, 3);
 	ck_assert_msg(fates[0] == REAPER_MOVED_IN && fates[1] == REAPER_KEPT && fates[2] == REAPER_KILLED,
 		      "outsider %s, kept %s, deaf %s", reaper_fate_name(fates[0]), reaper_fate_name(fates[1]),
 		      reaper_fate_name(fates[2]));
@@ -537,13 +549,7 @@ START_TEST(moved_in_outsiders_child_is_moved_in)
 	struct tu_proc outsider, child, deaf;
 	ck_assert_int_eq(tu_pin(&outsider, o, 0), 0);
 	struct reaper_origin o0;
-	double t0 = tu_now();
-	do {
-		ck_assert_int_eq(reaper_origin_now(&o0), 0);
-		if (o0.start_time <= outsider.start_time)
-			usleep(1000);
-	} while (o0.start_time <= outsider.start_time && tu_now() - t0 < 30);
-	ck_assert_uint_gt(o0.start_time, outsider.start_time);
+	origin_after(outsider.start_time, &o0);
 	ck_assert_int_eq(tu_pin(&deaf, deaf_sleeper(), 0), 0);
 	move_in(o);
 	ck_assert_int_eq(write(go[1], "f", 1), 1);
@@ -559,13 +565,8 @@ START_TEST(moved_in_outsiders_child_is_moved_in)
 	opts.grace = 0.05;
 	struct reaper_report *r = NULL;
 	ck_assert_int_eq(reaper_reap(&f, 1, &opts, &r), 0);
-	int fates[3] = { -1, -1, -1 };
-	for (size_t i = 0; i < r->n; i++) {
-		const struct reaper_proc *p = &r->procs[i];
-		int w = p->pid == outsider.pid ? 0 : p->pid == child.pid ? 1 : p->pid == deaf.pid ? 2 : -1;
-		if (w >= 0)
-			fates[w] = p->fate;
-	}
+	int fates[3];
+	fates_of(r, (pid_t[]){ outsider.pid, child.pid, deaf.pid }, fates, 3);
 	ck_assert_msg(fates[0] == REAPER_MOVED_IN && fates[1] == REAPER_MOVED_IN && fates[2] == REAPER_KILLED,
 		      "outsider %s, its child %s, deaf %s", reaper_fate_name(fates[0]), reaper_fate_name(fates[1]),
 		      reaper_fate_name(fates[2]));
