@@ -272,7 +272,24 @@ void scanner_callers(struct scanner *sc, const struct reaper_opts *o)
 	sc->nexclude = o->exclude ? o->nexclude : 0;
 	sc->exclude_pgrp = o->exclude_pgrp;
 	sc->outside_session = o->outside_session;
-	sc->session = getsid(0);
+	/* a caller started in a session of its own (`setsid reaper ...`) has its shell, the
+	 * shell's other jobs and its pipeline in its parent's: the sessions of its ancestors are
+	 * the caller's too, but init's (unless it is the caller's own), which holds whatever never
+	 * made one of its own */
+	sc->sessions[0] = getsid(0);
+	sc->nsessions = 1;
+	pid_t init_sid = getsid(1);
+	for (pid_t p = sc->self; p > 1;) {
+		struct reaper_stat st;
+		if (procfs_stat(sc->procfd, p, &st) < 0)
+			break;
+		size_t i = 0;
+		while (i < sc->nsessions && sc->sessions[i] != st.session)
+			i++;
+		if (i == sc->nsessions && st.session > 0 && st.session != init_sid && sc->nsessions < 8)
+			sc->sessions[sc->nsessions++] = st.session;
+		p = st.ppid;
+	}
 	for (int fd = 0; fd <= 2; fd++) {
 		struct stat sb;
 		int fl = fcntl(fd, F_GETFL);
@@ -344,11 +361,12 @@ uint32_t scanner_not_callers(struct scanner *sc, const struct pidref *ref, const
 			return 0;
 	if (sc->exclude_pgrp > 0 && st->pgrp == sc->exclude_pgrp)
 		return 0;
-	if (st->session != sc->session)
-		return mask;
-	mask &= ~sc->outside_session;
+	for (size_t i = 0; i < sc->nsessions; i++)
+		if (st->session == sc->sessions[i])
+			mask &= ~sc->outside_session;
 	/* a partner's descriptors are read after it was pinned: when the pin still holds after
-	 * the reads they were its own (when it does not, it is gone and nobody's) */
+	 * the reads they were its own (when it does not, it is gone and nobody's). Looked for in
+	 * every session: reaper or its partner may have made one of its own (`setsid reaper`). */
 	if (mask && sc->npipes && pipeline_partner(sc, st->pid) && pidref_held(ref, sc->procfd) == 0)
 		return 0;
 	return mask;

@@ -87,11 +87,12 @@ struct scanner {
 	 * (NULL when root's environment had none) */
 	char *tree_inherited[32];
 	/* never the caller's: the identities and the group reaper_opts names, and the finders
-	 * that match nothing in the caller's session; the caller's session and the pipes on its
-	 * fd 0, 1 and 2 (inode, and the access mode of the caller's end) find its pipeline */
+	 * that match nothing in the caller's sessions (its own and its ancestors'); the pipes on
+	 * its fd 0, 1 and 2 (inode, and the access mode of the caller's end) find its pipeline */
 	const struct reaper_ident *exclude;
 	size_t nexclude;
-	pid_t exclude_pgrp, session;
+	pid_t exclude_pgrp, sessions[8];
+	size_t nsessions;
 	uint32_t outside_session;
 	struct {
 		unsigned long ino;

@@ -193,3 +193,41 @@ def test_run_process_in_the_callers_process_group_is_the_runs(mode, mark, tmp_pa
     leaks = [p for p in load_json(tmp_path / "r.json")["processes"] if p["leak"]]
     assert len(leaks) == 1 and leaks[0]["pgrp"] == os.getpgid(0), leaks
     assert {"cgroup", "descendant of the run"} & set(leaks[0]["found_by"]), leaks
+
+
+def test_setsid_reap_own_home_leaves_its_pipeline(mark, tmp_path):
+    """`setsid reaper reap`: reaper is in a session of its own, its `cat` in the shell's; the
+    reader of its output is its pipeline all the same, and the leftover (in a session of its
+    own, as a daemon's) is found."""
+    h = tmp_path / "h"
+    h.mkdir()
+    statuses, r = sh(
+        'export HOME="$T/h" %s; setsid -f "$PY" -c "import time; time.sleep(600)"; '
+        'until "$REAPER" scan --env %s >/dev/null 2>&1; do :; done; '
+        'setsid "$REAPER" reap --home "$T/h" --timeout 0 --grace 10 --report "$T/r.json" 2>&1 | cat >"$T/log"; '
+        'echo "${PIPESTATUS[*]}" >"$STATUS"' % (mark, mark), tmp_path)
+    log = (tmp_path / "log").read_text()
+    assert statuses == [23, 0], log
+    rep = load_json(tmp_path / "r.json")
+    assert [p["cmdline"].split()[-1] for p in rep["processes"]] == ["time.sleep(600)"], rep["processes"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_setsid_run_marker_leaves_the_callers_session(mode, mark, tmp_path):
+    """`setsid reaper run`: the shell's background job and `tee` carry the marker in the
+    shell's session, which is not reaper's but its parent's: still the caller's. What the run
+    left is found."""
+    statuses, r = sh(
+        '%s "$PY" -c "import time; time.sleep(600)" & bg=$!\n'
+        'until "$REAPER" scan --env %s >/dev/null; do :; done\n'
+        'setsid "$REAPER" run --cgroup %s --marker %s --timeout 0 --grace 10 --report "$T/r.json" -- '
+        '"$PY" -c "import os; os.fork() or os.execv(\'/bin/sleep\', [\'sleep\', \'600\'])" '
+        '2>"$T/err" | env %s tee "$T/out"; s="${PIPESTATUS[*]}"\n'
+        'kill -0 $bg && echo alive >"$T/bg"; kill -KILL $bg; wait $bg; echo "$s" >"$STATUS"'
+        % (mark, mark, mode, mark, mark), tmp_path)
+    err = (tmp_path / "err").read_text()
+    assert statuses == [23, 0], err
+    assert (tmp_path / "bg").exists(), "the caller's background job was signalled: " + err
+    rep = load_json(tmp_path / "r.json")
+    leaks = [p for p in rep["processes"] if p["leak"]]
+    assert len(leaks) == 1 and "sleep 600" in leaks[0]["cmdline"], rep["processes"]
