@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,14 @@ static void guard(int rfd, const char *marker, const char *cgroup, const struct 
 {
 	setsid();
 	prctl(PR_SET_NAME, "reaper-guard", 0, 0, 0);
+	/* Carry no environment: ours is the caller's (CI=true, HOME), and a finder of another
+	 * reaper (a `reaper reap --env` the command runs, a nested run's --home) must not take the
+	 * guardian for what the run left. /proc/PID/environ reads the exec-time strings where
+	 * they are: zeroed, they match nothing. */
+	struct reaper_stat st;
+	if (procfs_stat(-1, getpid(), &st) == 0 && st.env_start && st.env_end > st.env_start)
+		memset((void *)(uintptr_t)st.env_start, 0, (size_t)(st.env_end - st.env_start));
+	clearenv();
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null >= 0) {
 		dup2(null, 0);

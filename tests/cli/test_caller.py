@@ -231,3 +231,21 @@ def test_setsid_run_marker_leaves_the_callers_session(mode, mark, tmp_path):
     rep = load_json(tmp_path / "r.json")
     leaks = [p for p in rep["processes"] if p["leak"]]
     assert len(leaks) == 1 and "sleep 600" in leaks[0]["cmdline"], rep["processes"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reap_inside_runs_command_leaves_the_runs_guardian(mode, mark, tmp_path):
+    """`reaper run -- sh -c '...; reaper reap --env M'` with M exported: the outer run's
+    guardian is neither the inner reap's ancestor nor in its session, and carries none of the
+    caller's environment: the inner reap finds the leftover only."""
+    statuses, r = sh(
+        'export %s; "$REAPER" run --cgroup %s --timeout 0 --grace 10 --report "$T/outer.json" -- sh -c '
+        '\'setsid -f "$PY" -c "import time; time.sleep(600)"; '
+        'until "$REAPER" scan --env %s >/dev/null 2>&1; do :; done; '
+        'exec "$REAPER" reap --env %s --timeout 0 --grace 10 --report "$T/inner.json"\' 2>"$T/err"; '
+        'echo "$?" >"$STATUS"' % (mark, mode, mark, mark), tmp_path)
+    err = (tmp_path / "err").read_text()
+    assert statuses == [23], err
+    inner = load_json(tmp_path / "inner.json")
+    assert [p["cmdline"].split()[-1] for p in inner["processes"]] == ["time.sleep(600)"], inner["processes"]
+    assert load_json(tmp_path / "outer.json")["summary"]["leaks"] == 0, err
