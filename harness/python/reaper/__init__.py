@@ -332,6 +332,10 @@ def _pids(pids):
 
 def _patterns(allow: Iterable[str], keep: Iterable[str]):
     pats = [(_lib.ALLOW, g) for g in allow] + [(_lib.KEEP, g) for g in keep]
+    for _, glob in pats:
+        # the C string ends at a NUL: "*\0x" would allow every leftover
+        if "\0" in glob:
+            raise ValueError(f"reaper: an allow/keep pattern holding a NUL: {glob!r}")
     arr = (_lib.Pattern * max(1, len(pats)))()
     for i, (kind, glob) in enumerate(pats):
         arr[i].kind = kind

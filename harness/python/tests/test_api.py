@@ -200,6 +200,10 @@ def test_bad_input_is_refused_clearly():
         reaper.reap("HOME=/x", timeout=0)  # a callable is one (test_compat.py); a string is not
     with pytest.raises(ValueError):
         reaper.reap_report(reaper.descendants(), timeout=-1)
+    with pytest.raises(ValueError, match="NUL"):
+        reaper.reap_report(reaper.descendants(), timeout=0, allow=["*\0never"])
+    with pytest.raises(ValueError, match="NUL"):
+        reaper.reap_report(reaper.descendants(), timeout=0, keep=["\0"])
     # a release without an adopt is harmless; the adoptions in force (the plugin's, when this
     # suite runs under it) are put aside first, or the extra release would end one of them
     held = reaper.adopted()
