@@ -251,6 +251,10 @@ void scanner_done(struct scanner *sc)
 	free(sc->pattern_hits);
 	free(sc->ids);
 	sc->ids = NULL;
+	free(sc->pl_members);
+	sc->pl_members = NULL;
+	sc->npl_members = 0;
+	sc->pl_gen = 0;
 	sc->ids_cap = 0;
 	sc->dir = NULL;
 	sc->procfd = -1;
@@ -353,6 +357,148 @@ static int pipeline_partner(struct scanner *sc, pid_t pid)
 	return 0;
 }
 
+/* A process of the caller's sessions with a pipe on fd 0, 1 or 2: the pipes and its ends. */
+struct pl_proc {
+	pid_t pid;
+	uint64_t start_time;
+	unsigned long ino[3];
+	int acc[3];
+	int member;
+};
+
+static int caller_session(const struct scanner *sc, pid_t sid)
+{
+	for (size_t i = 0; i < sc->nsessions; i++)
+		if (sid == sc->sessions[i])
+			return 1;
+	return 0;
+}
+
+/* A pipe the caller or one of its ancestors holds links nothing: what the run left holds it
+ * too (inherited), at the same end as the caller. */
+static int callers_pipe(struct scanner *sc, unsigned long ino)
+{
+	for (size_t i = 0; i < sc->npipes; i++)
+		if (sc->pipes[i].ino == ino)
+			return 1;
+	if (!sc->nanc)
+		ancestors(sc);
+	for (size_t a = 1; a < sc->nanc; a++)
+		for (int fd = 0; fd <= 2; fd++) {
+			char path[64], link[64];
+			snprintf(path, sizeof path, "%d/fd/%d", (int)sc->ancestors[a], fd);
+			ssize_t n = readlinkat(sc->procfd, path, link, sizeof link - 1);
+			if (n > 6 && !strncmp(link, "pipe:[", 6)) {
+				link[n] = 0;
+				if (strtoul(link + 6, NULL, 10) == ino)
+					return 1;
+			}
+		}
+	return 0;
+}
+
+/* The pipeline past the caller's partners: a process of the caller's sessions holding the
+ * other end of a pipe a member holds on fd 0-2 (tee's output, read by cat) is a member, until
+ * no more join. Read once per scan, when a match needs it. */
+static void pipeline_members(struct scanner *sc)
+{
+	if (sc->pl_gen == sc->gen + 1)
+		return;
+	sc->pl_gen = sc->gen + 1;
+	sc->npl_members = 0;
+	if (!sc->nanc)
+		ancestors(sc);
+	int dfd = openat(sc->procfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	struct pl_proc *v = NULL;
+	size_t n = 0, cap = 0;
+	char dents[4096] __attribute__((aligned(8)));
+	ssize_t nd;
+	while ((nd = getdents64(dfd, dents, sizeof dents)) > 0)
+		for (ssize_t off = 0; off < nd;) {
+			struct dirent64 *d = (struct dirent64 *)(void *)(dents + off);
+			off += d->d_reclen;
+			if (d->d_name[0] < '1' || d->d_name[0] > '9')
+				continue;
+			pid_t pid = atoi(d->d_name);
+			struct reaper_stat st;
+			if (pid == sc->self || procfs_stat(sc->procfd, pid, &st) < 0 || !caller_session(sc, st.session))
+				continue;
+			struct pl_proc p = { .pid = pid, .start_time = st.start_time };
+			int any = 0;
+			for (int fd = 0; fd <= 2; fd++) {
+				char path[64], link[64];
+				snprintf(path, sizeof path, "%d/fd/%d", (int)pid, fd);
+				ssize_t k = readlinkat(sc->procfd, path, link, sizeof link - 1);
+				if (k <= 6 || strncmp(link, "pipe:[", 6))
+					continue;
+				link[k] = 0;
+				p.ino[fd] = strtoul(link + 6, NULL, 10);
+				p.acc[fd] = fd_access(sc, pid, fd);
+				any = 1;
+			}
+			if (!any || pid_in_list(sc->ancestors, sc->nanc, pid))
+				continue;
+			if (n == cap) {
+				struct pl_proc *nv = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof *v);
+				if (!nv)
+					break;
+				v = nv;
+			}
+			p.member = pipeline_partner(sc, pid);
+			v[n++] = p;
+		}
+	close(dfd);
+	for (int grew = 1; grew;) {
+		grew = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].member)
+				continue;
+			for (size_t j = 0; j < n && !v[i].member; j++) {
+				if (!v[j].member)
+					continue;
+				for (int a = 0; a <= 2 && !v[i].member; a++)
+					for (int b = 0; b <= 2 && !v[i].member; b++)
+						if (v[i].ino[a] && v[i].ino[a] == v[j].ino[b] && v[i].acc[a] >= 0 &&
+						    v[j].acc[b] >= 0 && v[i].acc[a] != v[j].acc[b] &&
+						    !callers_pipe(sc, v[i].ino[a]))
+							v[i].member = grew = 1;
+			}
+		}
+	}
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		m += v[i].member;
+	free(sc->pl_members);
+	sc->pl_members = m ? malloc(m * sizeof *sc->pl_members) : NULL;
+	for (size_t i = 0; i < n && sc->pl_members; i++)
+		if (v[i].member)
+			sc->pl_members[sc->npl_members++] = (struct reaper_ident){ v[i].pid, v[i].start_time };
+	free(v);
+}
+
+/* Whether pid, of the caller's sessions, holds a pipe on fd 0-2 that is not the caller's own
+ * (only such a process can be a member past the partners). */
+static int holds_other_pipe(struct scanner *sc, pid_t pid)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		char path[64], link[64];
+		snprintf(path, sizeof path, "%d/fd/%d", (int)pid, fd);
+		ssize_t k = readlinkat(sc->procfd, path, link, sizeof link - 1);
+		if (k <= 6 || strncmp(link, "pipe:[", 6))
+			continue;
+		link[k] = 0;
+		unsigned long ino = strtoul(link + 6, NULL, 10);
+		size_t i = 0;
+		while (i < sc->npipes && sc->pipes[i].ino != ino)
+			i++;
+		if (i == sc->npipes)
+			return 1;
+	}
+	return 0;
+}
+
 uint32_t scanner_not_callers(struct scanner *sc, const struct pidref *ref, const struct reaper_stat *st,
 			     uint32_t mask)
 {
@@ -369,6 +515,13 @@ uint32_t scanner_not_callers(struct scanner *sc, const struct pidref *ref, const
 	 * every session: reaper or its partner may have made one of its own (`setsid reaper`). */
 	if (mask && sc->npipes && pipeline_partner(sc, st->pid) && pidref_held(ref, sc->procfd) == 0)
 		return 0;
+	if (mask && sc->npipes && caller_session(sc, st->session) && holds_other_pipe(sc, st->pid)) {
+		pipeline_members(sc);
+		for (size_t i = 0; i < sc->npl_members; i++)
+			if (sc->pl_members[i].pid == st->pid && sc->pl_members[i].start_time == st->start_time &&
+			    pidref_held(ref, sc->procfd) == 0)
+				return 0;
+	}
 	return mask;
 }
 

@@ -99,6 +99,11 @@ struct scanner {
 		int acc;
 	} pipes[3];
 	size_t npipes;
+	/* the members of the caller's pipeline past its partners (`reaper | tee | cat`: cat),
+	 * found the scan they were first looked for in (pl_gen - 1; 0: never) */
+	struct reaper_ident *pl_members;
+	size_t npl_members;
+	unsigned pl_gen;
 	/* called for each newly added live candidate (the reap registers its pidfd) */
 	void (*added)(void *ctx, size_t idx);
 	void *ctx;

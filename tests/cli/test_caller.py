@@ -249,3 +249,18 @@ def test_reap_inside_runs_command_leaves_the_runs_guardian(mode, mark, tmp_path)
     inner = load_json(tmp_path / "inner.json")
     assert [p["cmdline"].split()[-1] for p in inner["processes"]] == ["time.sleep(600)"], inner["processes"]
     assert load_json(tmp_path / "outer.json")["summary"]["leaks"] == 0, err
+
+
+def test_pipeline_past_its_reader_is_the_callers(mark, tmp_path):
+    """A script's `reaper reap | tee log | cat` (one process group, no job control): cat holds
+    none of reaper's pipes but reads tee's output; it is the pipeline all the same. A leftover
+    writing to the script's own output (a pipe reaper holds too) is still found."""
+    statuses, r = sh(
+        'export %s; ("$PY" -c "import time; time.sleep(600)" &); '
+        'until "$REAPER" scan --env %s >/dev/null 2>&1; do :; done; '
+        '"$REAPER" reap --env %s --timeout 0 --grace 10 --report "$T/r.json" 2>"$T/err" '
+        '| tee "$T/log" | cat >"$T/out"; echo "${PIPESTATUS[*]}" >"$STATUS"' % (mark, mark, mark), tmp_path)
+    err = (tmp_path / "err").read_text()
+    assert statuses == [23, 0, 0], err
+    rep = load_json(tmp_path / "r.json")
+    assert [p["cmdline"].split()[-1] for p in rep["processes"]] == ["time.sleep(600)"], rep["processes"]
