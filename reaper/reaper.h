@@ -316,8 +316,9 @@ struct reaper_opts {
 	 * match's pid there is read while it is pinned (reaper_proc.outer_pid), so a report can
 	 * name it as the caller outside sees it. */
 	int outer_procfd;
-	/* The caller, its ancestors and its pipeline (a process of its session holding the other
-	 * end of a pipe on its fd 0, 1 or 2: `| tee` reading its output) are never candidates.
+	/* The caller, its ancestors and its pipeline (a process holding the other end of a pipe
+	 * on its fd 0, 1 or 2: `| tee` reading its output; and one of the caller's sessions
+	 * holding the other end of a member's: `| tee | cat`) are never candidates.
 	 * Optional, never candidates either, whatever finds them: these identities (helpers of
 	 * the caller's own)... */
 	const struct reaper_ident *exclude;
@@ -325,7 +326,8 @@ struct reaper_opts {
 	/* ...the members of this process group (0: none; the caller's own job, when nothing it
 	 * reaps can be in it)... */
 	pid_t exclude_pgrp;
-	/* ...and, for the finders of bit i set here, the processes of the caller's session: its
+	/* ...and, for the finders of bit i set here, the processes of the caller's sessions (its
+	 * own and its ancestors', but init's): its
 	 * shell and that shell's other jobs carry what the caller's environment holds. Other
 	 * finders (descent, a cgroup) still find such a process. */
 	uint32_t outside_session;
