@@ -325,6 +325,18 @@ static int fd_access(struct scanner *sc, pid_t pid, int fd)
 	return flags ? (int)(strtoul(flags + 6, NULL, 8) & O_ACCMODE) : -1;
 }
 
+/* The pipe (its inode) on pid's descriptor fd, 0 when it holds none there. */
+static unsigned long fd_pipe(struct scanner *sc, pid_t pid, int fd)
+{
+	char path[64], link[64];
+	snprintf(path, sizeof path, "%d/fd/%d", (int)pid, fd);
+	ssize_t n = readlinkat(sc->procfd, path, link, sizeof link - 1);
+	if (n <= 6 || strncmp(link, "pipe:[", 6))
+		return 0;
+	link[n] = 0;
+	return strtoul(link + 6, NULL, 10);
+}
+
 /* The other end of a pipe on the caller's fd 0, 1 or 2 is the caller's pipeline: the reader
  * of its output (`| tee`, and what that reader started with it), the writer of its input. A
  * process that holds the same end as the caller (a daemon left writing to the same output)
@@ -339,13 +351,9 @@ static int pipeline_partner(struct scanner *sc, pid_t pid)
 		writers |= sc->pipes[i].acc != O_WRONLY;
 	}
 	for (int fd = readers ? 0 : 1; fd <= (writers ? 2 : 0); fd++) {
-		char path[64], link[64];
-		snprintf(path, sizeof path, "%d/fd/%d", (int)pid, fd);
-		ssize_t n = readlinkat(sc->procfd, path, link, sizeof link - 1);
-		if (n <= 6 || strncmp(link, "pipe:[", 6))
+		unsigned long ino = fd_pipe(sc, pid, fd);
+		if (!ino)
 			continue;
-		link[n] = 0;
-		unsigned long ino = strtoul(link + 6, NULL, 10);
 		for (size_t i = 0; i < sc->npipes; i++) {
 			if (sc->pipes[i].ino != ino)
 				continue;
@@ -384,16 +392,9 @@ static int callers_pipe(struct scanner *sc, unsigned long ino)
 	if (!sc->nanc)
 		ancestors(sc);
 	for (size_t a = 1; a < sc->nanc; a++)
-		for (int fd = 0; fd <= 2; fd++) {
-			char path[64], link[64];
-			snprintf(path, sizeof path, "%d/fd/%d", (int)sc->ancestors[a], fd);
-			ssize_t n = readlinkat(sc->procfd, path, link, sizeof link - 1);
-			if (n > 6 && !strncmp(link, "pipe:[", 6)) {
-				link[n] = 0;
-				if (strtoul(link + 6, NULL, 10) == ino)
-					return 1;
-			}
-		}
+		for (int fd = 0; fd <= 2; fd++)
+			if (fd_pipe(sc, sc->ancestors[a], fd) == ino)
+				return 1;
 	return 0;
 }
 
@@ -428,13 +429,8 @@ static void pipeline_members(struct scanner *sc)
 			struct pl_proc p = { .pid = pid, .start_time = st.start_time };
 			int any = 0;
 			for (int fd = 0; fd <= 2; fd++) {
-				char path[64], link[64];
-				snprintf(path, sizeof path, "%d/fd/%d", (int)pid, fd);
-				ssize_t k = readlinkat(sc->procfd, path, link, sizeof link - 1);
-				if (k <= 6 || strncmp(link, "pipe:[", 6))
+				if (!(p.ino[fd] = fd_pipe(sc, pid, fd)))
 					continue;
-				link[k] = 0;
-				p.ino[fd] = strtoul(link + 6, NULL, 10);
 				p.acc[fd] = fd_access(sc, pid, fd);
 				any = 1;
 			}
@@ -483,13 +479,9 @@ static void pipeline_members(struct scanner *sc)
 static int holds_other_pipe(struct scanner *sc, pid_t pid)
 {
 	for (int fd = 0; fd <= 2; fd++) {
-		char path[64], link[64];
-		snprintf(path, sizeof path, "%d/fd/%d", (int)pid, fd);
-		ssize_t k = readlinkat(sc->procfd, path, link, sizeof link - 1);
-		if (k <= 6 || strncmp(link, "pipe:[", 6))
+		unsigned long ino = fd_pipe(sc, pid, fd);
+		if (!ino)
 			continue;
-		link[k] = 0;
-		unsigned long ino = strtoul(link + 6, NULL, 10);
 		size_t i = 0;
 		while (i < sc->npipes && sc->pipes[i].ino != ino)
 			i++;
