@@ -70,19 +70,21 @@ def test_run_marker_in_own_environment_spares_guardian_and_pipeline(mode, mark, 
     assert rep["summary"]["leaks"] == 0 and rep["processes"] == [], rep["processes"]
 
 
+@pytest.mark.parametrize("setsid", ["", "setsid "])
 @pytest.mark.parametrize("mode", MODES)
-def test_run_marker_on_the_callers_session_is_not_the_run(mode, mark, tmp_path):
+def test_run_marker_on_the_callers_session_is_not_the_run(mode, setsid, mark, tmp_path):
     """The marker is not reaper's own, but a pipeline member and a background job of the
-    calling shell carry it: they are the caller's session, not the run's. What the run left
-    with it is found all the same (by descent or its cgroup)."""
+    calling shell carry it: they are the caller's session, not the run's (under `setsid
+    reaper`, the shell's session is its parent's, the caller's all the same). What the run
+    left with it is found all the same (by descent or its cgroup)."""
     statuses, r = sh(
         '%s "$PY" -c "import time; time.sleep(600)" & bg=$!\n'
         'until "$REAPER" scan --env %s >/dev/null; do :; done\n'
-        '"$REAPER" run --cgroup %s --marker %s --timeout 0 --grace 10 --report "$T/r.json" -- '
+        '%s"$REAPER" run --cgroup %s --marker %s --timeout 0 --grace 10 --report "$T/r.json" -- '
         '"$PY" -c "import os; os.fork() or os.execv(\'/bin/sleep\', [\'sleep\', \'600\'])" '
         '2>"$T/err" | env %s tee "$T/out"; s="${PIPESTATUS[*]}"\n'
         'kill -0 $bg && echo alive >"$T/bg"; kill -KILL $bg; wait $bg; echo "$s" >"$STATUS"'
-        % (mark, mark, mode, mark, mark), tmp_path)
+        % (mark, mark, setsid, mode, mark, mark), tmp_path)
     err = (tmp_path / "err").read_text()
     assert statuses == [23, 0], err
     assert (tmp_path / "bg").exists(), "the caller's background job was signalled: " + err
@@ -210,27 +212,6 @@ def test_setsid_reap_own_home_leaves_its_pipeline(mark, tmp_path):
     assert statuses == [23, 0], log
     rep = load_json(tmp_path / "r.json")
     assert [p["cmdline"].split()[-1] for p in rep["processes"]] == ["time.sleep(600)"], rep["processes"]
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_setsid_run_marker_leaves_the_callers_session(mode, mark, tmp_path):
-    """`setsid reaper run`: the shell's background job and `tee` carry the marker in the
-    shell's session, which is not reaper's but its parent's: still the caller's. What the run
-    left is found."""
-    statuses, r = sh(
-        '%s "$PY" -c "import time; time.sleep(600)" & bg=$!\n'
-        'until "$REAPER" scan --env %s >/dev/null; do :; done\n'
-        'setsid "$REAPER" run --cgroup %s --marker %s --timeout 0 --grace 10 --report "$T/r.json" -- '
-        '"$PY" -c "import os; os.fork() or os.execv(\'/bin/sleep\', [\'sleep\', \'600\'])" '
-        '2>"$T/err" | env %s tee "$T/out"; s="${PIPESTATUS[*]}"\n'
-        'kill -0 $bg && echo alive >"$T/bg"; kill -KILL $bg; wait $bg; echo "$s" >"$STATUS"'
-        % (mark, mark, mode, mark, mark), tmp_path)
-    err = (tmp_path / "err").read_text()
-    assert statuses == [23, 0], err
-    assert (tmp_path / "bg").exists(), "the caller's background job was signalled: " + err
-    rep = load_json(tmp_path / "r.json")
-    leaks = [p for p in rep["processes"] if p["leak"]]
-    assert len(leaks) == 1 and "sleep 600" in leaks[0]["cmdline"], rep["processes"]
 
 
 @pytest.mark.parametrize("mode", MODES)
