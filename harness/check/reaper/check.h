@@ -49,6 +49,12 @@
  * child and is found there; with cgroups the cgroups hold everything and the runner's
  * parentage is left alone. A test calling _exit() skips every exit handler: Check counts
  * _exit(0) as a pass and only the TCase's sweep finds (and lists) what it left.
+ * In CK_NOFORK mode a test that calls _exit(), crashes or is killed ends the runner itself:
+ * a guardian process, which the runner forks when a TCase's first test runs in it and
+ * collects when the TCase ends, then kills what is in the TCase's cgroup or carries the run's
+ * marker, removes the cgroups and says so on stderr ("reaper: the runner (pid N) ended during
+ * a test of tcase NAME ..."). Without cgroups a child forked without exec carries neither
+ * and is out of its reach.
  * Unchecked fixtures run in the runner's own cgroup, never in a test's.
  *
  * Fixture order: Check runs checked setups in the order they were added and teardowns in

@@ -1057,6 +1057,78 @@ static void test_exit_nofork(const TTest *test, const char *orphan, const char *
 	free(err);
 }
 
+/* _exit(0) and a signal in the body: in CK_NOFORK mode the runner itself ends, and no code of
+ * the runner runs after it. */
+START_TEST(daemon_then__exits)
+{
+	detach_sleep(3614, NULL);
+	_exit(0);
+}
+END_TEST
+
+START_TEST(daemon_then_is_killed)
+{
+	detach_sleep(3615, NULL);
+	raise(SIGKILL);
+}
+END_TEST
+
+/* The test's leftover and the runner's cgroups are gone, and the guardian named the runner,
+ * once a CK_NOFORK runner died in a test (run in a child here): waits for it, bounded, as
+ * the guardian reaps after the runner's end. Before, the sleep ran on and the test's cgroups
+ * stayed. */
+static void test_dies_nofork(const TTest *test, int seconds, const char *name)
+{
+	char errpath[160], arg[32], dir[PATH_MAX], prefix[48], want[96];
+	snprintf(errpath, sizeof errpath, "%s/%s.err", workdir, name);
+	snprintf(arg, sizeof arg, "%d.%d", seconds, tag);
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fd, 2);
+		close(fd);
+		Suite *s = suite_create("dies");
+		TCase *tc = tcase_create("dies");
+		if (reaper_check_tcase(tc, "dies") < 0)
+			_exit(98);
+		_tcase_add_test(tc, test, 0, 0, 0, 1);
+		tcase_set_timeout(tc, 60);
+		suite_add_tcase(s, tc);
+		char *text;
+		run_logged(s, CK_NOFORK, name, &text);
+		_exit(99); /* the test ends the runner before */
+	}
+	int st = -1;
+	EXPECT(pid > 0 && waitpid(pid, &st, 0) == pid && st != (99 << 8), "%s: the runner's status %#x", name, st);
+	snprintf(want, sizeof want, "reaper: the runner (pid %d) ended during a test of tcase dies, leaving 1 process", (int)pid);
+	snprintf(prefix, sizeof prefix, "reaper-check-%d.", (int)pid);
+	int left = 1, running = 1, said = 0;
+	for (int i = 0; i < 6000 && (left || running || !said); i++) {
+		if (i)
+			usleep(10000);
+		char *err = slurp(errpath);
+		said = strstr(err, want) != NULL && strstr(err, arg) != NULL;
+		free(err);
+		running = count_procs(arg) > 0;
+		left = 0;
+		if (with_cgroups && reaper_cgroup_current(dir, sizeof dir) == 0) {
+			DIR *d = opendir(dir);
+			struct dirent *e;
+			while (d && (e = readdir(d)))
+				left += !strncmp(e->d_name, prefix, strlen(prefix));
+			if (d)
+				closedir(d);
+		}
+	}
+	char *err = slurp(errpath);
+	EXPECT(said, "%s: stderr does not say `%s` naming `sleep %s`:\n%s", name, want, arg, err);
+	EXPECT(!running, "%s: `sleep %s` is still running", name, arg);
+	EXPECT(!left, "%s: the dead runner left %d cgroups", name, left);
+	free(err);
+}
+
 static void test_endings(const char *name)
 {
 	char sub[64], arg[32];
@@ -1067,6 +1139,10 @@ static void test_endings(const char *name)
 	snprintf(sub, sizeof sub, "%s-nofork-daemon", name);
 	snprintf(arg, sizeof arg, "sleep 3610.%d", tag);
 	test_exit_nofork(daemon_then_exits, NULL, arg, sub);
+	snprintf(sub, sizeof sub, "%s-nofork-_exit", name);
+	test_dies_nofork(daemon_then__exits, 3614, sub);
+	snprintf(sub, sizeof sub, "%s-nofork-killed", name);
+	test_dies_nofork(daemon_then_is_killed, 3615, sub);
 }
 
 /* A checked TCase's slot is free again once its run has ended: more runs than there are
