@@ -17,6 +17,7 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -62,7 +63,6 @@ static int ran_in_runner; /* a test of the open TCase ran in the runner (CK_NOFO
  * first test runs there, waits for the runner's end or for the TCase's; on the runner's end
  * it kills what the tests left (the TCase's cgroup, the run's marker), removes the cgroups
  * and names the test that ran. Its page, shared with the runner, holds that name. */
-static pid_t guardian;
 static int guardian_wake = -1; /* the runner's end of the pipe that says the TCase ended */
 static struct guardian_page {
 	char test[160];
@@ -574,7 +574,9 @@ static void guardian_run(int runner_fd, int wake)
 }
 
 /* Start the open TCase's guardian (CK_NOFORK, before the test's environment and cgroup are
- * set: it carries neither). Without one, a runner that dies leaves what its test started. */
+ * set: it carries neither). Without one, a runner that dies leaves what its test started.
+ * It is forked twice so that it is not the runner's child (a host waiting for all its
+ * children would wait for it): the runner is no subreaper meanwhile, so it goes up. */
 static void guardian_start(void)
 {
 	int p[2], rfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
@@ -587,38 +589,43 @@ static void guardian_start(void)
 			close(rfd);
 		return;
 	}
+	int sub = 0;
+	if (prctl(PR_GET_CHILD_SUBREAPER, (unsigned long)&sub, 0, 0, 0) < 0)
+		sub = 0;
+	if (sub)
+		prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
 	fflush(NULL); /* the guardian writes to stderr: nothing buffered is written twice */
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(p[1]);
 		setpgid(0, 0); /* a signal to the runner's process group leaves it to clean up */
-		guardian_run(rfd, p[0]);
+		if (fork() == 0)
+			guardian_run(rfd, p[0]);
+		_exit(0);
 	}
+	int st;
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (sub)
+		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	close(rfd);
 	close(p[0]);
 	if (pid < 0) {
 		close(p[1]);
 		return;
 	}
-	guardian = pid;
 	guardian_wake = p[1];
-	/* it is the runner's child, not a leftover of the TCase's tests */
-	if (nsession_earlier < MAX_OWN)
-		session_earlier[nsession_earlier++] = pid;
 }
 
-/* The TCase ended in the runner: its guardian exits, and is collected. */
+/* The TCase ended in the runner: its guardian exits. */
 static void guardian_stop(void)
 {
-	if (!guardian)
+	if (guardian_wake < 0)
 		return;
 	while (write(guardian_wake, "", 1) < 0 && errno == EINTR)
 		;
 	close(guardian_wake);
 	guardian_wake = -1;
-	while (waitpid(guardian, NULL, 0) < 0 && errno == EINTR)
-		;
-	guardian = 0;
 }
 
 static void checked_setup(int slot)
@@ -627,7 +634,7 @@ static void checked_setup(int slot)
 		return;
 	if (cur.open) /* CK_NOFORK: a setup after ours failed, so no teardown ran */
 		test_abandon(slot);
-	if (getpid() == runner_pid && !guardian)
+	if (getpid() == runner_pid && guardian_wake < 0)
 		guardian_start();
 	char rnd[17], value[128];
 	random_hex(rnd, sizeof rnd);

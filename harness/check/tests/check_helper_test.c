@@ -1129,6 +1129,44 @@ static void test_dies_nofork(const TTest *test, int seconds, const char *name)
 	free(err);
 }
 
+/* A CK_NOFORK test that waits for all its children (until ECHILD) finds only its own: the
+ * helper's guardian is not the runner's child. */
+START_TEST(waits_for_all_children)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(0);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	errno = 0;
+	ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1);
+	ck_assert_int_eq(errno, ECHILD);
+}
+END_TEST
+
+static void no_hidden_child(void)
+{
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid == 0) {
+		Suite *s = suite_create("waits");
+		TCase *tc = tcase_create("waits");
+		if (reaper_check_tcase(tc, "waits") < 0)
+			_exit(98);
+		tcase_add_test(tc, waits_for_all_children);
+		suite_add_tcase(s, tc);
+		char *text;
+		int n = run_logged(s, CK_NOFORK, "waits", &text);
+		if (n)
+			fprintf(stderr, "%s\n", text);
+		_exit(n);
+	}
+	int st = -1;
+	EXPECT(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	       "waits: a CK_NOFORK test found a child it did not start (status %#x)", st);
+}
+
 static void test_endings(const char *name)
 {
 	char sub[64], arg[32];
@@ -1242,6 +1280,7 @@ int main(void)
 	run_mode(CK_NOFORK, "nofork");
 	test_endings("ends");
 	slots_are_freed();
+	no_hidden_child();
 	nested_runners();
 	fixture_children(CK_FORK);
 	fixture_children(CK_NOFORK);
