@@ -58,6 +58,14 @@ static uint64_t session_since;
 static pid_t session_earlier[MAX_OWN]; /* its children at the TCase's start, in that tick */
 static size_t nsession_earlier;
 static int ran_in_runner; /* a test of the open TCase ran in the runner (CK_NOFORK) */
+/* The runner's children that unchecked fixtures added after ours started (after the TCase
+ * began, before its first test): the runner's, not its tests'. The first test's setup notes
+ * them (in CK_FORK mode in the test's process, so the page is shared with the runner). */
+static struct fixture_page {
+	int noted;
+	size_t n;
+	pid_t pid[MAX_OWN];
+} *fpage;
 /* CK_NOFORK: a test that crashes, is killed or calls _exit() ends the runner, and none of
  * our code runs after it. A guardian process, forked from the runner when the open TCase's
  * first test runs there, waits for the runner's end or for the TCase's; on the runner's end
@@ -363,18 +371,18 @@ static void list_leaks(const struct reaper_report *rep, char *buf, size_t len)
 		snprintf(buf + used, len - used, "\n  ... and %zu more", listed - MAX_LISTED);
 }
 
-/* fn(pid, state) for each child of this process (of any of its threads) started at since or
+/* fn(pid, state) for each child of process of (of any of its threads) started at since or
  * later. */
-static void each_child_since(uint64_t since, void (*fn)(pid_t pid, char state))
+static void each_child_of_since(pid_t of, uint64_t since, void (*fn)(pid_t pid, char state))
 {
 	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/task", (int)getpid());
+	snprintf(path, sizeof path, "/proc/%d/task", (int)of);
 	DIR *tasks = opendir(path);
 	struct dirent *t;
 	while (tasks && (t = readdir(tasks))) {
 		if (t->d_name[0] < '1' || t->d_name[0] > '9')
 			continue;
-		snprintf(path, sizeof path, "/proc/%d/task/%.16s/children", (int)getpid(), t->d_name);
+		snprintf(path, sizeof path, "/proc/%d/task/%.16s/children", (int)of, t->d_name);
 		FILE *f = fopen(path, "re");
 		int pid;
 		while (f && fscanf(f, "%d", &pid) == 1) {
@@ -396,6 +404,11 @@ static void each_child_since(uint64_t since, void (*fn)(pid_t pid, char state))
 	}
 	if (tasks)
 		closedir(tasks);
+}
+
+static void each_child_since(uint64_t since, void (*fn)(pid_t pid, char state))
+{
+	each_child_of_since(getpid(), since, fn);
 }
 
 static void note_earlier(pid_t pid, char state)
@@ -457,6 +470,12 @@ static void session_open(int slot)
 	session_since = ticks_now();
 	nsession_earlier = 0;
 	each_child_since(session_since, note_session_earlier);
+	if (!fpage) {
+		void *m = mmap(NULL, sizeof *fpage, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		fpage = m == MAP_FAILED ? NULL : m;
+	}
+	if (fpage)
+		fpage->noted = 0, fpage->n = 0;
 	if (cgroup_mode() != REAPER_CHECK_CGROUP_OFF) {
 		static int noted;
 		char name[96];
@@ -628,10 +647,21 @@ static void guardian_stop(void)
 	guardian_wake = -1;
 }
 
+static void note_fixture_child(pid_t pid, char state)
+{
+	(void)state;
+	if (pid != getpid() && !pid_in(session_earlier, nsession_earlier, pid) && fpage->n < MAX_OWN)
+		fpage->pid[fpage->n++] = pid;
+}
+
 static void checked_setup(int slot)
 {
 	if (nested)
 		return;
+	if (fpage && !fpage->noted) {
+		fpage->noted = 1;
+		each_child_of_since(runner_pid, session_since, note_fixture_child);
+	}
 	if (cur.open) /* CK_NOFORK: a setup after ours failed, so no teardown ran */
 		test_abandon(slot);
 	if (getpid() == runner_pid && guardian_wake < 0)
@@ -730,6 +760,8 @@ static size_t sweep(int slot)
 	size_t n = 0, leaks = 0;
 	tcase_open = 0;
 	guardian_stop();
+	for (size_t i = 0; fpage && i < fpage->n && nsession_earlier < MAX_OWN; i++)
+		session_earlier[nsession_earlier++] = fpage->pid[i];
 	snprintf(entry, sizeof entry, RUN_MARKER "=%s", run_value);
 	f[n++] = reaper_find_env(entry);
 	if (session_cg[0])

@@ -55,7 +55,9 @@
  * marker, removes the cgroups and says so on stderr ("reaper: the runner (pid N) ended during
  * a test of tcase NAME ..."). Without cgroups a child forked without exec carries neither
  * and is out of its reach.
- * Unchecked fixtures run in the runner's own cgroup, never in a test's.
+ * Unchecked fixtures run in the runner's own cgroup, never in a test's, and what their
+ * setups start (the runner's children when the TCase's first test begins) is the runner's:
+ * the TCase's sweep leaves it alone, with or without cgroups.
  *
  * Fixture order: Check runs checked setups in the order they were added and teardowns in
  * the reverse order. A checked fixture added after reaper_check_tcase() sets up inside the

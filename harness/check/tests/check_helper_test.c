@@ -743,6 +743,58 @@ static void fixture_children(enum fork_status mode)
 	free(text);
 }
 
+/* An unchecked fixture added after the helper's starts a server for the TCase's tests and
+ * the program stops it after the run: it is the runner's, not a test's leftover, in both
+ * trackings. Before, without cgroups the TCase's sweep took it for a test's orphan (a child
+ * of the runner started since the TCase began) and killed it. */
+static pid_t fixture_server;
+
+static void fixture_server_setup(void)
+{
+	char arg[32];
+	snprintf(arg, sizeof arg, "3607.%d", tag);
+	if (!fixture_server)
+		fixture_server = start_sleep(fork, arg);
+}
+
+static void unchecked_fixture_server(enum fork_status mode, enum reaper_check_cgroup cg)
+{
+	Suite *s = suite_create("server");
+	TCase *tc = tcase_create("server");
+	reaper_check_use_cgroup(cg);
+	EXPECT(reaper_check_tcase(tc, "server") == 0, "reaper_check_tcase(server)");
+	tcase_add_unchecked_fixture(tc, fixture_server_setup, NULL);
+	tcase_add_test(tc, does_nothing);
+	tcase_add_test(tc, fails_and_leaks);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	char *text, path[160];
+	snprintf(path, sizeof path, "%s/server.err", workdir);
+	fflush(stderr);
+	int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	dup2(fd, 2);
+	close(fd);
+	fixture_server = 0;
+	int nfailed = run_logged(s, mode, "server", &text);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	reaper_check_use_cgroup(REAPER_CHECK_CGROUP_AUTO);
+	char *err = slurp(path), arg[32];
+	snprintf(arg, sizeof arg, "sleep 3607.%d", tag);
+	int st = -1;
+	pid_t w = fixture_server > 0 ? waitpid(fixture_server, &st, WNOHANG) : -1;
+	EXPECT(nfailed == 1 && w == 0 && !strstr(err, arg) && !strstr(text, arg),
+	       "server (%s, cgroup %d): %d of 2 failed, the fixture's server %s:\n%s\n%s", mode == CK_FORK ? "fork" : "nofork",
+	       (int)cg, nfailed, w == 0 ? "runs" : "was ended", text, err);
+	if (w == 0) {
+		kill(fixture_server, SIGKILL);
+		waitpid(fixture_server, &st, 0);
+	}
+	free(text);
+	free(err);
+}
+
 /* A runner inside a checked test (a test of the test tools, as pytester is for pytest): its
  * tests are the outer test's, whose check finds what they leave. Before, the inner runner took
  * the outer test for one of its own whose teardown never ran and killed what it had started
@@ -1284,6 +1336,10 @@ int main(void)
 	nested_runners();
 	fixture_children(CK_FORK);
 	fixture_children(CK_NOFORK);
+	unchecked_fixture_server(CK_FORK, REAPER_CHECK_CGROUP_OFF);
+	unchecked_fixture_server(CK_NOFORK, REAPER_CHECK_CGROUP_OFF);
+	if (with_cgroups)
+		unchecked_fixture_server(CK_FORK, REAPER_CHECK_CGROUP_AUTO);
 	if (with_cgroups) {
 		fflush(stdout);
 		fflush(stderr);
