@@ -1055,15 +1055,10 @@ static void test_endings_fork(const char *name)
 	free(err);
 }
 
-/* exit(0) in a CK_NOFORK test ends the runner itself (run in a child here): the test's
- * leftovers are killed and listed at the test's line, the cgroups removed, and the exit
- * status is 1. Before, the leftover ran on and the test's cgroups stayed. */
-static void test_exit_nofork(const TTest *test, const char *orphan, const char *what, const char *name)
+/* Fork a runner that runs test alone in CK_NOFORK mode in a TCase named tcname, its stderr
+ * into errpath; the test is to end it (else it exits 99). The runner's pid. */
+static pid_t nofork_runner(const TTest *test, const char *tcname, const char *errpath, const char *name)
 {
-	char path[160], errpath[160], dir[PATH_MAX], prefix[48];
-	snprintf(errpath, sizeof errpath, "%s/%s.err", workdir, name);
-	snprintf(path, sizeof path, "%s/%s", workdir, orphan ? orphan : "none");
-	unlink(path);
 	fflush(stdout);
 	fflush(stderr);
 	pid_t pid = fork();
@@ -1071,17 +1066,47 @@ static void test_exit_nofork(const TTest *test, const char *orphan, const char *
 		int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		dup2(fd, 2);
 		close(fd);
-		Suite *s = suite_create("exits");
-		TCase *tc = tcase_create("exits");
-		if (reaper_check_tcase(tc, "exits") < 0)
+		Suite *s = suite_create(tcname);
+		TCase *tc = tcase_create(tcname);
+		if (reaper_check_tcase(tc, tcname) < 0)
 			_exit(98);
 		_tcase_add_test(tc, test, 0, 0, 0, 1);
 		tcase_set_timeout(tc, 60);
 		suite_add_tcase(s, tc);
 		char *text;
 		run_logged(s, CK_NOFORK, name, &text);
-		_exit(99); /* the test's exit(0) ends the runner before */
+		_exit(99);
 	}
+	return pid;
+}
+
+/* How many cgroups the runner pid made are still beside ours. */
+static int runner_cgroups(pid_t pid)
+{
+	char dir[PATH_MAX], prefix[48];
+	int left = 0;
+	snprintf(prefix, sizeof prefix, "reaper-check-%d.", (int)pid);
+	if (reaper_cgroup_current(dir, sizeof dir) == 0) {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		while (d && (e = readdir(d)))
+			left += !strncmp(e->d_name, prefix, strlen(prefix));
+		if (d)
+			closedir(d);
+	}
+	return left;
+}
+
+/* exit(0) in a CK_NOFORK test ends the runner itself (run in a child here): the test's
+ * leftovers are killed and listed at the test's line, the cgroups removed, and the exit
+ * status is 1. Before, the leftover ran on and the test's cgroups stayed. */
+static void test_exit_nofork(const TTest *test, const char *orphan, const char *what, const char *name)
+{
+	char path[160], errpath[160];
+	snprintf(errpath, sizeof errpath, "%s/%s.err", workdir, name);
+	snprintf(path, sizeof path, "%s/%s", workdir, orphan ? orphan : "none");
+	unlink(path);
+	pid_t pid = nofork_runner(test, "exits", errpath, name);
 	int st = -1;
 	EXPECT(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 1,
 	       "%s: the runner's exit status %#x, not 1", name, st);
@@ -1095,16 +1120,7 @@ static void test_exit_nofork(const TTest *test, const char *orphan, const char *
 	char arg[32];
 	snprintf(arg, sizeof arg, "3610.%d", tag);
 	EXPECT(count_procs(arg) == 0, "%s: `sleep %s` is still running", name, arg);
-	snprintf(prefix, sizeof prefix, "reaper-check-%d.", (int)pid);
-	int left = 0;
-	if (reaper_cgroup_current(dir, sizeof dir) == 0) {
-		DIR *d = opendir(dir);
-		struct dirent *e;
-		while (d && (e = readdir(d)))
-			left += !strncmp(e->d_name, prefix, strlen(prefix));
-		if (d)
-			closedir(d);
-	}
+	int left = runner_cgroups(pid);
 	EXPECT(left == 0, "%s: the exited runner left %d cgroups", name, left);
 	free(err);
 }
@@ -1131,31 +1147,13 @@ END_TEST
  * stayed. */
 static void test_dies_nofork(const TTest *test, int seconds, const char *name)
 {
-	char errpath[160], arg[32], dir[PATH_MAX], prefix[48], want[96];
+	char errpath[160], arg[32], want[96];
 	snprintf(errpath, sizeof errpath, "%s/%s.err", workdir, name);
 	snprintf(arg, sizeof arg, "%d.%d", seconds, tag);
-	fflush(stdout);
-	fflush(stderr);
-	pid_t pid = fork();
-	if (pid == 0) {
-		int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-		dup2(fd, 2);
-		close(fd);
-		Suite *s = suite_create("dies");
-		TCase *tc = tcase_create("dies");
-		if (reaper_check_tcase(tc, "dies") < 0)
-			_exit(98);
-		_tcase_add_test(tc, test, 0, 0, 0, 1);
-		tcase_set_timeout(tc, 60);
-		suite_add_tcase(s, tc);
-		char *text;
-		run_logged(s, CK_NOFORK, name, &text);
-		_exit(99); /* the test ends the runner before */
-	}
+	pid_t pid = nofork_runner(test, "dies", errpath, name);
 	int st = -1;
 	EXPECT(pid > 0 && waitpid(pid, &st, 0) == pid && st != (99 << 8), "%s: the runner's status %#x", name, st);
 	snprintf(want, sizeof want, "reaper: the runner (pid %d) ended during a test of tcase dies, leaving 1 process", (int)pid);
-	snprintf(prefix, sizeof prefix, "reaper-check-%d.", (int)pid);
 	int left = 1, running = 1, said = 0;
 	for (int i = 0; i < 6000 && (left || running || !said); i++) {
 		if (i)
@@ -1164,15 +1162,7 @@ static void test_dies_nofork(const TTest *test, int seconds, const char *name)
 		said = strstr(err, want) != NULL && strstr(err, arg) != NULL;
 		free(err);
 		running = count_procs(arg) > 0;
-		left = 0;
-		if (with_cgroups && reaper_cgroup_current(dir, sizeof dir) == 0) {
-			DIR *d = opendir(dir);
-			struct dirent *e;
-			while (d && (e = readdir(d)))
-				left += !strncmp(e->d_name, prefix, strlen(prefix));
-			if (d)
-				closedir(d);
-		}
+		left = with_cgroups ? runner_cgroups(pid) : 0;
 	}
 	char *err = slurp(errpath);
 	EXPECT(said, "%s: stderr does not say `%s` naming `sleep %s`:\n%s", name, want, arg, err);
@@ -1182,7 +1172,7 @@ static void test_dies_nofork(const TTest *test, int seconds, const char *name)
 }
 
 /* A CK_NOFORK test that waits for all its children (until ECHILD) finds only its own: the
- * helper's guardian is not the runner's child. */
+ * helper's guardian is not the runner's child; nor does it hold the runner's descriptors. */
 START_TEST(waits_for_all_children)
 {
 	pid_t pid = fork();
@@ -1193,6 +1183,18 @@ START_TEST(waits_for_all_children)
 	errno = 0;
 	ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1);
 	ck_assert_int_eq(errno, ECHILD);
+}
+END_TEST
+
+/* A pipe the runner made before its run: once the test closes the write end, its read end
+ * is at its end (no copy of the write end is held by a process of the helper's). */
+static int runner_pipe[2] = { -1, -1 };
+
+START_TEST(reads_a_pipe_to_its_end)
+{
+	char c;
+	close(runner_pipe[1]);
+	ck_assert_int_eq(read(runner_pipe[0], &c, 1), 0);
 }
 END_TEST
 
@@ -1207,7 +1209,10 @@ static void no_hidden_child(void)
 		if (reaper_check_tcase(tc, "waits") < 0)
 			_exit(98);
 		tcase_add_test(tc, waits_for_all_children);
+		tcase_add_test(tc, reads_a_pipe_to_its_end);
 		suite_add_tcase(s, tc);
+		if (pipe2(runner_pipe, O_NONBLOCK) < 0)
+			_exit(97);
 		char *text;
 		int n = run_logged(s, CK_NOFORK, "waits", &text);
 		if (n)
