@@ -89,7 +89,8 @@ int reaper_check_tcase(TCase *tc, const char *name);
 
 /* Check's tests added through this header (tcase_add_test and its loop, signal and exit
  * variants) are noted with their START_TEST file and line, where a failure is reported; a
- * test added where this header is not included is reported at the helper's line. */
+ * test added where this header is not included is reported at the helper's line (still as
+ * the test's failure). */
 void reaper_check_add_test_(TCase *tc, const TTest *ttest, int signal, int allowed_exit_value, int start, int end);
 #undef _tcase_add_test
 #define _tcase_add_test(tc, ttest, signal, allowed_exit_value, start, end) \

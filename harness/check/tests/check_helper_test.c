@@ -1240,6 +1240,30 @@ static void test_endings(const char *name)
 	test_dies_nofork(daemon_then_is_killed, 3615, sub);
 }
 
+/* A test added past the header's macro (as from a file that does not include it) fails at
+ * the helper's line, but as the test's failure (":F:"), not its teardown's (":S:"). */
+START_TEST(leaks_unlisted)
+{
+	detach_sleep(3616, NULL);
+}
+END_TEST
+
+static void test_not_through_the_header(void)
+{
+	Suite *s = suite_create("unlisted");
+	TCase *tc = tcase_create("unlisted");
+	EXPECT(reaper_check_tcase(tc, "unlisted") == 0, "reaper_check_tcase(unlisted)");
+	(_tcase_add_test)(tc, leaks_unlisted, 0, 0, 0, 1);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	char *text;
+	int nfailed = run_logged(s, CK_FORK, "unlisted", &text);
+	EXPECT(nfailed == 1 && line_has(line_of(text, ":unlisted:leaks_unlisted:"),
+					":F:unlisted:leaks_unlisted:0: reaper: test leaks_unlisted left 1 process running"),
+	       "unlisted: the leak is not the test's failure:\n%s", text);
+	free(text);
+}
+
 /* A checked TCase's slot is free again once its run has ended: more runs than there are
  * slots, one after another, each with a TCase of its own. */
 static void slots_are_freed(void)
@@ -1338,6 +1362,7 @@ int main(void)
 	test_endings("ends");
 	slots_are_freed();
 	no_hidden_child();
+	test_not_through_the_header();
 	nested_runners();
 	fixture_children(CK_FORK);
 	fixture_children(CK_NOFORK);
