@@ -9,12 +9,17 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,6 +58,23 @@ static uint64_t session_since;
 static pid_t session_earlier[MAX_OWN]; /* its children at the TCase's start, in that tick */
 static size_t nsession_earlier;
 static int ran_in_runner; /* a test of the open TCase ran in the runner (CK_NOFORK) */
+/* The runner's children that unchecked fixtures added after ours started (after the TCase
+ * began, before its first test): the runner's, not its tests'. The first test's setup notes
+ * them (in CK_FORK mode in the test's process, so the page is shared with the runner). */
+static struct fixture_page {
+	int noted;
+	size_t n;
+	pid_t pid[MAX_OWN];
+} *fpage;
+/* CK_NOFORK: a test that crashes, is killed or calls _exit() ends the runner, and none of
+ * our code runs after it. A guardian process, forked from the runner when the open TCase's
+ * first test runs there, waits for the runner's end or for the TCase's; on the runner's end
+ * it kills what the tests left (the TCase's cgroup, the run's marker), removes the cgroups
+ * and names the test that ran. Its page, shared with the runner, holds that name. */
+static int guardian_wake = -1; /* the runner's end of the pipe that says the TCase ended */
+static struct guardian_page {
+	char test[160];
+} *gpage;
 /* Every test added through the header (its START_TEST record: name, file, line). */
 static const TTest **ttests;
 static size_t nttests, ttests_cap;
@@ -229,6 +251,9 @@ static void fail_test(const char *msg)
 		tcase_fn_start(t->name, t->file, t->line);
 		_ck_assert_failed(t->file, t->line, "Failed", "%s", msg);
 	}
+	/* a test added where the header is not included: at our line, but the test's failure */
+	if (tcase_name())
+		tcase_fn_start(tcase_name(), __FILE__, __LINE__);
 	ck_abort_msg("%s", msg);
 }
 
@@ -349,18 +374,18 @@ static void list_leaks(const struct reaper_report *rep, char *buf, size_t len)
 		snprintf(buf + used, len - used, "\n  ... and %zu more", listed - MAX_LISTED);
 }
 
-/* fn(pid, state) for each child of this process (of any of its threads) started at since or
+/* fn(pid, state) for each child of process of (of any of its threads) started at since or
  * later. */
-static void each_child_since(uint64_t since, void (*fn)(pid_t pid, char state))
+static void each_child_of_since(pid_t of, uint64_t since, void (*fn)(pid_t pid, char state))
 {
 	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/task", (int)getpid());
+	snprintf(path, sizeof path, "/proc/%d/task", (int)of);
 	DIR *tasks = opendir(path);
 	struct dirent *t;
 	while (tasks && (t = readdir(tasks))) {
 		if (t->d_name[0] < '1' || t->d_name[0] > '9')
 			continue;
-		snprintf(path, sizeof path, "/proc/%d/task/%.16s/children", (int)getpid(), t->d_name);
+		snprintf(path, sizeof path, "/proc/%d/task/%.16s/children", (int)of, t->d_name);
 		FILE *f = fopen(path, "re");
 		int pid;
 		while (f && fscanf(f, "%d", &pid) == 1) {
@@ -382,6 +407,11 @@ static void each_child_since(uint64_t since, void (*fn)(pid_t pid, char state))
 	}
 	if (tasks)
 		closedir(tasks);
+}
+
+static void each_child_since(uint64_t since, void (*fn)(pid_t pid, char state))
+{
+	each_child_of_since(getpid(), since, fn);
 }
 
 static void note_earlier(pid_t pid, char state)
@@ -443,6 +473,12 @@ static void session_open(int slot)
 	session_since = ticks_now();
 	nsession_earlier = 0;
 	each_child_since(session_since, note_session_earlier);
+	if (!fpage) {
+		void *m = mmap(NULL, sizeof *fpage, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		fpage = m == MAP_FAILED ? NULL : m;
+	}
+	if (fpage)
+		fpage->noted = 0, fpage->n = 0;
 	if (cgroup_mode() != REAPER_CHECK_CGROUP_OFF) {
 		static int noted;
 		char name[96];
@@ -506,12 +542,144 @@ static void test_abandon(int slot)
 	reaper_report_free(rep);
 }
 
+/* The guardian's side: wait for the runner (its pidfd) or the TCase's end (a byte on wake);
+ * on the runner's end, reap what its tests left and remove the cgroups. Never returns. */
+static void guardian_run(int runner_fd, int wake)
+{
+	char entry[96], msg[4096];
+	struct pollfd pf[2] = { { .fd = runner_fd, .events = POLLIN }, { .fd = wake, .events = POLLIN } };
+	for (;;) {
+		int n = poll(pf, 2, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			_exit(0);
+		if (pf[0].revents)
+			break;
+		/* a byte: the TCase ended in the runner. An end of file (the runner's end closed as
+		 * it exits, its exec'd children's on exec) says nothing: the pidfd does. */
+		char c;
+		ssize_t got = read(wake, &c, 1);
+		if (got == 1)
+			_exit(0);
+		if (got == 0)
+			pf[1].fd = -1;
+	}
+	struct reaper_finder f[2];
+	size_t nf = 0;
+	snprintf(entry, sizeof entry, RUN_MARKER "=%s", run_value);
+	f[nf++] = reaper_find_env(entry);
+	if (session_cg[0])
+		f[nf++] = reaper_find_cgroup(session_cg);
+	struct reaper_opts o;
+	reaper_opts_init(&o);
+	o.timeout = timeout_now();
+	o.patterns = allow;
+	o.npatterns = nallow;
+	struct reaper_report *rep = NULL;
+	int r = reaper_reap(f, nf, &o, &rep);
+	const char *test = gpage && gpage->test[0] ? gpage->test : names[session_slot];
+	if (r < 0) {
+		fprintf(stderr, "reaper: the runner (pid %d) ended during %s; cannot look for leftovers: %s\n",
+			(int)runner_pid, test, strerror(-r));
+	} else if (rep->leaks) {
+		snprintf(msg, sizeof msg, "reaper: the runner (pid %d) ended during %s, leaving %zu process%s running; "
+			 "killed after %g s:", (int)runner_pid, test, rep->leaks, rep->leaks > 1 ? "es" : "", o.timeout);
+		cur.nown = 0;
+		list_leaks(rep, msg, sizeof msg);
+		fprintf(stderr, "%s\n", msg);
+	}
+	reaper_report_free(rep);
+	if (session_cg[0] && (r = reaper_cgroup_release(session_cg)) < 0)
+		fprintf(stderr, "reaper: cannot remove the cgroup %s: %s\n", session_cg, strerror(-r));
+	_exit(0);
+}
+
+/* Start the open TCase's guardian (CK_NOFORK, before the test's environment and cgroup are
+ * set: it carries neither). Without one, a runner that dies leaves what its test started.
+ * It is forked twice so that it is not the runner's child (a host waiting for all its
+ * children would wait for it): the runner is no subreaper meanwhile, so it goes up. */
+static void guardian_start(void)
+{
+	int p[2], rfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (!gpage) {
+		void *m = mmap(NULL, sizeof *gpage, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		gpage = m == MAP_FAILED ? NULL : m;
+	}
+	if (rfd < 0 || pipe2(p, O_CLOEXEC) < 0) {
+		if (rfd >= 0)
+			close(rfd);
+		return;
+	}
+	int sub = 0;
+	if (prctl(PR_GET_CHILD_SUBREAPER, (unsigned long)&sub, 0, 0, 0) < 0)
+		sub = 0;
+	if (sub)
+		prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+	fflush(NULL); /* the guardian writes to stderr: nothing buffered is written twice */
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[1]);
+		setpgid(0, 0); /* a signal to the runner's process group leaves it to clean up */
+		if (fork() == 0) {
+			/* none of the runner's descriptors but stderr: a pipe the runner's tests read
+			 * to its end must not stay open here */
+			int lo = rfd < p[0] ? rfd : p[0], hi = rfd < p[0] ? p[0] : rfd, nul = open("/dev/null", O_RDWR);
+			if (nul >= 0) {
+				dup2(nul, 0);
+				dup2(nul, 1);
+			}
+			syscall(SYS_close_range, 3u, (unsigned)lo - 1, 0u);
+			syscall(SYS_close_range, (unsigned)lo + 1, (unsigned)hi - 1, 0u);
+			syscall(SYS_close_range, (unsigned)hi + 1, ~0u, 0u);
+			guardian_run(rfd, p[0]);
+		}
+		_exit(0);
+	}
+	int st;
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (sub)
+		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	close(rfd);
+	close(p[0]);
+	if (pid < 0) {
+		close(p[1]);
+		return;
+	}
+	guardian_wake = p[1];
+}
+
+/* The TCase ended in the runner: its guardian exits. */
+static void guardian_stop(void)
+{
+	if (guardian_wake < 0)
+		return;
+	while (write(guardian_wake, "", 1) < 0 && errno == EINTR)
+		;
+	close(guardian_wake);
+	guardian_wake = -1;
+}
+
+static void note_fixture_child(pid_t pid, char state)
+{
+	(void)state;
+	if (pid != getpid() && !pid_in(session_earlier, nsession_earlier, pid) && fpage->n < MAX_OWN)
+		fpage->pid[fpage->n++] = pid;
+}
+
 static void checked_setup(int slot)
 {
 	if (nested)
 		return;
+	if (fpage && !fpage->noted) {
+		fpage->noted = 1;
+		each_child_of_since(runner_pid, session_since, note_fixture_child);
+	}
 	if (cur.open) /* CK_NOFORK: a setup after ours failed, so no teardown ran */
 		test_abandon(slot);
+	if (getpid() == runner_pid && guardian_wake < 0)
+		guardian_start();
 	char rnd[17], value[128];
 	random_hex(rnd, sizeof rnd);
 	snprintf(value, sizeof value, "%s.%d.%lu.%s", run_value, (int)getpid(), ++seq, rnd);
@@ -525,6 +693,8 @@ static void checked_setup(int slot)
 	cur.pid = getpid();
 	if (cur.pid == runner_pid)
 		ran_in_runner = 1;
+	if (gpage && cur.pid == runner_pid)
+		snprintf(gpage->test, sizeof gpage->test, "a test of tcase %s", names[slot]);
 	cur.since = ticks_now();
 	cur.nearlier = 0;
 	each_child_since(cur.since, note_earlier);
@@ -603,6 +773,9 @@ static size_t sweep(int slot)
 	struct reaper_finder f[3];
 	size_t n = 0, leaks = 0;
 	tcase_open = 0;
+	guardian_stop();
+	for (size_t i = 0; fpage && i < fpage->n && nsession_earlier < MAX_OWN; i++)
+		session_earlier[nsession_earlier++] = fpage->pid[i];
 	snprintf(entry, sizeof entry, RUN_MARKER "=%s", run_value);
 	f[n++] = reaper_find_env(entry);
 	if (session_cg[0])

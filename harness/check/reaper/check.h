@@ -49,7 +49,15 @@
  * child and is found there; with cgroups the cgroups hold everything and the runner's
  * parentage is left alone. A test calling _exit() skips every exit handler: Check counts
  * _exit(0) as a pass and only the TCase's sweep finds (and lists) what it left.
- * Unchecked fixtures run in the runner's own cgroup, never in a test's.
+ * In CK_NOFORK mode a test that calls _exit(), crashes or is killed ends the runner itself:
+ * a guardian process, which the runner forks when a TCase's first test runs in it and
+ * collects when the TCase ends, then kills what is in the TCase's cgroup or carries the run's
+ * marker, removes the cgroups and says so on stderr ("reaper: the runner (pid N) ended during
+ * a test of tcase NAME ..."). Without cgroups a child forked without exec carries neither
+ * and is out of its reach.
+ * Unchecked fixtures run in the runner's own cgroup, never in a test's, and what their
+ * setups start (the runner's children when the TCase's first test begins) is the runner's:
+ * the TCase's sweep leaves it alone, with or without cgroups.
  *
  * Fixture order: Check runs checked setups in the order they were added and teardowns in
  * the reverse order. A checked fixture added after reaper_check_tcase() sets up inside the
@@ -81,7 +89,8 @@ int reaper_check_tcase(TCase *tc, const char *name);
 
 /* Check's tests added through this header (tcase_add_test and its loop, signal and exit
  * variants) are noted with their START_TEST file and line, where a failure is reported; a
- * test added where this header is not included is reported at the helper's line. */
+ * test added where this header is not included is reported at the helper's line (still as
+ * the test's failure). */
 void reaper_check_add_test_(TCase *tc, const TTest *ttest, int signal, int allowed_exit_value, int start, int end);
 #undef _tcase_add_test
 #define _tcase_add_test(tc, ttest, signal, allowed_exit_value, start, end) \

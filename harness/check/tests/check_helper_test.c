@@ -743,6 +743,58 @@ static void fixture_children(enum fork_status mode)
 	free(text);
 }
 
+/* An unchecked fixture added after the helper's starts a server for the TCase's tests and
+ * the program stops it after the run: it is the runner's, not a test's leftover, in both
+ * trackings. Before, without cgroups the TCase's sweep took it for a test's orphan (a child
+ * of the runner started since the TCase began) and killed it. */
+static pid_t fixture_server;
+
+static void fixture_server_setup(void)
+{
+	char arg[32];
+	snprintf(arg, sizeof arg, "3607.%d", tag);
+	if (!fixture_server)
+		fixture_server = start_sleep(fork, arg);
+}
+
+static void unchecked_fixture_server(enum fork_status mode, enum reaper_check_cgroup cg)
+{
+	Suite *s = suite_create("server");
+	TCase *tc = tcase_create("server");
+	reaper_check_use_cgroup(cg);
+	EXPECT(reaper_check_tcase(tc, "server") == 0, "reaper_check_tcase(server)");
+	tcase_add_unchecked_fixture(tc, fixture_server_setup, NULL);
+	tcase_add_test(tc, does_nothing);
+	tcase_add_test(tc, fails_and_leaks);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	char *text, path[160];
+	snprintf(path, sizeof path, "%s/server.err", workdir);
+	fflush(stderr);
+	int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	dup2(fd, 2);
+	close(fd);
+	fixture_server = 0;
+	int nfailed = run_logged(s, mode, "server", &text);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	reaper_check_use_cgroup(REAPER_CHECK_CGROUP_AUTO);
+	char *err = slurp(path), arg[32];
+	snprintf(arg, sizeof arg, "sleep 3607.%d", tag);
+	int st = -1;
+	pid_t w = fixture_server > 0 ? waitpid(fixture_server, &st, WNOHANG) : -1;
+	EXPECT(nfailed == 1 && w == 0 && !strstr(err, arg) && !strstr(text, arg),
+	       "server (%s, cgroup %d): %d of 2 failed, the fixture's server %s:\n%s\n%s", mode == CK_FORK ? "fork" : "nofork",
+	       (int)cg, nfailed, w == 0 ? "runs" : "was ended", text, err);
+	if (w == 0) {
+		kill(fixture_server, SIGKILL);
+		waitpid(fixture_server, &st, 0);
+	}
+	free(text);
+	free(err);
+}
+
 /* A runner inside a checked test (a test of the test tools, as pytester is for pytest): its
  * tests are the outer test's, whose check finds what they leave. Before, the inner runner took
  * the outer test for one of its own whose teardown never ran and killed what it had started
@@ -1003,15 +1055,10 @@ static void test_endings_fork(const char *name)
 	free(err);
 }
 
-/* exit(0) in a CK_NOFORK test ends the runner itself (run in a child here): the test's
- * leftovers are killed and listed at the test's line, the cgroups removed, and the exit
- * status is 1. Before, the leftover ran on and the test's cgroups stayed. */
-static void test_exit_nofork(const TTest *test, const char *orphan, const char *what, const char *name)
+/* Fork a runner that runs test alone in CK_NOFORK mode in a TCase named tcname, its stderr
+ * into errpath; the test is to end it (else it exits 99). The runner's pid. */
+static pid_t nofork_runner(const TTest *test, const char *tcname, const char *errpath, const char *name)
 {
-	char path[160], errpath[160], dir[PATH_MAX], prefix[48];
-	snprintf(errpath, sizeof errpath, "%s/%s.err", workdir, name);
-	snprintf(path, sizeof path, "%s/%s", workdir, orphan ? orphan : "none");
-	unlink(path);
 	fflush(stdout);
 	fflush(stderr);
 	pid_t pid = fork();
@@ -1019,17 +1066,47 @@ static void test_exit_nofork(const TTest *test, const char *orphan, const char *
 		int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		dup2(fd, 2);
 		close(fd);
-		Suite *s = suite_create("exits");
-		TCase *tc = tcase_create("exits");
-		if (reaper_check_tcase(tc, "exits") < 0)
+		Suite *s = suite_create(tcname);
+		TCase *tc = tcase_create(tcname);
+		if (reaper_check_tcase(tc, tcname) < 0)
 			_exit(98);
 		_tcase_add_test(tc, test, 0, 0, 0, 1);
 		tcase_set_timeout(tc, 60);
 		suite_add_tcase(s, tc);
 		char *text;
 		run_logged(s, CK_NOFORK, name, &text);
-		_exit(99); /* the test's exit(0) ends the runner before */
+		_exit(99);
 	}
+	return pid;
+}
+
+/* How many cgroups the runner pid made are still beside ours. */
+static int runner_cgroups(pid_t pid)
+{
+	char dir[PATH_MAX], prefix[48];
+	int left = 0;
+	snprintf(prefix, sizeof prefix, "reaper-check-%d.", (int)pid);
+	if (reaper_cgroup_current(dir, sizeof dir) == 0) {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		while (d && (e = readdir(d)))
+			left += !strncmp(e->d_name, prefix, strlen(prefix));
+		if (d)
+			closedir(d);
+	}
+	return left;
+}
+
+/* exit(0) in a CK_NOFORK test ends the runner itself (run in a child here): the test's
+ * leftovers are killed and listed at the test's line, the cgroups removed, and the exit
+ * status is 1. Before, the leftover ran on and the test's cgroups stayed. */
+static void test_exit_nofork(const TTest *test, const char *orphan, const char *what, const char *name)
+{
+	char path[160], errpath[160];
+	snprintf(errpath, sizeof errpath, "%s/%s.err", workdir, name);
+	snprintf(path, sizeof path, "%s/%s", workdir, orphan ? orphan : "none");
+	unlink(path);
+	pid_t pid = nofork_runner(test, "exits", errpath, name);
 	int st = -1;
 	EXPECT(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 1,
 	       "%s: the runner's exit status %#x, not 1", name, st);
@@ -1043,18 +1120,108 @@ static void test_exit_nofork(const TTest *test, const char *orphan, const char *
 	char arg[32];
 	snprintf(arg, sizeof arg, "3610.%d", tag);
 	EXPECT(count_procs(arg) == 0, "%s: `sleep %s` is still running", name, arg);
-	snprintf(prefix, sizeof prefix, "reaper-check-%d.", (int)pid);
-	int left = 0;
-	if (reaper_cgroup_current(dir, sizeof dir) == 0) {
-		DIR *d = opendir(dir);
-		struct dirent *e;
-		while (d && (e = readdir(d)))
-			left += !strncmp(e->d_name, prefix, strlen(prefix));
-		if (d)
-			closedir(d);
-	}
+	int left = runner_cgroups(pid);
 	EXPECT(left == 0, "%s: the exited runner left %d cgroups", name, left);
 	free(err);
+}
+
+/* _exit(0) and a signal in the body: in CK_NOFORK mode the runner itself ends, and no code of
+ * the runner runs after it. */
+START_TEST(daemon_then__exits)
+{
+	detach_sleep(3614, NULL);
+	_exit(0);
+}
+END_TEST
+
+START_TEST(daemon_then_is_killed)
+{
+	detach_sleep(3615, NULL);
+	raise(SIGKILL);
+}
+END_TEST
+
+/* The test's leftover and the runner's cgroups are gone, and the guardian named the runner,
+ * once a CK_NOFORK runner died in a test (run in a child here): waits for it, bounded, as
+ * the guardian reaps after the runner's end. Before, the sleep ran on and the test's cgroups
+ * stayed. */
+static void test_dies_nofork(const TTest *test, int seconds, const char *name)
+{
+	char errpath[160], arg[32], want[96];
+	snprintf(errpath, sizeof errpath, "%s/%s.err", workdir, name);
+	snprintf(arg, sizeof arg, "%d.%d", seconds, tag);
+	pid_t pid = nofork_runner(test, "dies", errpath, name);
+	int st = -1;
+	EXPECT(pid > 0 && waitpid(pid, &st, 0) == pid && st != (99 << 8), "%s: the runner's status %#x", name, st);
+	snprintf(want, sizeof want, "reaper: the runner (pid %d) ended during a test of tcase dies, leaving 1 process", (int)pid);
+	int left = 1, running = 1, said = 0;
+	for (int i = 0; i < 6000 && (left || running || !said); i++) {
+		if (i)
+			usleep(10000);
+		char *err = slurp(errpath);
+		said = strstr(err, want) != NULL && strstr(err, arg) != NULL;
+		free(err);
+		running = count_procs(arg) > 0;
+		left = with_cgroups ? runner_cgroups(pid) : 0;
+	}
+	char *err = slurp(errpath);
+	EXPECT(said, "%s: stderr does not say `%s` naming `sleep %s`:\n%s", name, want, arg, err);
+	EXPECT(!running, "%s: `sleep %s` is still running", name, arg);
+	EXPECT(!left, "%s: the dead runner left %d cgroups", name, left);
+	free(err);
+}
+
+/* A CK_NOFORK test that waits for all its children (until ECHILD) finds only its own: the
+ * helper's guardian is not the runner's child; nor does it hold the runner's descriptors. */
+START_TEST(waits_for_all_children)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(0);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	errno = 0;
+	ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1);
+	ck_assert_int_eq(errno, ECHILD);
+}
+END_TEST
+
+/* A pipe the runner made before its run: once the test closes the write end, its read end
+ * is at its end (no copy of the write end is held by a process of the helper's). */
+static int runner_pipe[2] = { -1, -1 };
+
+START_TEST(reads_a_pipe_to_its_end)
+{
+	char c;
+	close(runner_pipe[1]);
+	ck_assert_int_eq(read(runner_pipe[0], &c, 1), 0);
+}
+END_TEST
+
+static void no_hidden_child(void)
+{
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid == 0) {
+		Suite *s = suite_create("waits");
+		TCase *tc = tcase_create("waits");
+		if (reaper_check_tcase(tc, "waits") < 0)
+			_exit(98);
+		tcase_add_test(tc, waits_for_all_children);
+		tcase_add_test(tc, reads_a_pipe_to_its_end);
+		suite_add_tcase(s, tc);
+		if (pipe2(runner_pipe, O_NONBLOCK) < 0)
+			_exit(97);
+		char *text;
+		int n = run_logged(s, CK_NOFORK, "waits", &text);
+		if (n)
+			fprintf(stderr, "%s\n", text);
+		_exit(n);
+	}
+	int st = -1;
+	EXPECT(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	       "waits: a CK_NOFORK test found a child it did not start (status %#x)", st);
 }
 
 static void test_endings(const char *name)
@@ -1067,6 +1234,34 @@ static void test_endings(const char *name)
 	snprintf(sub, sizeof sub, "%s-nofork-daemon", name);
 	snprintf(arg, sizeof arg, "sleep 3610.%d", tag);
 	test_exit_nofork(daemon_then_exits, NULL, arg, sub);
+	snprintf(sub, sizeof sub, "%s-nofork-_exit", name);
+	test_dies_nofork(daemon_then__exits, 3614, sub);
+	snprintf(sub, sizeof sub, "%s-nofork-killed", name);
+	test_dies_nofork(daemon_then_is_killed, 3615, sub);
+}
+
+/* A test added past the header's macro (as from a file that does not include it) fails at
+ * the helper's line, but as the test's failure (":F:"), not its teardown's (":S:"). */
+START_TEST(leaks_unlisted)
+{
+	detach_sleep(3616, NULL);
+}
+END_TEST
+
+static void test_not_through_the_header(void)
+{
+	Suite *s = suite_create("unlisted");
+	TCase *tc = tcase_create("unlisted");
+	EXPECT(reaper_check_tcase(tc, "unlisted") == 0, "reaper_check_tcase(unlisted)");
+	(_tcase_add_test)(tc, leaks_unlisted, 0, 0, 0, 1);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	char *text;
+	int nfailed = run_logged(s, CK_FORK, "unlisted", &text);
+	EXPECT(nfailed == 1 && line_has(line_of(text, ":unlisted:leaks_unlisted:"),
+					":F:unlisted:leaks_unlisted:0: reaper: test leaks_unlisted left 1 process running"),
+	       "unlisted: the leak is not the test's failure:\n%s", text);
+	free(text);
 }
 
 /* A checked TCase's slot is free again once its run has ended: more runs than there are
@@ -1166,9 +1361,15 @@ int main(void)
 	run_mode(CK_NOFORK, "nofork");
 	test_endings("ends");
 	slots_are_freed();
+	no_hidden_child();
+	test_not_through_the_header();
 	nested_runners();
 	fixture_children(CK_FORK);
 	fixture_children(CK_NOFORK);
+	unchecked_fixture_server(CK_FORK, REAPER_CHECK_CGROUP_OFF);
+	unchecked_fixture_server(CK_NOFORK, REAPER_CHECK_CGROUP_OFF);
+	if (with_cgroups)
+		unchecked_fixture_server(CK_FORK, REAPER_CHECK_CGROUP_AUTO);
 	if (with_cgroups) {
 		fflush(stdout);
 		fflush(stderr);
