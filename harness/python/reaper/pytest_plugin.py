@@ -1337,6 +1337,12 @@ class _Session:
         finally:
             self.running = False
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        if call.excinfo is not None and isinstance(call.excinfo.value, _TeardownError):
+            _name_reason(outcome.get_result(), item, call.excinfo.value.summary)
+
     def pytest_terminal_summary(self, terminalreporter):
         for note in self.notes:
             terminalreporter.line(f"reaper: warning: {note}", yellow=True)
@@ -1602,15 +1608,14 @@ class _Session:
             if bad_allow is not None:
                 lines.append(f"(@pytest.mark.reaper(allow={bad_allow!r}) is not a glob or a list of globs: "
                              "nothing was allowed)")
-            pytest.fail("\n".join(lines), pytrace=False)
+            raise _TeardownError("\n".join(lines), _leak_summary(leaks))
         if bad is not None:
-            pytest.fail(f"reaper: @pytest.mark.reaper(timeout={bad!r}): the timeout must be >= 0 and <= "
-                        f"{MAX_SECONDS:g} (seconds); the test's processes were reaped with {timeout:g} s", pytrace=False)
+            raise _TeardownError(f"reaper: @pytest.mark.reaper(timeout={bad!r}): the timeout must be >= 0 and <= "
+                                 f"{MAX_SECONDS:g} (seconds); the test's processes were reaped with {timeout:g} s")
         if bad_allow is not None:
-            pytest.fail(f"reaper: @pytest.mark.reaper(allow={bad_allow!r}) is not a glob or a list of globs",
-                        pytrace=False)
+            raise _TeardownError(f"reaper: @pytest.mark.reaper(allow={bad_allow!r}) is not a glob or a list of globs")
         if pools:
-            pytest.fail(pools[0], pytrace=False)
+            raise _TeardownError(pools[0], "left a multiprocessing pool open")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item):
@@ -1696,6 +1701,48 @@ def _served(marker: str) -> list:
         if not any(m == marker for _, m in HOST.served.values()):
             return []
     return [functools.partial(HOST.served_by, marker)]
+
+
+class _TeardownError(pytest.fail.Exception):
+    """The plugin's verdict on a test at its teardown: the detail is the error's text, the
+    summary what pytest's short test summary and --junitxml say after the test's id."""
+
+    def __init__(self, detail: str, summary: Optional[str] = None):
+        super().__init__(detail, pytrace=False)
+        self.summary = summary or detail.split("\n", 1)[0].replace("reaper: ", "", 1)
+
+
+SUMMARY_NAMES = 3      # leaks named in the short summary; the count says how many there are
+SUMMARY_CMDLINE = 60   # characters of each one's cmdline there
+
+
+def _leak_summary(leaks) -> str:
+    """`left 2 processes: sleep 60, cat`: one line, short enough for a terminal's width
+    (pytest trims it to that, except on CI, where it prints it whole)."""
+    names = []
+    for p in leaks[:SUMMARY_NAMES]:
+        name = " ".join((p.cmdline or p.comm or f"pid {p.pid}").split())  # no newline breaks the line
+        names.append(name if len(name) <= SUMMARY_CMDLINE else name[:SUMMARY_CMDLINE - 3] + "...")
+    more = f", ... ({len(leaks) - SUMMARY_NAMES} more)" if len(leaks) > SUMMARY_NAMES else ""
+    return f"left {len(leaks)} process{'es' if len(leaks) > 1 else ''}: {', '.join(names)}{more}"
+
+
+def _name_reason(report, item, summary: str) -> None:
+    """Make `summary` the crash message of a teardown report. pytest takes the short summary's
+    reason (and --junitxml its message) from there, and a failure raised without a traceback
+    has none; xdist carries it to the controller from the chain's last entry."""
+    chain = getattr(report.longrepr, "chain", None)
+    if not chain:
+        return
+    try:
+        from _pytest._code.code import ReprFileLocation
+    except ImportError:  # a pytest without it: the summary names only the test
+        return
+    path, lineno, _ = item.location
+    crash = ReprFileLocation(path, (lineno or 0) + 1, summary)
+    tb, _, descr = chain[-1]
+    report.longrepr.chain = [*chain[:-1], (tb, crash, descr)]
+    report.longrepr.reprcrash = crash
 
 
 def _why(e) -> str:
