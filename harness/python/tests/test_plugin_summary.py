@@ -4,12 +4,11 @@ its id, in both modes, with the detailed teardown error still there."""
 from __future__ import annotations
 
 import re
-import sys
 import xml.etree.ElementTree as ET
 
 from test_plugin_guest import run_sub, tracked, inner  # noqa: F401 (fixtures)
 
-LONG = [sys.executable, "-c", "import time; time.sleep(60)", "a\nnewline, " + "x" * 80]
+ARGV0 = "a\nnewline, " + "x" * 80  # sleep by another name: its cmdline is long and two lines
 
 
 def test_short_summary_names_what_each_test_left(tracked, monkeypatch):
@@ -23,7 +22,7 @@ def test_four():
     for n in range(61, 65):
         subprocess.Popen(["sleep", str(n)])
 def test_long_cmdline():
-    subprocess.Popen({LONG!r})
+    subprocess.Popen([{ARGV0!r}, "60"], executable="sleep")
 def test_clean():
     subprocess.run(["true"], check=True)
 @pytest.mark.reaper(timeout="soon")
@@ -40,7 +39,7 @@ def test_bad_marker():
     assert len(four) == 1, summary
     m = re.fullmatch(r"ERROR test_s\.py::test_four - left 4 processes: (.+), (.+), (.+), \.\.\. \(1 more\)", four[0])
     assert m and set(m.groups()) < {f"sleep {n}" for n in range(61, 65)}, four[0]
-    named = " ".join(" ".join(LONG).split())[:57] + "..."
+    named = " ".join(ARGV0.split())[:57] + "..."
     assert f"ERROR test_s.py::test_long_cmdline - left 1 process: {named}" in summary
     result.stdout.fnmatch_lines(["ERROR test_s.py::test_bad_marker - @pytest.mark.reaper(timeout='soon'): "
                                  "the timeout must be >= 0 *"])
