@@ -61,8 +61,9 @@ def test_a_direct_popen_is_named_at_its_line_in_every_format(tracked, tmp_path):
     leak, = json.loads(report.read_text())["leaks"]
     frame = {"file": "test_direct.py", "line": line, "function": "test_leaks"}
     assert leak["started_at"] == {"test_frame": frame, "innermost": frame, "via": "subprocess.Popen"}
-    error, = ET.parse(junit).getroot().iter("error")
-    assert want in error.get("message")
+    error, = ET.parse(junit).getroot().iter("error")  # the reason its message, the detail its text
+    assert error.get("message") == 'failed on teardown with "left 1 process: sleep 60"'
+    assert want in error.text
 
 
 def test_a_leak_through_a_helper_module_names_both_frames_and_the_call(tracked, tmp_path):
