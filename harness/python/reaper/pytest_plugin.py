@@ -703,8 +703,15 @@ class _HostChildren:
             mod = getattr(fn, "__module__", None)
             called = f"{'os' if mod in (None, 'posix') else mod}.{fn.__name__}"
 
+            # os.posix_spawn takes a mapping and, from Python 3.13 on, None for os.environ
+            # (subprocess passes None there); _posixsubprocess takes a list or None
+            spawn_mapping = env_at is not None and sys.version_info >= (3, 13) and \
+                fn.__name__ in ("posix_spawn", "posix_spawnp")
+
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
+                if spawn_mapping and len(args) > env_at and args[env_at] is None:
+                    args = args[:env_at] + (os.environ,) + args[env_at + 1:]
                 return self._sited(called, fn, pid_of, args, kwargs, env_at)
             return wrapper
 
