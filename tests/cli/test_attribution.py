@@ -83,9 +83,13 @@ def test_started_at_from_the_environment_in_every_format(tmp_path):
             "test_frame": {"file": "tests/test_x.py", "line": 12, "function": "test_y"},
             "innermost": {"file": "tests/a:b.py", "line": 30, "function": "start_server"}}
         assert plain["started_at"] is None
-        said = "started at tests/test_x.py:12 in test_y, via tests/a:b.py:30 in start_server"
+        # worded as the pytest plugin words a site
+        said = "started at tests/test_x.py:12 in test_y; tests/a:b.py:30 in start_server"
         assert r.stderr.decode().count(said) == 1, r.stderr
         assert junit.read_text().count("started at: " + said.replace("started at ", "")) == 1
+        (failure,) = [c.find("failure") for c in ET.parse(junit).getroot().iter("testcase")
+                      if c.find("failure") is not None and "sleep 600" in c.find("failure").get("message")]
+        assert failure.get("message").endswith("; " + said), failure.get("message")
         notes = [x for x in r.stdout.decode().splitlines() if x.startswith("::error ")]
         (note,) = [x for x in notes if "::pid %d " % site["pid"] in x]
         assert note.startswith("::error file=tests/test_x.py,line=12,title=process leak::") and said in note
