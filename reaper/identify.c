@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,9 +127,12 @@ static const char *test_in(const char *env, size_t len, size_t *vlen)
 }
 
 /* "FILE:LINE:FUNCTION" (read from the right: a file name may hold ':') into its parts; 0
- * when the value is not of that form, -ENOMEM. */
+ * when the value is not of that form or longer than a path can be (it then names no file,
+ * and every report would carry it whole), -ENOMEM. */
 static int frame_of(const char *v, size_t len, char **file, unsigned *line, char **func)
 {
+	if (len > PATH_MAX)
+		return 0;
 	const char *fn = memrchr(v, ':', len);
 	const char *ln = fn ? memrchr(v, ':', (size_t)(fn - v)) : NULL;
 	if (!ln || ln == v || ln + 1 == fn)

@@ -99,3 +99,38 @@ def test_started_at_from_the_environment_in_every_format(tmp_path):
         for p in procs:
             if start_time(p["pid"]) == p["start_time"]:
                 kill_identified(p["pid"], p["start_time"])
+
+
+def test_hostile_spawn_sites_are_refused_or_escaped(tmp_path):
+    """REAPER_STARTED_AT is whatever a process's environment holds: a value longer than any
+    path, a line that is not a number, no colons, are not used; quotes, markup, newlines and
+    GitHub's command syntax in a used one stay data in every format."""
+    report, junit = tmp_path / "r.json", tmp_path / "r.xml"
+    values = {"6200": "huge" + "A" * 5000 + ".py:1:f", "6201": "bad.py:-1:f", "6202": "bad.py:x1:f",
+              "6203": "nocolons", "6204": "a%0A::error::x,b:7:f\nnext", "6205": 'q"<&>.py:3:<g>"'}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REAPER_", "PYTEST_"))}
+    env.update(GITHUB_ACTIONS="true")
+    env.update({"V" + k: v for k, v in values.items()})
+    script = " ".join('REAPER_STARTED_AT="$V%s" sleep %s & p=$!;' % (k, k) for k in values)
+    script += ' for p in $(jobs -p); do while [ "$(cat /proc/$p/comm)" != sleep ]; do sleep 0.01; done; done'
+    r = subprocess.run([REAPER, "run", "--timeout", "0", "--grace", "2", "--report", str(report), "--junit",
+                        str(junit), "--", "sh", "-c", script], env=env, capture_output=True, timeout=300)
+    procs = load_json(report)["processes"]
+    try:
+        assert r.returncode == 23, r.stderr
+        by = {p["cmdline"].split()[1]: p for p in procs}
+        assert sorted(by) == sorted(values)
+        for k in ("6200", "6201", "6202", "6203"):
+            assert by[k]["started_at"] is None, (k, str(by[k]["started_at"])[:200])
+        assert by["6204"]["started_at"]["test_frame"] == {"file": "a%0A::error::x,b", "line": 7, "function": "f\nnext"}
+        assert by["6205"]["started_at"]["test_frame"]["file"] == 'q"<&>.py'
+        ET.parse(junit)
+        notes = [x for x in r.stdout.decode().splitlines() if x.startswith("::")]
+        assert len(notes) == len(values) and all(x.startswith("::error ") for x in notes), notes
+        (note,) = [x for x in notes if "::pid %d " % by["6204"]["pid"] in x]
+        assert note.startswith("::error file=a%250A%3A%3Aerror%3A%3Ax%2Cb,line=7,title=process leak::"), note
+        assert max(len(x) for x in notes + r.stderr.decode().splitlines()) < 2000
+    finally:
+        for p in procs:
+            if start_time(p["pid"]) == p["start_time"]:
+                kill_identified(p["pid"], p["start_time"])
