@@ -7,7 +7,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 
 from cli_util import load_json
-from procutil import PY, REAPER, kill_identified, start_time
+from procutil import PY, REAPER, ROOT, kill_identified, start_time
 
 SUITE = '''
 import os, subprocess
@@ -130,6 +130,34 @@ def test_hostile_spawn_sites_are_refused_or_escaped(tmp_path):
         (note,) = [x for x in notes if "::pid %d " % by["6204"]["pid"] in x]
         assert note.startswith("::error file=a%250A%3A%3Aerror%3A%3Ax%2Cb,line=7,title=process leak::"), note
         assert max(len(x) for x in notes + r.stderr.decode().splitlines()) < 2000
+    finally:
+        for p in procs:
+            if start_time(p["pid"]) == p["start_time"]:
+                kill_identified(p["pid"], p["start_time"])
+
+
+def test_the_command_words_a_site_as_the_pytest_plugin_does(tmp_path):
+    """One wording: what the plugin puts in a spawn's environment comes back from the command
+    as the plugin's own text of that site, less the library call (which only the plugin sees)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("reaper_site", ROOT / "harness/python/reaper/_site.py")
+    site_mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(site_mod)
+    site = site_mod.Site(site_mod.Frame("test_x.py", 10, "test_helper"),
+                         site_mod.Frame("helpers.py", 5, "start_server"), "subprocess.Popen")
+    report = tmp_path / "r.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REAPER_", "PYTEST_"))}
+    env.update({k: v for k, v in site.env().items() if v is not None})
+    r = subprocess.run([REAPER, "run", "--timeout", "0", "--grace", "2", "--report", str(report), "--",
+                        "sh", "-c", 'sleep 6210 & p=$!; while [ "$(cat /proc/$p/comm)" != sleep ]; do sleep 0.01; done'],
+                       env=env, capture_output=True, timeout=300)
+    procs = load_json(report)["processes"]
+    try:
+        assert r.returncode == 23, r.stderr
+        plugin = site.text()
+        assert plugin.endswith(", via subprocess.Popen")
+        lines = [x.strip() for x in r.stderr.decode().splitlines() if "started at" in x]
+        assert lines == ["started at " + plugin[:-len(", via subprocess.Popen")]], r.stderr
     finally:
         for p in procs:
             if start_time(p["pid"]) == p["start_time"]:
