@@ -118,7 +118,7 @@ static const char *test_in(const char *env, size_t len, size_t *vlen)
 	static const char *const phases[] = { " (setup)", " (call)", " (teardown)" };
 	for (size_t i = 0; i < sizeof phases / sizeof *phases; i++) {
 		size_t pl = strlen(phases[i]);
-		if (*vlen > pl && !memcmp(t + *vlen - pl, phases[i], pl)) {
+		if (*vlen >= pl && !memcmp(t + *vlen - pl, phases[i], pl)) {
 			*vlen -= pl;
 			break;
 		}

@@ -162,3 +162,23 @@ def test_the_command_words_a_site_as_the_pytest_plugin_does(tmp_path):
         for p in procs:
             if start_time(p["pid"]) == p["start_time"]:
                 kill_identified(p["pid"], p["start_time"])
+
+
+def test_a_pytest_current_test_of_only_a_phase_names_no_test(tmp_path):
+    report = tmp_path / "r.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REAPER_", "PYTEST_"))}
+    env.update(VA=" (call)", VB="t.py::t (setup)\nx (call)")
+    script = ('PYTEST_CURRENT_TEST="$VA" sleep 6230 & PYTEST_CURRENT_TEST="$VB" sleep 6231 &'
+              ' for p in $(jobs -p); do while [ "$(cat /proc/$p/comm)" != sleep ]; do sleep 0.01; done; done')
+    r = subprocess.run([REAPER, "run", "--timeout", "0", "--grace", "2", "--report", str(report), "--",
+                        "sh", "-c", script], env=env, capture_output=True, timeout=300)
+    procs = load_json(report)["processes"]
+    try:
+        assert r.returncode == 23, r.stderr
+        by = {p["cmdline"]: p["test"] for p in procs}
+        assert by == {"sleep 6230": None, "sleep 6231": "t.py::t (setup)\nx"}, by
+        assert "(no test) 1" in r.stderr.decode(), r.stderr
+    finally:
+        for p in procs:
+            if start_time(p["pid"]) == p["start_time"]:
+                kill_identified(p["pid"], p["start_time"])
