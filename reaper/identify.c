@@ -329,6 +329,11 @@ ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mas
 		pidref_done(&c.ref);
 		return -1;
 	}
+	/* a kernel thread is the kernel's: no test starts one (a tree rooted at kthreadd) */
+	if (st.flags & PF_KTHREAD) {
+		pidref_done(&c.ref);
+		return -1;
+	}
 	/* never the caller: what it named, its own job, its pipeline */
 	if (!(mask = scanner_not_callers(sc, &c.ref, &st, mask))) {
 		pidref_done(&c.ref);
