@@ -71,6 +71,12 @@ static void testcase(struct sbuf *b, const struct output *o, const struct reaper
 			sbuf_puts(b, "; still running: ");
 			text(b, p->why_text, 300);
 		}
+		struct sbuf at = { 0 };
+		if (output_started_at(&at, p)) {
+			sbuf_puts(b, "; started at ");
+			text(b, sbuf_str(&at), 300);
+		}
+		sbuf_free(&at);
 		sbuf_puts(b, "\">");
 	} else {
 		sbuf_puts(b, "      <skipped message=\"pid ");

@@ -68,7 +68,10 @@ int main(int argc, char **argv)
 		return cmd_scan(argc - 1, argv + 1);
 	if (!strcmp(sub, "reap"))
 		return cmd_reap(argc - 1, argv + 1);
-	warn("unknown command '%s'", sub);
+	if (sub[0] == '-' && argc > 2 && (!strcmp(argv[2], "run") || !strcmp(argv[2], "scan") || !strcmp(argv[2], "reap")))
+		warn("%s goes after the command: reaper %s %s ...", sub, argv[2], sub);
+	else
+		warn("unknown %s '%s'", sub[0] == '-' ? "option" : "command", sub);
 	short_usage();
 	return EXIT_USAGE;
 }

@@ -177,9 +177,10 @@ int output_started_at(struct sbuf *b, const struct reaper_proc *p)
 	int at = p->started_file && *p->started_file, in = p->started_in_file && *p->started_in_file;
 	if (at)
 		frame(b, p->started_file, p->started_line, p->started_func);
-	/* the innermost frame, when it is not the test's own */
+	/* the innermost frame, when it is not the test's own; worded as the pytest plugin words a
+	 * site ("T.py:1 in t; h.py:2 in f"), less the library call only the plugin sees */
 	if (in && (!at || strcmp(p->started_in_file, p->started_file) || p->started_in_line != p->started_line)) {
-		sbuf_puts(b, at ? ", via " : "");
+		sbuf_puts(b, at ? "; " : "");
 		frame(b, p->started_in_file, p->started_in_line, p->started_in_func);
 	}
 	return at || in;

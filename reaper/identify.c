@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,7 +118,7 @@ static const char *test_in(const char *env, size_t len, size_t *vlen)
 	static const char *const phases[] = { " (setup)", " (call)", " (teardown)" };
 	for (size_t i = 0; i < sizeof phases / sizeof *phases; i++) {
 		size_t pl = strlen(phases[i]);
-		if (*vlen > pl && !memcmp(t + *vlen - pl, phases[i], pl)) {
+		if (*vlen >= pl && !memcmp(t + *vlen - pl, phases[i], pl)) {
 			*vlen -= pl;
 			break;
 		}
@@ -126,9 +127,12 @@ static const char *test_in(const char *env, size_t len, size_t *vlen)
 }
 
 /* "FILE:LINE:FUNCTION" (read from the right: a file name may hold ':') into its parts; 0
- * when the value is not of that form, -ENOMEM. */
+ * when the value is not of that form or longer than a path can be (it then names no file,
+ * and every report would carry it whole), -ENOMEM. */
 static int frame_of(const char *v, size_t len, char **file, unsigned *line, char **func)
 {
+	if (len > PATH_MAX)
+		return 0;
 	const char *fn = memrchr(v, ':', len);
 	const char *ln = fn ? memrchr(v, ':', (size_t)(fn - v)) : NULL;
 	if (!ln || ln == v || ln + 1 == fn)
@@ -322,6 +326,11 @@ ssize_t identify(struct scanner *sc, struct candset *cs, pid_t pid, uint32_t mas
 	 * status is the host's, never ours to take. */
 	if (st.state == 'Z' && st.num_threads <= 1 && st.ppid == sc->self &&
 	    pid_in_list(sc->host_zombies, sc->nhost_zombies, pid)) {
+		pidref_done(&c.ref);
+		return -1;
+	}
+	/* a kernel thread is the kernel's: no test starts one (a tree rooted at kthreadd) */
+	if (st.flags & PF_KTHREAD) {
 		pidref_done(&c.ref);
 		return -1;
 	}

@@ -20,7 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PF_KTHREAD 0x00200000
 #define FD_RESERVE 8          /* descriptors a scan keeps for its own reads */
 
 /* How many pidfds candidates may hold: the descriptor limit less what is open now and a

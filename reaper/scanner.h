@@ -10,6 +10,8 @@
 
 #include <dirent.h>
 
+#define PF_KTHREAD 0x00200000 /* stat flags: a kernel thread */
+
 /* What one scan needs; lives for a whole reap. */
 struct scanner {
 	int procfd;

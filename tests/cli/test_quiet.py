@@ -43,6 +43,17 @@ def test_usage_error_is_short_and_says_where_to_read_more():
         assert r.stdout == b""
 
 
+def test_an_option_before_the_command_is_named_as_one():
+    """`reaper -v run ...`: the option is said to go after the command, not taken for an
+    unknown command; an unknown option alone is an unknown option."""
+    r = reaper("-v", "run", "--", "true")
+    assert r.returncode == 64 and r.stdout == b"", r
+    err = r.stderr.decode()
+    assert "reaper: -v goes after the command: reaper run -v" in err and "unknown command" not in err, err
+    r = reaper("--bogus")
+    assert r.returncode == 64 and "reaper: unknown option '--bogus'" in r.stderr.decode(), r
+
+
 def test_version_short_and_long():
     for flag in ("-V", "--version"):
         r = reaper(flag)

@@ -140,3 +140,27 @@ def test_run_short_of_descriptors_never_says_leaked(home):
             assert r.returncode in (0, 75, 126), said
             assert r.returncode == 0 or r.stderr, said
             assert b"cannot remove the run's cgroup" not in r.stderr, said
+
+
+def kthreadd():
+    """The pid of kthreadd as this PID namespace sees it, or None (a container shows none)."""
+    for pid in (2,):
+        try:
+            fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        if int(fields[1]) == 0 and int(fields[6]) & 0x00200000:  # ppid 0, PF_KTHREAD
+            return pid
+    return None
+
+
+def test_kernel_threads_are_never_candidates():
+    """A kernel thread is the kernel's: no test starts one and no signal of a reap's may reach
+    one, so a tree finder rooted at kthreadd matches nothing."""
+    import pytest
+    k = kthreadd()
+    if k is None:
+        pytest.skip("no kernel thread is visible here (a PID namespace of its own)")
+    r = reaper("scan", "--tree", str(k), "--json")
+    report = json.loads(r.stdout)
+    assert r.returncode == 1 and report["processes"] == [], (r.returncode, r.stdout[:500])
