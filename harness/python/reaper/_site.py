@@ -161,10 +161,26 @@ def raw_stack(frame) -> List[RawFrame]:
     out = []
     while frame is not None:
         code = frame.f_code
-        out.append((code.co_filename, frame.f_lineno, getattr(code, "co_qualname", code.co_name),
+        out.append((code.co_filename, frame.f_lineno, _qualname(frame),
                     frame.f_globals.get("__name__", "")))
         frame = frame.f_back
     return out
+
+
+def _qualname(frame) -> str:
+    """The function's qualified name (co_qualname from Python 3.11 on; before it, a method is
+    named from the class of its self that defines it: Popen.__init__, not __init__)."""
+    code = frame.f_code
+    name = getattr(code, "co_qualname", None)
+    if name is not None:
+        return name
+    self = frame.f_locals.get("self") if code.co_argcount else None
+    if self is not None and code.co_varnames[:1] == ("self",):
+        for cls in type(self).__mro__:
+            fn = cls.__dict__.get(code.co_name)
+            if getattr(fn, "__code__", None) is code:
+                return f"{cls.__qualname__}.{code.co_name}"
+    return code.co_name
 
 
 def here(test_file: Optional[str], called: Optional[str], root: Optional[str] = None, depth: int = 1) -> Optional[Site]:
