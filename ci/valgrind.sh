@@ -145,10 +145,11 @@ grep -q "\"pid\": *$bg[,}]" "$out" || cli_fail "scan --env --json: pid $bg not i
 kill "$bg" # our own child, not yet waited for: its pid cannot have changed hands
 wait "$bg" 2>/dev/null || true
 
-# A reap whose process exits by itself within the timeout: nothing signalled, exit 0.
+# A reap whose process exits by itself within the timeout: nothing signalled, exit 0 (the
+# summary of a clean reap is printed with -v only).
 mark="REAPER_VG_REAP=$$-$RANDOM"
 start_marked "$mark" sleep 5
-cli "reap of a process that exits in time" 0 reap --env "$mark" --timeout 60
+cli "reap of a process that exits in time" 0 reap -v --env "$mark" --timeout 60
 grep -q ' 1 exited in time' "$err" || cli_fail "reap: its process did not show as exited in time"
 wait "$bg" 2>/dev/null || true
 
