@@ -111,8 +111,10 @@ def test_hostile_spawn_sites_are_refused_or_escaped(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REAPER_", "PYTEST_"))}
     env.update(GITHUB_ACTIONS="true")
     env.update({"V" + k: v for k, v in values.items()})
-    script = " ".join('REAPER_STARTED_AT="$V%s" sleep %s & p=$!;' % (k, k) for k in values)
-    script += ' for p in $(jobs -p); do while [ "$(cat /proc/$p/comm)" != sleep ]; do sleep 0.01; done; done'
+    # each background pid from $! (a command substitution's subshell has no jobs in dash), and
+    # the shell exits only once every one of them runs sleep
+    script = " ".join('REAPER_STARTED_AT="$V%s" sleep %s & ps="$ps $!";' % (k, k) for k in values)
+    script += ' for p in $ps; do while [ "$(cat /proc/$p/comm)" != sleep ]; do sleep 0.01; done; done'
     r = subprocess.run([REAPER, "run", "--timeout", "0", "--grace", "2", "--report", str(report), "--junit",
                         str(junit), "--", "sh", "-c", script], env=env, capture_output=True, timeout=300)
     procs = load_json(report)["processes"]
@@ -168,8 +170,8 @@ def test_a_pytest_current_test_of_only_a_phase_names_no_test(tmp_path):
     report = tmp_path / "r.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REAPER_", "PYTEST_"))}
     env.update(VA=" (call)", VB="t.py::t (setup)\nx (call)")
-    script = ('PYTEST_CURRENT_TEST="$VA" sleep 6230 & PYTEST_CURRENT_TEST="$VB" sleep 6231 &'
-              ' for p in $(jobs -p); do while [ "$(cat /proc/$p/comm)" != sleep ]; do sleep 0.01; done; done')
+    script = ('PYTEST_CURRENT_TEST="$VA" sleep 6230 & a=$!; PYTEST_CURRENT_TEST="$VB" sleep 6231 & b=$!;'
+              ' for p in $a $b; do while [ "$(cat /proc/$p/comm)" != sleep ]; do sleep 0.01; done; done')
     r = subprocess.run([REAPER, "run", "--timeout", "0", "--grace", "2", "--report", str(report), "--",
                         "sh", "-c", script], env=env, capture_output=True, timeout=300)
     procs = load_json(report)["processes"]
