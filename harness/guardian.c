@@ -37,6 +37,17 @@ static void close_fds(unsigned lo, unsigned hi)
 		close((int)fd);
 }
 
+extern char **environ;
+
+/* Whether one of our environment's strings lies in [start, end). */
+static int environ_in(uint64_t start, uint64_t end)
+{
+	for (char **e = environ; e && *e; e++)
+		if ((uintptr_t)*e >= start && (uintptr_t)*e < end)
+			return 1;
+	return 0;
+}
+
 static void guard(int rfd, const char *marker, const char *cgroup, const struct guardian_rules *rules)
 {
 	setsid();
@@ -44,9 +55,12 @@ static void guard(int rfd, const char *marker, const char *cgroup, const struct 
 	/* Carry no environment: ours is the caller's (CI=true, HOME), and a finder of another
 	 * reaper (a `reaper reap --env` the command runs, a nested run's --home) must not take the
 	 * guardian for what the run left. /proc/PID/environ reads the exec-time strings where
-	 * they are: zeroed, they match nothing. */
+	 * they are: zeroed, they match nothing. They are written only where libc found them (an
+	 * environ string inside the kernel's range): under an emulator such as valgrind the range
+	 * is the host's memory, not ours. */
 	struct reaper_stat st;
-	if (procfs_stat(-1, getpid(), &st) == 0 && st.env_start && st.env_end > st.env_start)
+	if (procfs_stat(-1, getpid(), &st) == 0 && st.env_start && st.env_end > st.env_start &&
+	    environ_in(st.env_start, st.env_end))
 		memset((void *)(uintptr_t)st.env_start, 0, (size_t)(st.env_end - st.env_start));
 	clearenv();
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
