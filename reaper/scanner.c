@@ -277,19 +277,19 @@ void scanner_callers(struct scanner *sc, const struct reaper_opts *o)
 	sc->outside_session = o->outside_session;
 	/* a caller started in a session of its own (`setsid reaper ...`) has its shell, the
 	 * shell's other jobs and its pipeline in its parent's: the sessions of its ancestors are
-	 * the caller's too, but init's (unless it is the caller's own), which holds whatever never
-	 * made one of its own */
+	 * the caller's too, init's among them when the shell never made one of its own (a CI
+	 * runner's steps often share it; its id reads 0 when its leader is outside the pid
+	 * namespace or is the kernel's first process), and init's when init is the shell */
 	sc->sessions[0] = getsid(0);
 	sc->nsessions = 1;
-	pid_t init_sid = getsid(1);
-	for (pid_t p = sc->self; p > 1;) {
+	for (pid_t p = sc->self; p > 0;) {
 		struct reaper_stat st;
 		if (procfs_stat(sc->procfd, p, &st) < 0)
 			break;
 		size_t i = 0;
 		while (i < sc->nsessions && sc->sessions[i] != st.session)
 			i++;
-		if (i == sc->nsessions && st.session > 0 && st.session != init_sid && sc->nsessions < 8)
+		if (i == sc->nsessions && st.session >= 0 && sc->nsessions < 8)
 			sc->sessions[sc->nsessions++] = st.session;
 		p = st.ppid;
 	}

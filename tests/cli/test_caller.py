@@ -20,14 +20,15 @@ if os.geteuid() != 0:
 STUBBORN = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True: time.sleep(60)\n"
 
 
-def sh(script, tmp_path, env=None, timeout=120):
-    """Run script under bash -c (REAPER: the command); returns (PIPESTATUS as a list of ints,
-    CompletedProcess). The script writes its PIPESTATUS to $STATUS."""
+def sh(script, tmp_path, env=None, timeout=120, wrap=()):
+    """Run script under bash -c (REAPER: the command), behind the command line wrap if any;
+    returns (PIPESTATUS as a list of ints, CompletedProcess). The script writes its PIPESTATUS
+    to $STATUS."""
     status = tmp_path / "status"
     e = {k: v for k, v in os.environ.items() if not k.startswith(("REAPER_", "GITHUB_"))}
     e.update({"REAPER": REAPER, "PY": PY, "STATUS": str(status), "T": str(tmp_path)})
     e.update(env or {})
-    r = subprocess.run(["bash", "-c", script], capture_output=True, env=e, timeout=timeout)
+    r = subprocess.run([*wrap, "bash", "-c", script], capture_output=True, env=e, timeout=timeout)
     assert status.exists(), r.stderr
     return [int(x) for x in status.read_text().split()], r
 
@@ -70,13 +71,26 @@ def test_run_marker_in_own_environment_spares_guardian_and_pipeline(mode, mark, 
     assert rep["summary"]["leaks"] == 0 and rep["processes"] == [], rep["processes"]
 
 
+# Where the calling shell's session is: its own, or one whose id reads 0, as for a CI runner's
+# steps that share the session of the kernel's first process (here: a session whose leader is
+# outside a new pid namespace, which /proc shows the same way), the shell a child of that
+# namespace's init or its init itself.
+NEWPID = ("unshare", "--pid", "--fork", "--mount-proc")
+WRAPS = {"own": (), "id 0": NEWPID + (PY, "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))"),
+         "id 0, shell is init": NEWPID}
+SESSIONS = ["own"] + [pytest.param(w, marks=pytest.mark.skipif(os.geteuid() != 0, reason="a new pid namespace needs root"))
+                      for w in ("id 0", "id 0, shell is init")]
+
+
+@pytest.mark.parametrize("session", SESSIONS)
 @pytest.mark.parametrize("setsid", ["", "setsid "])
 @pytest.mark.parametrize("mode", MODES)
-def test_run_marker_on_the_callers_session_is_not_the_run(mode, setsid, mark, tmp_path):
+def test_run_marker_on_the_callers_session_is_not_the_run(mode, setsid, session, mark, tmp_path):
     """The marker is not reaper's own, but a pipeline member and a background job of the
     calling shell carry it: they are the caller's session, not the run's (under `setsid
-    reaper`, the shell's session is its parent's, the caller's all the same). What the run
-    left with it is found all the same (by descent or its cgroup)."""
+    reaper`, the shell's session is its parent's, the caller's all the same, whatever its id).
+    What the run left with it is found all the same (by descent or its cgroup)."""
+    wrap = WRAPS[session]
     statuses, r = sh(
         '%s "$PY" -c "import time; time.sleep(600)" & bg=$!\n'
         'until "$REAPER" scan --env %s >/dev/null; do :; done\n'
@@ -84,7 +98,7 @@ def test_run_marker_on_the_callers_session_is_not_the_run(mode, setsid, mark, tm
         '"$PY" -c "import os; os.fork() or os.execv(\'/bin/sleep\', [\'sleep\', \'600\'])" '
         '2>"$T/err" | env %s tee "$T/out"; s="${PIPESTATUS[*]}"\n'
         'kill -0 $bg && echo alive >"$T/bg"; kill -KILL $bg; wait $bg; echo "$s" >"$STATUS"'
-        % (mark, mark, setsid, mode, mark, mark), tmp_path)
+        % (mark, mark, setsid, mode, mark, mark), tmp_path, wrap=wrap)
     err = (tmp_path / "err").read_text()
     assert statuses == [23, 0], err
     assert (tmp_path / "bg").exists(), "the caller's background job was signalled: " + err
