@@ -34,10 +34,11 @@ struct sigproc {
 	int rd; /* its signal report pipe (non-blocking) */
 };
 
-/* A hard_sig child of ours with exactly envp, ready (handlers installed) when this returns. */
-static int ns_sig_spawn(struct sigproc *sp, char *const envp[])
+/* A hard_sig child of ours with exactly envp (and flag, unless NULL), ready (handlers
+ * installed) when this returns. */
+static int ns_sig_spawn_with(struct sigproc *sp, char *const envp[], char *flag)
 {
-	char *argv[] = { (char *)hard_path("hard_sig"), "-f", "3", NULL };
+	char *argv[] = { (char *)hard_path("hard_sig"), "-f", "3", flag, NULL };
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return -errno;
@@ -51,6 +52,11 @@ static int ns_sig_spawn(struct sigproc *sp, char *const envp[])
 	fcntl(pfd[0], F_SETFL, O_NONBLOCK);
 	sp->rd = pfd[0];
 	return 0;
+}
+
+static int ns_sig_spawn(struct sigproc *sp, char *const envp[])
+{
+	return ns_sig_spawn_with(sp, envp, NULL);
 }
 
 /* The pid a pidfd of process `holder` refers to (fdinfo "Pid:"), or 0. */
@@ -315,7 +321,8 @@ static int path_cancel(void)
 	NS_CHECK(cmd > 0, "reaper run did not start its command");
 	char *venv[] = { "PATH=/usr/bin:/bin", m, NULL };
 	struct sigproc v, u = { 0, -1 };
-	NS_CHECK(ns_sig_spawn(&v, venv) == 0, "spawn the leftover");
+	/* in a session of its own: in ours (reaper's parent's) it would be the caller's */
+	NS_CHECK(ns_sig_spawn_with(&v, venv, "-s") == 0, "spawn the leftover");
 	NS_CHECK(trace_begin(reaper) == 0, "trace reaper: %s", strerror(errno));
 	NS_CHECK(kill(reaper, SIGTERM) == 0, "SIGTERM to reaper");
 	if (swap_and_release(reaper, &v, &u))
