@@ -133,10 +133,11 @@ def test_library_as_root_leaves_another_users_marker_only_match_alone(tmp_path):
     marker = f"REAPER_FOREIGN_TEST={os.getpid()}-{tmp_path.name}"
     name, value = marker.split("=", 1)
     # started by a child that exits at once: nobody's process is an orphan, no descendant
-    # of ours (a system binary run from /, so nothing of the checkout must be reachable)
-    code = ("import os, sys\nif os.fork() == 0:\n    os.setsid(); os.setgroups([]); os.setgid(%d); os.setuid(%d)\n"
-            "    os.execve(sys.executable, [sys.executable, '-c', 'import time\\nwhile True: time.sleep(60)'], "
-            "{'PATH': '/usr/bin:/bin', %r: %r})\nos._exit(0)\n" % (pw.pw_gid, pw.pw_uid, name, value))
+    # of ours (a system binary run from /, so nothing of the checkout, nor an interpreter in
+    # root's home, must be reachable)
+    code = ("import os\nif os.fork() == 0:\n    os.setsid(); os.setgroups([]); os.setgid(%d); os.setuid(%d)\n"
+            "    os.execve('/bin/sleep', ['sleep', '600'], {'PATH': '/usr/bin:/bin', %r: %r})\nos._exit(0)\n"
+            % (pw.pw_gid, pw.pw_uid, name, value))
     subprocess.run([sys.executable, "-c", code], cwd="/", check=True, stdin=subprocess.DEVNULL)
     finder = reaper.with_env(name, value)
     fd = None
