@@ -5,22 +5,24 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from procutil import BUILD, ROOT
 
+# `make install` installs the package for Debian's python3 (the Makefile's PYTHON), whichever
+# interpreter runs this suite: that is the one that must find it.
+PYTHON = "/usr/bin/python3"
 
 
 def make_install(dest: Path, prefix: str) -> None:
     subprocess.run(["make", "-s", "-C", str(ROOT), f"BUILD={BUILD}", f"DESTDIR={dest}", f"PREFIX={prefix}",
-                    "install-python", "install-check"], check=True, capture_output=True)
+                    f"PYTHON={PYTHON}", "install-python", "install-check"], check=True, capture_output=True)
 
 
 def site_of(prefix: str) -> str:
-    out = subprocess.run([sys.executable, "-c", "import sys; print('\\n'.join(sys.path))"],
+    out = subprocess.run([PYTHON, "-c", "import sys; print('\\n'.join(sys.path))"],
                          capture_output=True, text=True, check=True, env={"PATH": os.environ["PATH"]})
     return next(p for p in out.stdout.split() if p.startswith(prefix + "/lib/python3") and "dist-packages" in p)
 
@@ -41,12 +43,12 @@ def test_installed_package_is_importable_and_registers_the_plugin(tmp_path, pref
     code = ("import importlib.metadata as m, os, reaper, reaper._lib as l; "
             "print([e.value for e in m.entry_points(group='pytest11') if e.name == 'reaper']); "
             "os.environ.pop('REAPER_LIBRARY'); print(l.candidates()[0]); print(reaper.__file__)")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+    out = subprocess.run([PYTHON, "-c", code], env=env, capture_output=True, text=True, check=True,
                          cwd=tmp_path)
     assert out.stdout.split("\n")[:3] == ["['reaper.pytest_plugin']", f"{prefix}/lib/libreaper.so.0",
                                           str(site / "reaper" / "__init__.py")]
     # pytest loads it by itself through the entry point
-    helped = subprocess.run([sys.executable, "-m", "pytest", "--help"], env=env,
+    helped = subprocess.run([PYTHON, "-m", "pytest", "--help"], env=env,
                             capture_output=True, text=True, cwd=tmp_path)
     assert helped.returncode == 0 and "--reaper-timeout" in helped.stdout
 
