@@ -10,14 +10,47 @@ PY_DIR   := harness/python
 PY_WHEEL_DIR := $(BUILD)/python-wheel
 # Debian's python3 reads /usr/lib/python3/dist-packages and /usr/local/lib/python3.X/dist-packages.
 PY_SITE ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)/dist-packages)
-# The suite itself runs with the plugin: a test of it that leaked would fail.
-PY_TEST_ENV = REAPER_BUILD=$(abspath $(BUILD)) PYTHONPATH=$(abspath $(PY_DIR)) PYTHONDONTWRITEBYTECODE=1
+# The suite itself runs with the plugin: a test of it that leaked would fail. It runs on
+# Debian's python3, or on the claimed version PY_VERSION names (PY_VERSION=3.13: the
+# interpreter check-pythons finds for it, with Debian's pytest on its path).
+PY_VERSION ?=
+PYTHONS_SH := bash $(PY_DIR)/pythons.sh
+DEBIAN_SITE := /usr/lib/python3/dist-packages
+PY_TEST_ENV = REAPER_BUILD=$(abspath $(BUILD)) PYTHONPATH=$(abspath $(PY_DIR))$(if $(PY_VERSION),:$(DEBIAN_SITE)) \
+	PYTHONDONTWRITEBYTECODE=1
+# Debian's pytest 7 rewrites asserts with ast.Str, which Python 3.12 on deprecates.
+PY_TEST_ARGS = -q -p no:cacheprovider -p reaper.pytest_plugin --reaper -W ignore::DeprecationWarning:_pytest.assertion.rewrite
 
-.PHONY: check-python install-python uninstall-python
+.PHONY: check-python check-pythons install-python uninstall-python
 check-python: $(BUILD)/libreaper.so
-	$(PY_TEST_ENV) $(PYTHON) -m pytest -q -p no:cacheprovider -p reaper.pytest_plugin --reaper $(PY_DIR)/tests
+	@py=$(PYTHON); $(if $(PY_VERSION),py=$$($(PYTHONS_SH) find $(PY_VERSION)) || \
+		{ echo "check-python: no Python $(PY_VERSION) here (PY_VERSION; pyenv's versions, python$(PY_VERSION) on PATH)" >&2; exit 1; };) \
+	echo "$(PY_TEST_ENV) $$py -m pytest $(PY_TEST_ARGS) $(PY_DIR)/tests"; \
+	$(PY_TEST_ENV) "$$py" -m pytest $(PY_TEST_ARGS) $(PY_DIR)/tests
 
 CHECK_TARGETS += check-python
+
+# The suite on the other Pythons the package claims (PY_VERSIONS: all, pyproject.toml's
+# classifiers, or a list; the version check-python runs is left to it): PY_FULL's run it whole,
+# the others the core set PY_CORE: the package's ctypes binding and API, the plugin's checks and
+# reports, and each interception of a spawn through Python's private internals (subprocess's
+# fork_exec, a C extension's posix_spawnp, multiprocessing, concurrent.futures' work items,
+# the frames a spawn site is named by). pythons.sh says how an interpreter is found and what a
+# missing one means.
+PY_VERSIONS ?= all
+PY_FULL ?=
+PY_CORE ?= test_layout.py test_site.py test_compat.py test_api.py test_plugin.py test_plugin_summary.py \
+	test_plugin_guest.py::test_popen_and_pty_children_keep_their_exit_status_for_their_owner \
+	test_plugin_guest.py::test_a_child_c_code_started_keeps_its_exit_status_for_its_owner \
+	test_plugin_guest.py::test_fork_without_exec_and_multiprocessing_leaks_are_the_tests \
+	test_plugin_guest.py::test_what_a_test_submits_to_an_older_thread_pool_starts_is_the_tests \
+	test_plugin_site.py::test_a_direct_popen_is_named_at_its_line_in_every_format \
+	test_plugin_site.py::test_a_child_forked_without_exec_and_what_it_execs_are_named
+check-pythons: $(BUILD)/libreaper.so
+	@mkdir -p $(dir $(NOT_RUN))
+	@REAPER_BUILD=$(abspath $(BUILD)) TESTS_NOT_RUN_FILE=$(abspath $(NOT_RUN)) DEBIAN_SITE=$(DEBIAN_SITE) \
+		PY_VERSIONS="$(PY_VERSIONS)" PY_FULL="$(PY_FULL)" PY_CORE="$(PY_CORE)" \
+		PY_DONE="$(or $(PY_VERSION),$$($(PYTHONS_SH) version $(PYTHON)))" $(PYTHONS_SH) run
 
 INSTALL_PYTHON ?= yes
 ifneq ($(INSTALL_PYTHON),no)
