@@ -34,17 +34,16 @@ CHECK_TARGETS += check-python
 # classifiers, or a list; the version check-python runs is left to it): PY_FULL's run it whole,
 # the others the core set PY_CORE: the package's ctypes binding and API, the plugin's checks and
 # reports, and each interception of a spawn through Python's private internals (subprocess's
-# fork_exec, a C extension's posix_spawnp, multiprocessing, concurrent.futures' work items,
-# the frames a spawn site is named by). pythons.sh says how an interpreter is found and what a
+# fork_exec, multiprocessing, concurrent.futures' work items, the frames and the call a spawn
+# site is named by). pythons.sh says how an interpreter is found and what a
 # missing one means.
 PY_VERSIONS ?= all
 PY_FULL ?=
-PY_CORE ?= test_layout.py test_site.py test_compat.py test_api.py test_plugin.py test_plugin_summary.py \
+PY_CORE ?= test_layout.py test_site.py test_compat.py test_api.py test_plugin.py \
 	test_plugin_guest.py::test_popen_and_pty_children_keep_their_exit_status_for_their_owner \
-	test_plugin_guest.py::test_a_child_c_code_started_keeps_its_exit_status_for_its_owner \
 	test_plugin_guest.py::test_fork_without_exec_and_multiprocessing_leaks_are_the_tests \
 	test_plugin_guest.py::test_what_a_test_submits_to_an_older_thread_pool_starts_is_the_tests \
-	test_plugin_site.py::test_a_direct_popen_is_named_at_its_line_in_every_format \
+	test_plugin_site.py::test_a_leak_through_a_helper_module_names_both_frames_and_the_call \
 	test_plugin_site.py::test_a_child_forked_without_exec_and_what_it_execs_are_named
 check-pythons: $(BUILD)/libreaper.so
 	@mkdir -p $(dir $(NOT_RUN))
