@@ -83,7 +83,7 @@ run() {
 		esac
 		echo "== Python $v: $py ($what)"
 		t0=$SECONDS
-		if REAPER_BUILD="${REAPER_BUILD:?}" PYTHONPATH="$here:$DEBIAN_SITE" PYTHONDONTWRITEBYTECODE=1 \
+		if REAPER_BUILD="${REAPER_BUILD:?}" PYTHONPATH="$here:$DEBIAN_SITE" \
 			"$py" -m pytest -q -p no:cacheprovider -p reaper.pytest_plugin --reaper \
 			-W 'ignore::DeprecationWarning:_pytest.assertion.rewrite' "${paths[@]}"; then
 			ran="$ran $v"
