@@ -10,7 +10,7 @@
  * CPU time is what the other users of a shared machine do not inflate. */
 #define _GNU_SOURCE
 #include "bench/benchlib.h"
-#include "reaper/scanner.h"
+#include "reaper/finders.h"
 #include "reaper/procfs.h"
 #include "reaper/reaper.h"
 #include "reaper/why.h"
@@ -56,16 +56,16 @@ static double t_rescan(const char *entry, long *n, double *cpu)
 	struct candset cs = { 0 };
 	double t = -1;
 	*cpu = -1;
-	if (scanner_init(&sc, &f, 1, NULL, 0) == 0 && scanner_scan(&sc, &cs) >= 0) {
+	if (finders_open(&sc, &f, 1, NULL, 0) == 0 && finders_scan(&sc, &cs) >= 0) {
 		t = bench_now();
 		double c = bench_cpu();
-		int r = scanner_scan(&sc, &cs);
+		int r = finders_scan(&sc, &cs);
 		*cpu = bench_cpu() - c;
 		t = bench_now() - t;
 		*n = r < 0 ? r : (long)cs.n;
 	}
 	candset_free(&cs);
-	scanner_done(&sc);
+	finders_close(&sc);
 	return t;
 }
 
