@@ -86,13 +86,29 @@ static unsigned long fd_pipe(const struct reader *rd, pid_t pid, int fd)
 	return strtoul(link + 6, NULL, 10);
 }
 
+/* The pipes on one process's fd 0, 1 and 2, each read at its first question. */
+struct fdpipes {
+	pid_t pid;
+	unsigned read; /* bit fd: ino[fd] was read */
+	unsigned long ino[3];
+};
+
+static unsigned long pipe_on(const struct reader *rd, struct fdpipes *fp, int fd)
+{
+	if (!(fp->read & (1u << fd))) {
+		fp->ino[fd] = fd_pipe(rd, fp->pid, fd);
+		fp->read |= 1u << fd;
+	}
+	return fp->ino[fd];
+}
+
 /* The other end of a pipe on the caller's fd 0, 1 or 2 is the caller's pipeline: the reader
  * of its output (`| tee`, and what that reader started with it), the writer of its input. A
  * process that holds the same end as the caller (a daemon left writing to the same output)
  * is not. A pipeline member holds the pipe where a pipeline puts it: a reader on its fd 0, a
  * writer on its fd 1 or 2; only those are looked at (one read per process when only the
  * caller's output is a pipe). */
-static int pipeline_partner(const struct callers *cl, const struct reader *rd, pid_t pid)
+static int pipeline_partner(const struct callers *cl, const struct reader *rd, struct fdpipes *fp)
 {
 	int readers = 0, writers = 0;
 	for (size_t i = 0; i < cl->npipes; i++) {
@@ -100,13 +116,13 @@ static int pipeline_partner(const struct callers *cl, const struct reader *rd, p
 		writers |= cl->pipes[i].acc != O_WRONLY;
 	}
 	for (int fd = readers ? 0 : 1; fd <= (writers ? 2 : 0); fd++) {
-		unsigned long ino = fd_pipe(rd, pid, fd);
+		unsigned long ino = pipe_on(rd, fp, fd);
 		if (!ino)
 			continue;
 		for (size_t i = 0; i < cl->npipes; i++) {
 			if (cl->pipes[i].ino != ino)
 				continue;
-			int acc = fd_access(rd, pid, fd);
+			int acc = fd_access(rd, fp->pid, fd);
 			if (acc >= 0 && acc != cl->pipes[i].acc)
 				return 1;
 		}
@@ -187,7 +203,8 @@ static struct pl_proc *session_pipes(const struct callers *cl, struct reader *rd
 					goto out;
 				v = nv;
 			}
-			p.member = pipeline_partner(cl, rd, pid);
+			struct fdpipes fp = { .pid = pid, .read = 7, .ino = { p.ino[0], p.ino[1], p.ino[2] } };
+			p.member = pipeline_partner(cl, rd, &fp);
 			v[(*n)++] = p;
 		}
 out:
@@ -242,10 +259,10 @@ static void pipeline_members(struct callers *cl, struct reader *rd, unsigned pas
 
 /* Whether pid, of the caller's sessions, holds a pipe on fd 0-2 that is not the caller's own
  * (only such a process can be a member past the partners). */
-static int holds_other_pipe(const struct callers *cl, const struct reader *rd, pid_t pid)
+static int holds_other_pipe(const struct callers *cl, const struct reader *rd, struct fdpipes *fp)
 {
 	for (int fd = 0; fd <= 2; fd++) {
-		unsigned long ino = fd_pipe(rd, pid, fd);
+		unsigned long ino = pipe_on(rd, fp, fd);
 		if (!ino)
 			continue;
 		size_t i = 0;
@@ -270,9 +287,10 @@ uint32_t callers_filter(struct callers *cl, struct reader *rd, unsigned pass, co
 	/* a partner's descriptors are read after it was pinned: when the pin still holds after
 	 * the reads they were its own (when it does not, it is gone and nobody's). Looked for in
 	 * every session: reaper or its partner may have made one of its own (`setsid reaper`). */
-	if (mask && cl->npipes && pipeline_partner(cl, rd, st->pid) && pidref_held(ref, rd->procfd) == 0)
+	struct fdpipes fp = { .pid = st->pid };
+	if (mask && cl->npipes && pipeline_partner(cl, rd, &fp) && pidref_held(ref, rd->procfd) == 0)
 		return 0;
-	if (mask && cl->npipes && caller_session(cl, st->session) && holds_other_pipe(cl, rd, st->pid)) {
+	if (mask && cl->npipes && caller_session(cl, st->session) && holds_other_pipe(cl, rd, &fp)) {
 		pipeline_members(cl, rd, pass);
 		for (size_t i = 0; i < cl->npl_members; i++)
 			if (cl->pl_members[i].pid == st->pid && cl->pl_members[i].start_time == st->start_time &&
