@@ -149,46 +149,6 @@ struct linux_dirent64 {
 	char d_name[];
 };
 
-long floor_scan(int procfd, const char *entry)
-{
-	static char dents[65536];
-	static char buf[131072];
-	size_t elen = strlen(entry);
-	long hits = 0;
-	int dfd = openat(procfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	for (;;) {
-		long nd = syscall(SYS_getdents64, dfd, dents, sizeof dents);
-		if (nd <= 0)
-			break;
-		for (long off = 0; off < nd;) {
-			struct linux_dirent64 *d = (struct linux_dirent64 *)(dents + off);
-			off += d->d_reclen;
-			if (d->d_name[0] < '1' || d->d_name[0] > '9')
-				continue;
-			char path[32];
-			snprintf(path, sizeof path, "%s/environ", d->d_name);
-			int fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
-			if (fd < 0)
-				continue;
-			ssize_t n = read(fd, buf, sizeof buf);
-			close(fd);
-			for (const char *p = buf, *end = buf + (n > 0 ? n : 0); p < end;) {
-				const char *nul = memchr(p, 0, (size_t)(end - p));
-				size_t len = nul ? (size_t)(nul - p) : (size_t)(end - p);
-				if (len == elen && memcmp(p, entry, elen) == 0) {
-					hits++;
-					break;
-				}
-				p += len + 1;
-			}
-		}
-	}
-	close(dfd);
-	return hits;
-}
-
 /* One /proc/PID/WHAT into buf: its length, or -1. */
 static ssize_t read_one(int procfd, const char *pid, const char *what, char *buf, size_t cap)
 {
@@ -218,7 +178,8 @@ static void report_reads(int procfd, const char *pid, char *buf, size_t cap)
 		link[0] = 0;
 }
 
-long floor_listing(int procfd, const char *entry, int report, FILE *out)
+/* floor_scan (level 0), floor_listing (1) or floor_listing with report (2). */
+static long floor_walk(int procfd, const char *entry, int level, FILE *out)
 {
 	static char dents[65536];
 	static char buf[131072], cmd[131072];
@@ -244,12 +205,14 @@ long floor_listing(int procfd, const char *entry, int report, FILE *out)
 				hit = len == elen && memcmp(p, entry, elen) == 0;
 				p += len + 1;
 			}
-			if (!hit)
+			if (!hit || level == 0) {
+				listed += hit;
 				continue;
+			}
 			int pfd = (int)syscall(SYS_pidfd_open, atoi(d->d_name), 0);
 			if (pfd < 0)
 				continue;
-			if (report)
+			if (level == 2)
 				report_reads(procfd, d->d_name, buf, sizeof buf);
 			ssize_t c = read_one(procfd, d->d_name, "cmdline", cmd, sizeof cmd - 1);
 			struct pollfd pf = { .fd = pfd, .events = POLLIN };
@@ -270,6 +233,16 @@ long floor_listing(int procfd, const char *entry, int report, FILE *out)
 	}
 	close(dfd);
 	return listed;
+}
+
+long floor_scan(int procfd, const char *entry)
+{
+	return floor_walk(procfd, entry, 0, NULL);
+}
+
+long floor_listing(int procfd, const char *entry, int report, FILE *out)
+{
+	return floor_walk(procfd, entry, report ? 2 : 1, out);
 }
 
 long bench_count_procs(void)
