@@ -6,7 +6,7 @@
 BENCH_DIR     := $(BUILD)/bench
 BENCH_LIBPROC := $(shell pkg-config --libs libproc2 2>/dev/null || echo -lproc2)
 BENCH_COMMON  := bench/benchlib.c bench/benchlib.h
-BENCH_BINS    := $(addprefix $(BENCH_DIR)/,bench-spawn bench-scan bench-reap bench-wrap)
+BENCH_BINS    := $(addprefix $(BENCH_DIR)/,bench-spawn bench-scan bench-reap bench-wrap bench-listing)
 
 $(BENCH_DIR)/bench-spawn: bench/spawn.c $(BENCH_COMMON) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -19,6 +19,10 @@ $(BENCH_DIR)/bench-scan: bench/scan.c $(BENCH_COMMON) $(INTERNAL_LIB) | $(DEPS_S
 $(BENCH_DIR)/bench-reap: bench/reap.c $(BENCH_COMMON) $(BUILD)/libreaper.a | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< bench/benchlib.c $(BUILD)/libreaper.a $(LDLIBS)
+
+$(BENCH_DIR)/bench-listing: bench/listing.c $(BENCH_COMMON) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< bench/benchlib.c $(LDLIBS)
 
 $(BENCH_DIR)/bench-wrap: bench/wrap.c $(BENCH_COMMON) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

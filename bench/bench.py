@@ -95,6 +95,7 @@ class Bench:
     def __init__(self, build: str, quick: bool):
         self.bin = os.path.abspath(os.path.join(build, "bench"))
         self.reaper = os.path.abspath(os.path.join(build, "reaper"))
+        self.listing = os.path.abspath(os.path.join(build, "bench", "bench-listing"))
         self.spawn_bin = os.path.join(self.bin, "bench-spawn")
         self.quick = quick
         self.hw = load_handwritten()
@@ -162,6 +163,7 @@ class Bench:
                 nomatch: dict[str, list] = {}
                 nomatch_cpu: dict[str, list] = {}
                 procs = []
+                ratios: dict[str, list] = {}  # per round: each contender over its floor, side by side
                 for r in range(reps):
                     procs.append(count_procs())
                     res = ask(f"scan {entry}")
@@ -169,7 +171,15 @@ class Bench:
                         t, c = time.perf_counter(), time.thread_time()
                         found = finder()
                         res["handwritten"] = [time.perf_counter() - t, len(found), time.thread_time() - c]
-                    res["cli"] = self.cli_scan(home)
+                    # the command and its floor as commands, in turn (which goes first alternates)
+                    pair = [("cli", [self.reaper, "scan", "--home", home]),
+                            ("cli_floor", [self.listing, entry])]
+                    for k, argv in (pair if r % 2 == 0 else pair[::-1]):
+                        res[k] = self.cli_scan(argv)
+                    for k, over in (("cli", "cli_floor"), ("reaper_scan", "floor_report")):
+                        ratios.setdefault(k, []).append(res[k][0] / res[over][0])
+                        ratios.setdefault(k + "_cpu", []).append(res[k][2] / res[over][2] if res[over][2] else
+                                                                 float("nan"))
                     for k, (sec, n, cpu) in res.items():
                         times.setdefault(k, []).append(sec)
                         cpus.setdefault(k, []).append(cpu)
@@ -190,7 +200,8 @@ class Bench:
                        "found": {k: sorted(v) for k, v in counts.items()},
                        "nomatch": {k: med(v) for k, v in nomatch.items()},
                        "nomatch_cpu": {k: med(v) for k, v in nomatch_cpu.items()},
-                       "details": details, "reps": reps}
+                       "details": details, "reps": reps,
+                       "round_ratios": {k: med(v) for k, v in ratios.items()}}
                 m, c, nm, nc = row["median"], row["cpu"], row["nomatch"], row["nomatch_cpu"]
                 row["ratio_floor"] = m["reaper_scan"] / m["floor"]
                 row["ratio_floor_cpu"] = c["reaper_scan"] / c["floor"]
@@ -218,13 +229,13 @@ class Bench:
             server.wait()
         self.results["scan"] = rows
 
-    def cli_scan(self, home: str) -> list:
-        """`reaper scan --home HOME`, as a user runs it: [wall, lines printed, CPU] (the CPU of
-        the command, from this process's children's rusage)."""
+    def cli_scan(self, argv: list) -> list:
+        """A listing command (`reaper scan --home HOME`, or its floor bench-listing), as a user
+        runs it: [wall, lines printed, CPU] (the CPU of the command, from this process's
+        children's rusage)."""
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        out = subprocess.run([self.reaper, "scan", "--home", home], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL).stdout
+        out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
         t = time.perf_counter() - t
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
@@ -678,6 +689,17 @@ def table(res: dict) -> str:
             add(f"marker scan, {p}, half marked: `reaper scan --home` (the command, its output to a pipe) vs raw floor",
                 ms(m["cli"]), ms(m["floor"]), f"{m['cli'] / m['floor']:.2f}x ({c['cli'] / c['floor']:.2f}x)",
                 "(measured)", True)
+        rr = r.get("round_ratios", {})
+        if "cli_floor" in m and "cli" in rr:
+            add(f"marker scan, {p}, half marked: `reaper scan --home` vs the floor of its listing (bench-listing: "
+                "every environ; per match a pidfd, its cmdline, a look through the pidfd, one line), both as "
+                "commands, in turn", ms(m["cli"]), ms(m["cli_floor"]), f"{rr['cli']:.2f}x ({rr['cli_cpu']:.2f}x)",
+                "<= 1.15x", rr["cli_cpu"] <= 1.15)
+        if "floor_report" in m and "reaper_scan" in rr:
+            add(f"marker scan, {p}, half marked: reaper_scan vs the floor of what it returns (the listing's reads "
+                "plus each match's stat, uid, exe and cwd), in turn", ms(m["reaper_scan"]), ms(m["floor_report"]),
+                f"{rr['reaper_scan']:.2f}x ({rr['reaper_scan_cpu']:.2f}x)", "<= 1.2x",
+                rr["reaper_scan_cpu"] <= 1.2)
         add(f"marker scan, {p}, half marked: libproc2 PIDS_ENVIRON_V vs raw floor", ms(m["libproc2_reap"]),
             ms(m["floor"]), f"{r['ratio_libproc2_floor']:.2f}x ({r['ratio_libproc2_floor_cpu']:.2f}x)", "(measured)",
             True)

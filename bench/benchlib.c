@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -147,12 +149,42 @@ struct linux_dirent64 {
 	char d_name[];
 };
 
-long floor_scan(int procfd, const char *entry)
+/* One /proc/PID/WHAT into buf: its length, or -1. */
+static ssize_t read_one(int procfd, const char *pid, const char *what, char *buf, size_t cap)
+{
+	char path[64];
+	snprintf(path, sizeof path, "%s/%s", pid, what);
+	int fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, cap);
+	close(fd);
+	return n;
+}
+
+/* The reads of what a report says of one match besides its cmdline (values unused). */
+static void report_reads(int procfd, const char *pid, char *buf, size_t cap)
+{
+	struct stat sb;
+	char link[4096];
+	read_one(procfd, pid, "stat", buf, cap);
+	fstatat(procfd, pid, &sb, 0);
+	char path[64];
+	snprintf(path, sizeof path, "%s/exe", pid);
+	if (readlinkat(procfd, path, link, sizeof link) < 0)
+		link[0] = 0;
+	snprintf(path, sizeof path, "%s/cwd", pid);
+	if (readlinkat(procfd, path, link, sizeof link) < 0)
+		link[0] = 0;
+}
+
+/* floor_scan (level 0), floor_listing (1) or floor_listing with report (2). */
+static long floor_walk(int procfd, const char *entry, int level, FILE *out)
 {
 	static char dents[65536];
-	static char buf[131072];
+	static char buf[131072], cmd[131072];
 	size_t elen = strlen(entry);
-	long hits = 0;
+	long listed = 0;
 	int dfd = openat(procfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
@@ -165,26 +197,52 @@ long floor_scan(int procfd, const char *entry)
 			off += d->d_reclen;
 			if (d->d_name[0] < '1' || d->d_name[0] > '9')
 				continue;
-			char path[32];
-			snprintf(path, sizeof path, "%s/environ", d->d_name);
-			int fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
-			if (fd < 0)
-				continue;
-			ssize_t n = read(fd, buf, sizeof buf);
-			close(fd);
-			for (const char *p = buf, *end = buf + (n > 0 ? n : 0); p < end;) {
+			ssize_t n = read_one(procfd, d->d_name, "environ", buf, sizeof buf);
+			int hit = 0;
+			for (const char *p = buf, *end = buf + (n > 0 ? n : 0); p < end && !hit;) {
 				const char *nul = memchr(p, 0, (size_t)(end - p));
 				size_t len = nul ? (size_t)(nul - p) : (size_t)(end - p);
-				if (len == elen && memcmp(p, entry, elen) == 0) {
-					hits++;
-					break;
-				}
+				hit = len == elen && memcmp(p, entry, elen) == 0;
 				p += len + 1;
 			}
+			if (!hit || level == 0) {
+				listed += hit;
+				continue;
+			}
+			int pfd = (int)syscall(SYS_pidfd_open, atoi(d->d_name), 0);
+			if (pfd < 0)
+				continue;
+			if (level == 2)
+				report_reads(procfd, d->d_name, buf, sizeof buf);
+			ssize_t c = read_one(procfd, d->d_name, "cmdline", cmd, sizeof cmd - 1);
+			struct pollfd pf = { .fd = pfd, .events = POLLIN };
+			int alive = poll(&pf, 1, 0) == 0;
+			close(pfd);
+			if (!alive || c <= 0)
+				continue;
+			while (c > 0 && cmd[c - 1] == 0)
+				c--;
+			for (ssize_t i = 0; i < c; i++)
+				if (cmd[i] == 0)
+					cmd[i] = ' ';
+			cmd[c] = 0;
+			if (out)
+				fprintf(out, "%s %s\n", d->d_name, cmd);
+			listed++;
 		}
 	}
 	close(dfd);
-	return hits;
+	return listed;
+}
+
+long floor_scan(int procfd, const char *entry)
+{
+	return floor_walk(procfd, entry, 0, NULL);
+}
+
+long floor_listing(int procfd, const char *entry, int report, FILE *out)
+{
+	return floor_walk(procfd, entry, report ? 2 : 1, out);
 }
 
 long bench_count_procs(void)

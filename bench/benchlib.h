@@ -5,6 +5,7 @@
 #define BENCH_BENCHLIB_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -35,6 +36,13 @@ long bench_collect(int wait_all);
 /* The raw floor: list /proc, read every /proc/PID/environ with one openat + read + close,
  * compare entries byte for byte. Returns how many processes hold entry. */
 long floor_scan(int procfd, const char *entry);
+/* The floor of a listing: what `reaper scan` must read to print what it prints. Every
+ * environ as floor_scan reads it; per process holding entry a pidfd, its cmdline, a look
+ * through the pidfd that it is still running (so the cmdline read was that process's), and
+ * one "PID CMDLINE" line to out (NULL: none). With report, the reads of what reaper_scan()
+ * returns besides: its stat (start time, parent, group, state, comm), its uid, exe and cwd.
+ * Returns how many it listed. */
+long floor_listing(int procfd, const char *entry, int report, FILE *out);
 /* Live (non-zombie) processes on the system now. */
 long bench_count_procs(void);
 

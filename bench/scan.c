@@ -2,7 +2,8 @@
 /* bench-scan: the marker-scan contenders, one round each per command, so the driver can
  * interleave them (and the hand-written Python reaper) on the same processes.  Reads commands
  * on stdin, answers one JSON line each:
- *   scan ENTRY      floor, reaper_scan, rescan, libproc2 (reap and get) over every process
+ *   scan ENTRY      floor, the floor of what reaper_scan returns, reaper_scan, rescan, libproc2
+ *                   (reap and get) over every process
  *   details ENTRY   per-candidate details of every process holding ENTRY: raw reads as
  *                   libreaper does them, beside libproc2 procps_pids_select; and why
  *                   each would still be running, as a reap describes a leak (why.c)
@@ -10,7 +11,7 @@
  * CPU time is what the other users of a shared machine do not inflate. */
 #define _GNU_SOURCE
 #include "bench/benchlib.h"
-#include "reaper/scanner.h"
+#include "reaper/finders.h"
 #include "reaper/procfs.h"
 #include "reaper/reaper.h"
 #include "reaper/why.h"
@@ -31,6 +32,15 @@ static double t_floor(const char *entry, long *n, double *cpu)
 {
 	double t = bench_now(), c = bench_cpu();
 	*n = floor_scan(procfd, entry);
+	*cpu = bench_cpu() - c;
+	return bench_now() - t;
+}
+
+/* The reads of what reaper_scan() returns for each match (floor_listing with report). */
+static double t_floor_report(const char *entry, long *n, double *cpu)
+{
+	double t = bench_now(), c = bench_cpu();
+	*n = floor_listing(procfd, entry, 1, NULL);
 	*cpu = bench_cpu() - c;
 	return bench_now() - t;
 }
@@ -56,16 +66,16 @@ static double t_rescan(const char *entry, long *n, double *cpu)
 	struct candset cs = { 0 };
 	double t = -1;
 	*cpu = -1;
-	if (scanner_init(&sc, &f, 1, NULL, 0) == 0 && scanner_scan(&sc, &cs) >= 0) {
+	if (finders_open(&sc, &f, 1, NULL, 0) == 0 && finders_scan(&sc, &cs) >= 0) {
 		t = bench_now();
 		double c = bench_cpu();
-		int r = scanner_scan(&sc, &cs);
+		int r = finders_scan(&sc, &cs);
 		*cpu = bench_cpu() - c;
 		t = bench_now() - t;
 		*n = r < 0 ? r : (long)cs.n;
 	}
 	candset_free(&cs);
-	scanner_done(&sc);
+	finders_close(&sc);
 	return t;
 }
 
@@ -113,8 +123,9 @@ typedef double (*contender)(const char *, long *, double *);
 
 static void cmd_scan(const char *entry, unsigned round)
 {
-	static const char *names[] = { "floor", "reaper_scan", "rescan", "libproc2_reap", "libproc2_get" };
-	static const contender fns[] = { t_floor, t_reaper_scan, t_rescan, t_libproc2_reap, t_libproc2_get };
+	static const char *names[] = { "floor", "floor_report", "reaper_scan", "rescan", "libproc2_reap", "libproc2_get" };
+	static const contender fns[] = { t_floor, t_floor_report, t_reaper_scan, t_rescan, t_libproc2_reap,
+					 t_libproc2_get };
 	enum { K = sizeof fns / sizeof *fns };
 	double t[K], cpu[K];
 	long n[K];

@@ -17,8 +17,8 @@ struct cand {
 	unsigned polled : 1;    /* its exit is looked for by polling (no pidfd or no epoll watch) */
 	unsigned env_read : 1;  /* its environment was read when it was pinned (info.test from it) */
 	unsigned unexeced : 1;  /* pinned between its fork and its exec: comm and environ its parent's */
-	unsigned described : 1; /* cmdline, exe, cwd, uid and test were read (scanner_describe) */
-	unsigned gen;           /* the scan (scanner.gen) that pinned it */
+	unsigned described : 1; /* cmdline, exe, cwd, uid and test were read (describe_cand) */
+	unsigned gen;           /* the pass (scanner.pass.gen) that pinned it */
 };
 
 /* Close a candidate's pidfd and free its strings. */

@@ -16,6 +16,18 @@ struct pidref {
 
 #define PIDREF_NULL ((struct pidref){ .pid = 0, .start_time = 0, .fd = -1 })
 
+/* A pidref that lives in a block: `_cleanup_(pidref_done) struct pidref ref = PIDREF_NULL;` is
+ * released on every path out of it, but for the one that hands it on with TAKE_PIDREF(ref)
+ * (its value, leaving PIDREF_NULL behind). */
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define TAKE_PIDREF(p)                          \
+	({                                      \
+		struct pidref *_taken = &(p);   \
+		struct pidref _value = *_taken; \
+		*_taken = PIDREF_NULL;          \
+		_value;                         \
+	})
+
 /* Pin the process now at pid whose start time is start_time: open a pidfd, then re-read the
  * start time, so the fd is known to refer to that very process. -ESRCH when it is gone or
  * was replaced; -EMFILE etc. from pidfd_open. procfd: an open /proc (or -1). Where pidfds

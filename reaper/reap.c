@@ -5,7 +5,8 @@
 #define _GNU_SOURCE
 #include "report.h"
 #include "clock.h"
-#include "scanner.h"
+#include "describe.h"
+#include "finders.h"
 #include "holdings.h"
 #include "why.h"
 #include "cgroup.h"
@@ -57,7 +58,7 @@ struct reap {
 static int foreign(const struct reap *rp, const struct cand *c)
 {
 	return rp->guard_users && c->info.uid != 0 && c->info.uid != (uid_t)-1 && c->info.matched_by &&
-	       !(c->info.matched_by & ~rp->sc.env_mask);
+	       !(c->info.matched_by & ~scanner_mask(&rp->sc, FINDER_ENV));
 }
 
 /* Older than the cgroup that holds it, and found by nothing else: moved in by whoever may
@@ -67,7 +68,7 @@ static int foreign(const struct reap *rp, const struct cand *c)
 static int moved_in(const struct reap *rp, const struct cand *c)
 {
 	uint32_t m = c->info.matched_by;
-	if (rp->o->kill_moved_in || !m || (m & ~rp->sc.cgroup_mask))
+	if (rp->o->kill_moved_in || !m || (m & ~scanner_mask(&rp->sc, FINDER_CGROUP)))
 		return 0;
 	if (c->info.fate == REAPER_MOVED_IN)
 		return 1;
@@ -80,7 +81,7 @@ static int moved_in(const struct reap *rp, const struct cand *c)
 	ssize_t pi = c->info.ppid > 0 ? candset_find(&rp->cs, c->info.ppid) : -1;
 	const struct cand *p = pi >= 0 ? &rp->cs.v[pi] : NULL;
 	return p && p != c && p->info.fate == REAPER_MOVED_IN && p->info.start_time <= c->info.start_time &&
-	       pidref_held(&p->ref, rp->sc.procfd) == 0;
+	       pidref_held(&p->ref, rp->sc.rd.procfd) == 0;
 }
 
 static void unwatch(struct reap *rp, struct cand *c)
@@ -107,7 +108,7 @@ static void let_go(struct reap *rp)
 					     : moved_in(rp, c) ? REAPER_MOVED_IN
 								: REAPER_ALIVE;
 			if (f != REAPER_ALIVE) {
-				(void)scanner_describe(&rp->sc, c); /* reported, as it is now */
+				(void)describe_cand(&rp->sc, c); /* reported, as it is now */
 				unwatch(rp, c);
 				c->info.fate = f;
 				more |= f == REAPER_MOVED_IN;
@@ -121,7 +122,7 @@ static int spared(const struct reap *rp, const struct cand *c)
 {
 	enum reaper_fate f = c->info.fate;
 	return !c->live && c->ref.pid > 0 && (f == REAPER_KEPT || f == REAPER_FOREIGN || f == REAPER_MOVED_IN) &&
-	       pidref_held(&c->ref, rp->sc.procfd) == 0;
+	       pidref_held(&c->ref, rp->sc.rd.procfd) == 0;
 }
 
 static void signal_cand(struct reap *rp, struct cand *c, int sig)
@@ -145,10 +146,10 @@ static void signal_cand(struct reap *rp, struct cand *c, int sig)
 		rp->escalated = 1;
 		/* cgroup.kill signals each listed task alone, and a process whose main thread
 		 * has exited is listed by that dead thread: only a process-wide SIGKILL ends it */
-		pidref_signal(&c->ref, rp->sc.procfd, SIGKILL);
+		pidref_signal(&c->ref, rp->sc.rd.procfd, SIGKILL);
 		return;
 	}
-	int r = pidref_signal(&c->ref, rp->sc.procfd, sig);
+	int r = pidref_signal(&c->ref, rp->sc.rd.procfd, sig);
 	if (r == -EMFILE || r == -ENFILE) {
 		rp->incomplete = -r; /* tried again on the next round; said if it never works */
 		rp->incomplete_why = "a process could not be signalled";
@@ -176,10 +177,10 @@ static void leak_found(struct reap *rp, struct cand *c)
 	if (!rp->hold)
 		rp->hold = holdings_new(rp->o); /* out of memory: a report without holdings */
 	if (rp->hold)
-		holdings_gather(rp->hold, rp->sc.procfd, &c->info);
+		holdings_gather(rp->hold, rp->sc.rd.procfd, &c->info);
 	if (!rp->why)
 		rp->why = why_new();
-	why_gather(rp->why, rp->sc.procfd, &c->info);
+	why_gather(rp->why, rp->sc.rd.procfd, &c->info);
 }
 
 /* A report-only reap without a timeout (reaper_scan): it waits for nothing and takes
@@ -203,7 +204,7 @@ static void on_added(void *ctx, size_t idx)
 	}
 	static const int sig_of[] = { [WAIT] = 0, [TERM] = SIGTERM, [FREEZE] = SIGSTOP, [KILL] = SIGKILL };
 	if (sig_of[rp->phase]) {
-		(void)scanner_describe(&rp->sc, c); /* its last look before the signal */
+		(void)describe_cand(&rp->sc, c); /* its last look before the signal */
 		leak_found(rp, c);
 		signal_cand(rp, c, sig_of[rp->phase]);
 	}
@@ -216,7 +217,7 @@ static int collect(struct reap *rp, struct cand *c)
 {
 	if (c->info.host_child || scan_only(rp))
 		return 0;
-	return pidref_collect(&c->ref, rp->sc.procfd, &c->info.exit_status);
+	return pidref_collect(&c->ref, rp->sc.rd.procfd, &c->info.exit_status);
 }
 
 static void on_exit_event(struct reap *rp, struct cand *c)
@@ -228,14 +229,14 @@ static void on_exit_event(struct reap *rp, struct cand *c)
 	if (collect(rp, c) == 1) {
 		c->collected = 1;
 		cand_unpin(&rp->cs, c);
-	} else if (pidref_held(&c->ref, rp->sc.procfd) < 0) {
+	} else if (pidref_held(&c->ref, rp->sc.rd.procfd) < 0) {
 		cand_unpin(&rp->cs, c); /* already collected by its parent */
 	} /* else a zombie of someone else: looked at again at the end */
 }
 
 static int scan(struct reap *rp)
 {
-	int r = scanner_scan(&rp->sc, &rp->cs);
+	int r = finders_scan(&rp->sc, &rp->cs);
 	if (r >= 0 && rp->err)
 		r = rp->err;
 	if (r >= 0)
@@ -301,14 +302,14 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 			}
 			/* a scan short of descriptors may have missed something: a few more
 			 * tries, then the report says it is incomplete */
-			rp->short_scans = rp->sc.scan_err ? rp->short_scans + 1 : 0;
+			rp->short_scans = rp->sc.pass.err ? rp->short_scans + 1 : 0;
 			if (rp->cs.live == 0 && r == 0 && (r = marker_scan(rp)) < 0) {
 				rp->err = r;
 				return FAILED;
 			}
-			if (rp->cs.live == 0 && r == 0 && (!rp->sc.scan_err || rp->short_scans >= 3))
+			if (rp->cs.live == 0 && r == 0 && (!rp->sc.pass.err || rp->short_scans >= 3))
 				return DONE;
-			interval = r > 0 || rp->sc.starved || rp->sc.scan_err ? RESCAN_MIN : interval * 2;
+			interval = r > 0 || rp->sc.pass.starved || rp->sc.pass.err ? RESCAN_MIN : interval * 2;
 			if (interval > RESCAN_MAX)
 				interval = RESCAN_MAX;
 			next_scan = monotonic_now() + interval;
@@ -347,7 +348,7 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 			return asked;
 		for (size_t i = 0; rp->unwatched && i < rp->cs.n; i++)
 			if (rp->cs.v[i].live && rp->cs.v[i].polled &&
-			    pidref_exited(&rp->cs.v[i].ref, rp->sc.procfd))
+			    pidref_exited(&rp->cs.v[i].ref, rp->sc.rd.procfd))
 				on_exit_event(rp, &rp->cs.v[i]);
 	}
 }
@@ -377,12 +378,12 @@ static int move_out_spared(struct reap *rp, size_t i)
 	for (size_t k = 0; r == 0 && k < n; k++) {
 		ssize_t ci = candset_find(&rp->cs, v[k]);
 		if (ci >= 0 && spared(rp, &rp->cs.v[ci])) {
-			r = cgroup_move_up(path, &rp->cs.v[ci].ref, rp->sc.procfd);
-		} else if (scanner_excluded(&rp->sc, v[k])) {
+			r = cgroup_move_up(path, &rp->cs.v[ci].ref, rp->sc.rd.procfd);
+		} else if (reader_caller(&rp->sc.rd, v[k])) {
 			struct pidref ref;
 			struct reaper_stat st;
-			if ((r = pidref_open_stat(&ref, rp->sc.procfd, v[k], &st)) == 0) {
-				r = cgroup_move_up(path, &ref, rp->sc.procfd);
+			if ((r = pidref_open_stat(&ref, rp->sc.rd.procfd, v[k], &st)) == 0) {
+				r = cgroup_move_up(path, &ref, rp->sc.rd.procfd);
 				pidref_done(&ref);
 			}
 		}
@@ -427,7 +428,7 @@ static int quiesce(struct reap *rp, enum phase phase, int sig)
 	if (rp->phase == WAIT)
 		for (size_t i = 0; i < rp->cs.n; i++)
 			if (rp->cs.v[i].live) {
-				(void)scanner_describe(&rp->sc, &rp->cs.v[i]);
+				(void)describe_cand(&rp->sc, &rp->cs.v[i]);
 				leak_found(rp, &rp->cs.v[i]);
 			}
 	rp->phase = phase;
@@ -461,7 +462,7 @@ static void finish(struct reap *rp)
 		struct cand *c = &rp->cs.v[i];
 		if (c->live) {
 			if (rp->phase == WAIT) {
-				(void)scanner_describe(&rp->sc, c);
+				(void)describe_cand(&rp->sc, c);
 				leak_found(rp, c);
 			}
 			c->info.fate = rp->o->report_only ? REAPER_ALIVE : REAPER_UNKILLABLE;
@@ -476,11 +477,11 @@ static void finish(struct reap *rp)
 		if (collect(rp, c) == 1) {
 			c->collected = 1;
 		} else if (c->info.state == 'Z' && !c->kill_sent && !c->term_sent &&
-			   pidref_held(&c->ref, rp->sc.procfd) == 0) {
+			   pidref_held(&c->ref, rp->sc.rd.procfd) == 0) {
 			/* found dead (or its main thread was, and it ended by itself), its parent lives
 			 * outside the run; one we killed keeps its fate */
 			c->info.fate = REAPER_ZOMBIE_HELD;
-			(void)scanner_describe(&rp->sc, c);
+			(void)describe_cand(&rp->sc, c);
 		}
 		cand_unpin(&rp->cs, c);
 	}
@@ -493,11 +494,11 @@ static void incomplete(struct reap *rp, struct reaper_report *r)
 	int left = 0;
 	for (size_t i = 0; i < r->n; i++)
 		left |= r->procs[i].fate == REAPER_UNKILLABLE;
-	if (rp->sc.scan_err == EAGAIN) {
+	if (rp->sc.pass.err == EAGAIN) {
 		r->incomplete = EAGAIN;
 		r->incomplete_reason = "an environment under an exec could not be judged in time";
-	} else if (rp->sc.scan_err) {
-		r->incomplete = rp->sc.scan_err;
+	} else if (rp->sc.pass.err) {
+		r->incomplete = rp->sc.pass.err;
 		r->incomplete_reason = "/proc could not be read in full";
 	} else if (rp->incomplete && left) {
 		r->incomplete = rp->incomplete;
@@ -516,11 +517,11 @@ static int valid_time(double t)
  * leave the /proc-wide marker scan to the end of the wait. */
 static int watch_cgroups(struct reap *rp)
 {
-	if (!rp->sc.cgroup_mask)
+	if (!scanner_mask(&rp->sc, FINDER_CGROUP))
 		return 0;
-	rp->sc.env_deferred = rp->sc.env_mask != 0;
+	rp->sc.env_deferred = scanner_mask(&rp->sc, FINDER_ENV) != 0;
 	for (size_t i = 0; i < rp->sc.nf; i++) {
-		if (!(rp->sc.cgroup_mask & (1u << i)))
+		if (!(scanner_mask(&rp->sc, FINDER_CGROUP) & (1u << i)))
 			continue;
 		const char *path = rp->sc.f[i].cgroup;
 		if (cgroup_holds_self(path) == 0)
@@ -598,7 +599,7 @@ static int reap_as(const struct reaper_finder *finders, size_t n, const struct r
 	for (size_t i = 0; i < 32; i++)
 		rp.cgev[i] = -1;
 	double t0 = monotonic_now();
-	int r = scanner_init(&rp.sc, finders, n, opts->patterns, opts->npatterns);
+	int r = finders_open(&rp.sc, finders, n, opts->patterns, opts->npatterns);
 	if (r < 0)
 		goto out;
 	rp.sc.added = on_added;
@@ -613,7 +614,7 @@ static int reap_as(const struct reaper_finder *finders, size_t n, const struct r
 	rp.sc.host = opts->host_children;
 	rp.sc.nhost = opts->nhost_children;
 	rp.sc.outer_procfd = opts->outer_procfd;
-	scanner_callers(&rp.sc, opts);
+	callers_init(&rp.sc.callers, &rp.sc.rd, opts);
 	if ((r = open_epoll(&rp)) < 0 || (r = watch_cgroups(&rp)) < 0)
 		goto out;
 	enum outcome w;
@@ -627,7 +628,7 @@ static int reap_as(const struct reaper_finder *finders, size_t n, const struct r
 		goto out;
 	}
 	finish(&rp);
-	r = report_build(&rp.cs, &rp.sc, out);
+	r = report_build(&rp.cs, &rp.sc.pattern_hits, rp.sc.npatterns, out);
 	if (r == 0) {
 		(*out)->escalated = rp.escalated;
 		(*out)->waited = monotonic_now() - t0;
@@ -641,7 +642,7 @@ out:
 	if (rp.ep >= 0)
 		close(rp.ep);
 	candset_free(&rp.cs);
-	scanner_done(&rp.sc);
+	finders_close(&rp.sc);
 	holdings_free(rp.hold);
 	why_free(rp.why);
 	return r;

@@ -140,7 +140,7 @@ int reaper_report_remove(struct reaper_report *r, size_t i)
 	return 0;
 }
 
-int report_build(struct candset *cs, struct scanner *sc, struct reaper_report **out)
+int report_build(struct candset *cs, size_t **hits, size_t npatterns, struct reaper_report **out)
 {
 	struct reaper_report *r = calloc(1, sizeof *r);
 	if (!r)
@@ -155,9 +155,9 @@ int report_build(struct candset *cs, struct scanner *sc, struct reaper_report **
 		memset(&cs->v[i].info, 0, sizeof cs->v[i].info); /* strings now belong to the report */
 		count(r, p, 1);
 	}
-	r->pattern_hits = sc->pattern_hits;
-	r->npatterns = sc->npatterns;
-	sc->pattern_hits = NULL;
+	r->pattern_hits = *hits;
+	r->npatterns = npatterns;
+	*hits = NULL;
 	*out = r;
 	return 0;
 }

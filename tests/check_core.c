@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* check_core: unit tests of the /proc primitives (stat parsing, environ marker matching),
  * against hand-written input and against the kernel's own text for a real process whose
- * comm is built to fool a naive parser; and the adoption refcount. */
+ * comm is built to fool a naive parser; a pidref released at the end of its block; and the
+ * adoption refcount. */
 #define _GNU_SOURCE
+#include "reaper/pidref.h"
 #include "reaper/procfs.h"
 #include "reaper/reaper.h"
 #include "tests/testutil.h"
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char suite_marker[128];
@@ -280,6 +283,53 @@ static int subreaper_flag(void)
 	return flag;
 }
 
+/* A pidref with the cleanup attribute closes its pidfd when its block ends, but for the one
+ * handed on with TAKE_PIDREF, which stays open in its new holder. */
+START_TEST(pidref_cleanup_and_take)
+{
+	int hold[2];
+	ck_assert_int_eq(pipe(hold), 0);
+	pid_t kid = fork();
+	ck_assert_int_ge(kid, 0);
+	if (kid == 0) {
+		char c;
+		close(hold[1]);
+		_exit(read(hold[0], &c, 1) < 0);
+	}
+	close(hold[0]);
+	struct reaper_stat st;
+	int dropped = -1, taken = -1;
+	struct pidref kept = PIDREF_NULL;
+	{
+		_cleanup_(pidref_done) struct pidref a = PIDREF_NULL;
+		ck_assert_int_eq(pidref_open_stat(&a, -1, kid, &st), 0);
+		dropped = a.fd;
+		{
+			_cleanup_(pidref_done) struct pidref b = PIDREF_NULL;
+			ck_assert_int_eq(pidref_open_stat(&b, -1, kid, &st), 0);
+			taken = b.fd;
+			kept = TAKE_PIDREF(b);
+			ck_assert_int_eq(b.pid, 0);
+			ck_assert_int_eq(b.fd, -1);
+		}
+		ck_assert_int_ge(fcntl(dropped, F_GETFD), 0); /* its block has not ended yet */
+	}
+	ck_assert_int_ge(dropped, 0);
+	errno = 0;
+	ck_assert_int_eq(fcntl(dropped, F_GETFD), -1);
+	ck_assert_int_eq(errno, EBADF);
+	ck_assert_int_eq(kept.fd, taken);
+	ck_assert_int_ge(fcntl(taken, F_GETFD), 0);
+	ck_assert_int_eq(pidref_held(&kept, -1), 0);
+	close(hold[1]); /* the child reads EOF and exits */
+	int ws;
+	ck_assert_int_eq(waitpid(kid, &ws, 0), kid);
+	pidref_done(&kept);
+	errno = 0;
+	ck_assert_int_eq(fcntl(taken, F_GETFD), -1);
+}
+END_TEST
+
 START_TEST(adopt_refcount)
 {
 	ck_assert_int_eq(reaper_adopted(), 0);
@@ -390,6 +440,7 @@ int main(void)
 	tc = tcase_create("stat_pidfd");
 	tcase_set_tags(tc, "pidfd");
 	tcase_add_test(tc, stat_real_process_fooling_comm);
+	tcase_add_test(tc, pidref_cleanup_and_take);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("environ");

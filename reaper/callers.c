@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/* callers: see callers.h. */
+#define _GNU_SOURCE
+#include "callers.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void callers_init(struct callers *cl, struct reader *rd, const struct reaper_opts *o)
+{
+	memset(cl, 0, sizeof *cl);
+	cl->exclude = o->exclude;
+	cl->nexclude = o->exclude ? o->nexclude : 0;
+	cl->exclude_pgrp = o->exclude_pgrp;
+	cl->outside_session = o->outside_session;
+	/* a caller started in a session of its own (`setsid reaper ...`) has its shell, the
+	 * shell's other jobs and its pipeline in its parent's: the sessions of its ancestors are
+	 * the caller's too, init's among them when the shell never made one of its own (a CI
+	 * runner's steps often share it; its id reads 0 when its leader is outside the pid
+	 * namespace or is the kernel's first process), and init's when init is the shell */
+	cl->sessions[0] = getsid(0);
+	cl->nsessions = 1;
+	for (pid_t p = rd->self; p > 0;) {
+		struct reaper_stat st;
+		if (procfs_stat(rd->procfd, p, &st) < 0)
+			break;
+		size_t i = 0;
+		while (i < cl->nsessions && cl->sessions[i] != st.session)
+			i++;
+		if (i == cl->nsessions && st.session >= 0 && cl->nsessions < 8)
+			cl->sessions[cl->nsessions++] = st.session;
+		p = st.ppid;
+	}
+	for (int fd = 0; fd <= 2; fd++) {
+		struct stat sb;
+		int fl = fcntl(fd, F_GETFL);
+		if (fl < 0 || fstat(fd, &sb) < 0 || !S_ISFIFO(sb.st_mode))
+			continue;
+		size_t i = 0;
+		while (i < cl->npipes && cl->pipes[i].ino != (unsigned long)sb.st_ino)
+			i++;
+		cl->pipes[i].ino = (unsigned long)sb.st_ino;
+		cl->pipes[i].acc = fl & O_ACCMODE;
+		cl->npipes += i == cl->npipes;
+	}
+}
+
+void callers_free(struct callers *cl)
+{
+	free(cl->pl_members);
+	cl->pl_members = NULL;
+	cl->npl_members = 0;
+	cl->pl_pass = 0;
+}
+
+/* The access mode (O_RDONLY, O_WRONLY, O_RDWR) of pid's descriptor fd, -1 when unreadable. */
+static int fd_access(const struct reader *rd, pid_t pid, int fd)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "%d/fdinfo/%d", (int)pid, fd);
+	int f = openat(rd->procfd, path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return -1;
+	ssize_t n = read(f, buf, sizeof buf - 1);
+	close(f);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	const char *flags = strstr(buf, "flags:");
+	return flags ? (int)(strtoul(flags + 6, NULL, 8) & O_ACCMODE) : -1;
+}
+
+/* The pipe (its inode) on pid's descriptor fd, 0 when it holds none there. */
+static unsigned long fd_pipe(const struct reader *rd, pid_t pid, int fd)
+{
+	char path[64], link[64];
+	snprintf(path, sizeof path, "%d/fd/%d", (int)pid, fd);
+	ssize_t n = readlinkat(rd->procfd, path, link, sizeof link - 1);
+	if (n <= 6 || strncmp(link, "pipe:[", 6))
+		return 0;
+	link[n] = 0;
+	return strtoul(link + 6, NULL, 10);
+}
+
+/* The pipes on one process's fd 0, 1 and 2, each read at its first question. */
+struct fdpipes {
+	pid_t pid;
+	unsigned read; /* bit fd: ino[fd] was read */
+	unsigned long ino[3];
+};
+
+static unsigned long pipe_on(const struct reader *rd, struct fdpipes *fp, int fd)
+{
+	if (!(fp->read & (1u << fd))) {
+		fp->ino[fd] = fd_pipe(rd, fp->pid, fd);
+		fp->read |= 1u << fd;
+	}
+	return fp->ino[fd];
+}
+
+/* The other end of a pipe on the caller's fd 0, 1 or 2 is the caller's pipeline: the reader
+ * of its output (`| tee`, and what that reader started with it), the writer of its input. A
+ * process that holds the same end as the caller (a daemon left writing to the same output)
+ * is not. A pipeline member holds the pipe where a pipeline puts it: a reader on its fd 0, a
+ * writer on its fd 1 or 2; only those are looked at (one read per process when only the
+ * caller's output is a pipe). */
+static int pipeline_partner(const struct callers *cl, const struct reader *rd, struct fdpipes *fp)
+{
+	int readers = 0, writers = 0;
+	for (size_t i = 0; i < cl->npipes; i++) {
+		readers |= cl->pipes[i].acc != O_RDONLY; /* the caller writes: look for its reader */
+		writers |= cl->pipes[i].acc != O_WRONLY;
+	}
+	for (int fd = readers ? 0 : 1; fd <= (writers ? 2 : 0); fd++) {
+		unsigned long ino = pipe_on(rd, fp, fd);
+		if (!ino)
+			continue;
+		for (size_t i = 0; i < cl->npipes; i++) {
+			if (cl->pipes[i].ino != ino)
+				continue;
+			int acc = fd_access(rd, fp->pid, fd);
+			if (acc >= 0 && acc != cl->pipes[i].acc)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+static int caller_session(const struct callers *cl, pid_t sid)
+{
+	for (size_t i = 0; i < cl->nsessions; i++)
+		if (sid == cl->sessions[i])
+			return 1;
+	return 0;
+}
+
+/* A pipe the caller or one of its ancestors holds links nothing: what the run left holds it
+ * too (inherited), at the same end as the caller. */
+static int callers_pipe(const struct callers *cl, struct reader *rd, unsigned long ino)
+{
+	for (size_t i = 0; i < cl->npipes; i++)
+		if (cl->pipes[i].ino == ino)
+			return 1;
+	size_t nanc;
+	const pid_t *anc = reader_callers(rd, &nanc);
+	for (size_t a = 1; a < nanc; a++)
+		for (int fd = 0; fd <= 2; fd++)
+			if (fd_pipe(rd, anc[a], fd) == ino)
+				return 1;
+	return 0;
+}
+
+/* A process of the caller's sessions with a pipe on fd 0, 1 or 2: the pipes and its ends. */
+struct pl_proc {
+	pid_t pid;
+	uint64_t start_time;
+	unsigned long ino[3];
+	int acc[3];
+	int member;
+};
+
+/* The processes of the caller's sessions that hold a pipe on fd 0-2, but for the caller and
+ * its ancestors, each marked when it is a partner; *n gets how many. NULL when none (or out of
+ * memory: what was listed until then). */
+static struct pl_proc *session_pipes(const struct callers *cl, struct reader *rd, size_t *n)
+{
+	size_t nanc, cap = 0;
+	const pid_t *anc = reader_callers(rd, &nanc);
+	struct pl_proc *v = NULL;
+	*n = 0;
+	int dfd = openat(rd->procfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return NULL;
+	char dents[4096] __attribute__((aligned(8)));
+	ssize_t nd;
+	while ((nd = getdents64(dfd, dents, sizeof dents)) > 0)
+		for (ssize_t off = 0; off < nd;) {
+			struct dirent64 *d = (struct dirent64 *)(void *)(dents + off);
+			off += d->d_reclen;
+			if (d->d_name[0] < '1' || d->d_name[0] > '9')
+				continue;
+			pid_t pid = atoi(d->d_name);
+			struct reaper_stat st;
+			if (pid == rd->self || procfs_stat(rd->procfd, pid, &st) < 0 || !caller_session(cl, st.session))
+				continue;
+			struct pl_proc p = { .pid = pid, .start_time = st.start_time };
+			int any = 0;
+			for (int fd = 0; fd <= 2; fd++) {
+				if (!(p.ino[fd] = fd_pipe(rd, pid, fd)))
+					continue;
+				p.acc[fd] = fd_access(rd, pid, fd);
+				any = 1;
+			}
+			if (!any || pid_in_list(anc, nanc, pid))
+				continue;
+			if (*n == cap) {
+				struct pl_proc *nv = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof *v);
+				if (!nv)
+					goto out;
+				v = nv;
+			}
+			struct fdpipes fp = { .pid = pid, .read = 7, .ino = { p.ino[0], p.ino[1], p.ino[2] } };
+			p.member = pipeline_partner(cl, rd, &fp);
+			v[(*n)++] = p;
+		}
+out:
+	close(dfd);
+	return v;
+}
+
+/* Whether v[i] holds the other end of a pipe a member holds on fd 0-2 (one the caller's side
+ * holds links nothing). */
+static int linked_to_member(const struct callers *cl, struct reader *rd, const struct pl_proc *v, size_t n,
+			    size_t i)
+{
+	for (size_t j = 0; j < n; j++) {
+		if (!v[j].member)
+			continue;
+		for (int a = 0; a <= 2; a++)
+			for (int b = 0; b <= 2; b++)
+				if (v[i].ino[a] && v[i].ino[a] == v[j].ino[b] && v[i].acc[a] >= 0 && v[j].acc[b] >= 0 &&
+				    v[i].acc[a] != v[j].acc[b] && !callers_pipe(cl, rd, v[i].ino[a]))
+					return 1;
+	}
+	return 0;
+}
+
+/* The pipeline past the caller's partners: a process of the caller's sessions holding the
+ * other end of a pipe a member holds on fd 0-2 (tee's output, read by cat) is a member, until
+ * no more join. Read once per pass, when a match needs it. */
+static void pipeline_members(struct callers *cl, struct reader *rd, unsigned pass)
+{
+	if (cl->pl_pass == pass + 1)
+		return;
+	cl->pl_pass = pass + 1;
+	cl->npl_members = 0;
+	size_t n;
+	struct pl_proc *v = session_pipes(cl, rd, &n);
+	for (int grew = 1; grew;) {
+		grew = 0;
+		for (size_t i = 0; i < n; i++)
+			if (!v[i].member && linked_to_member(cl, rd, v, n, i))
+				v[i].member = grew = 1;
+	}
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		m += v[i].member;
+	free(cl->pl_members);
+	cl->pl_members = m ? malloc(m * sizeof *cl->pl_members) : NULL;
+	for (size_t i = 0; i < n && cl->pl_members; i++)
+		if (v[i].member)
+			cl->pl_members[cl->npl_members++] = (struct reaper_ident){ v[i].pid, v[i].start_time };
+	free(v);
+}
+
+/* Whether pid, of the caller's sessions, holds a pipe on fd 0-2 that is not the caller's own
+ * (only such a process can be a member past the partners). */
+static int holds_other_pipe(const struct callers *cl, const struct reader *rd, struct fdpipes *fp)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		unsigned long ino = pipe_on(rd, fp, fd);
+		if (!ino)
+			continue;
+		size_t i = 0;
+		while (i < cl->npipes && cl->pipes[i].ino != ino)
+			i++;
+		if (i == cl->npipes)
+			return 1;
+	}
+	return 0;
+}
+
+uint32_t callers_filter(struct callers *cl, struct reader *rd, unsigned pass, const struct pidref *ref,
+			const struct reaper_stat *st, uint32_t mask)
+{
+	for (size_t i = 0; i < cl->nexclude; i++)
+		if (cl->exclude[i].pid == st->pid && cl->exclude[i].start_time == st->start_time)
+			return 0;
+	if (cl->exclude_pgrp > 0 && st->pgrp == cl->exclude_pgrp)
+		return 0;
+	if (caller_session(cl, st->session))
+		mask &= ~cl->outside_session;
+	/* a partner's descriptors are read after it was pinned: when the pin still holds after
+	 * the reads they were its own (when it does not, it is gone and nobody's). Looked for in
+	 * every session: reaper or its partner may have made one of its own (`setsid reaper`). */
+	struct fdpipes fp = { .pid = st->pid };
+	if (mask && cl->npipes && pipeline_partner(cl, rd, &fp) && pidref_held(ref, rd->procfd) == 0)
+		return 0;
+	if (mask && cl->npipes && caller_session(cl, st->session) && holds_other_pipe(cl, rd, &fp)) {
+		pipeline_members(cl, rd, pass);
+		for (size_t i = 0; i < cl->npl_members; i++)
+			if (cl->pl_members[i].pid == st->pid && cl->pl_members[i].start_time == st->start_time &&
+			    pidref_held(ref, rd->procfd) == 0)
+				return 0;
+	}
+	return mask;
+}

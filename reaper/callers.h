@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* callers: never the caller's. Besides the caller and its ancestors (reader_caller), the
+ * identities and the process group the reap's options name, the finders that match nothing
+ * in the caller's sessions (its own and its ancestors'), and the caller's pipeline: the
+ * processes at the other end of the pipes on its fd 0, 1 and 2, and what those are linked to
+ * by pipes of their own. */
+#ifndef REAPER_CALLERS_H
+#define REAPER_CALLERS_H
+
+#include "pidref.h"
+#include "procfs.h"
+#include "reader.h"
+#include "reaper.h"
+
+struct callers {
+	const struct reaper_ident *exclude;
+	size_t nexclude;
+	pid_t exclude_pgrp;
+	pid_t sessions[8];
+	size_t nsessions;
+	uint32_t outside_session;
+	struct {
+		unsigned long ino;
+		int acc; /* the access mode of the caller's end */
+	} pipes[3];
+	size_t npipes;
+	/* the members of the caller's pipeline past its partners (`reaper | tee | cat`: cat),
+	 * found in the pass they were first looked for in (pl_pass - 1; 0: never) */
+	struct reaper_ident *pl_members;
+	size_t npl_members;
+	unsigned pl_pass;
+};
+
+/* What the caller is, as o (the reap's options) and its standard descriptors say. */
+void callers_init(struct callers *cl, struct reader *rd, const struct reaper_opts *o);
+void callers_free(struct callers *cl);
+/* mask without the finders that may not take the process pinned as ref (its stat st): 0 when
+ * it is the caller's (what o named, its job, its pipeline). pass: the scan pass it is judged
+ * in (the pipeline beyond the partners is read once per pass). */
+uint32_t callers_filter(struct callers *cl, struct reader *rd, unsigned pass, const struct pidref *ref,
+			const struct reaper_stat *st, uint32_t mask);
+
+#endif
