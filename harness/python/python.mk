@@ -75,6 +75,6 @@ uninstall-python:
 	@set -e; for rec in "$(DESTDIR)$(PY_SITE)"/pytest_reaper-*.dist-info/RECORD; do \
 		[ -f "$$rec" ] || continue; \
 		sed 's/,[^,]*,[^,]*$$//' "$$rec" | while IFS= read -r f; do rm -f "$(DESTDIR)$(PY_SITE)/$$f"; done; \
-		rm -rf "$(DESTDIR)$(PY_SITE)"/reaper/__pycache__; \
-		rmdir "$(DESTDIR)$(PY_SITE)"/reaper "$${rec%/RECORD}" 2>/dev/null || true; \
+		rm -rf "$(DESTDIR)$(PY_SITE)"/reaper/__pycache__ "$(DESTDIR)$(PY_SITE)"/reaper/pytest/__pycache__; \
+		rmdir "$(DESTDIR)$(PY_SITE)"/reaper/pytest "$(DESTDIR)$(PY_SITE)"/reaper "$${rec%/RECORD}" 2>/dev/null || true; \
 	done

@@ -74,6 +74,7 @@ def test_each_package_ships_its_part(debs, multiarch):
     py = files["python3-reaper"]
     site = "/usr/lib/python3/dist-packages"
     for path in ("reaper/__init__.py", "reaper/_lib.py", "reaper/pytest_plugin.py", "reaper/_installed.py",
+                 "reaper/pytest/__init__.py", "reaper/pytest/session.py",
                  f"pytest_reaper-{v}.dist-info/entry_points.txt"):
         assert f"{site}/{path}" in py, path
     assert f"{site}/reaper/libreaper.so" not in py  # it loads libreaper0's

@@ -206,7 +206,7 @@ def test_the_defaults_the_docs_state_are_the_commands(tmp_path):
 
 
 def test_the_plugin_options_and_defaults_on_its_page_are_the_plugins():
-    plugin = (ROOT / "harness" / "python" / "reaper" / "pytest_plugin.py").read_text()
+    plugin = (ROOT / "harness" / "python" / "reaper" / "pytest" / "options.py").read_text()
     page = (ROOT / "harness" / "python" / "README.md").read_text()
     options = set(re.findall(r'addoption\("(--reaper[a-z-]*)"', plugin))
     ini = set(re.findall(r'addini\("(reaper[a-z_]*)"', plugin))

@@ -145,6 +145,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_wheel_builds_from_a_checkout_under_a_path_with_spaces(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "reaper/libreaper.so" in names
+    assert "reaper/pytest_plugin.py" in names and "reaper/pytest/session.py" in names, names
     # the MIT licence asks for its text in every copy: the wheel carries it
     licence = [n for n in names if n.endswith(".dist-info/LICENSE")]
     assert licence, names

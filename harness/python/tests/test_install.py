@@ -32,6 +32,7 @@ def test_installed_package_is_importable_and_registers_the_plugin(tmp_path, pref
     make_install(tmp_path, prefix)
     site = tmp_path / site_of(prefix).lstrip("/")
     assert (site / "reaper" / "__init__.py").exists() and (site / "reaper" / "pytest_plugin.py").exists()
+    assert (site / "reaper" / "pytest" / "session.py").exists()
     (dist,) = site.glob("pytest_reaper-*.dist-info")
     assert "[pytest11]\nreaper = reaper.pytest_plugin\n" in (dist / "entry_points.txt").read_text()
     assert not (site / "reaper" / "libreaper.so").exists()  # it loads the one installed beside it
@@ -60,6 +61,7 @@ def test_uninstall_removes_what_install_put(tmp_path):
     subprocess.run(args + ["uninstall"], check=True, capture_output=True)
     left = [str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if not p.is_dir()]
     assert left == []
+    assert not (tmp_path / "usr/lib/python3/dist-packages/reaper").exists()  # nor the package's directories
 
 
 def test_installed_check_header_builds_the_example(tmp_path):

@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: MIT
+"""The session's cgroup and one per test below it, and whether the tests get them."""
+
+from __future__ import annotations
+
+import errno
+import os
+from typing import Optional
+
+import pytest
+
+from .host import HOST
+from .options import CGROUP_MODES
+
+class _Cgroups:
+    """The session's cgroup (wider fixtures, hooks, whatever runs between tests) and one below
+    it per test. pytest moves itself (the whole process) into the running test's cgroup for the
+    test's function fixtures and call, into the session's while wider fixtures are set up and
+    torn down, and out of both before it reaps them: what stays in a test's cgroup is what the
+    test left."""
+
+    def __init__(self, own: str, prefix: str):
+        from .. import cgroup
+        self.cg = cgroup
+        self.own = own
+        self.session = cgroup.create(own, f"reaper-pytest-{prefix}")
+        self.where = own
+        try:
+            self.goto(self.session)
+        except BaseException:
+            self.drop(self.session)
+            raise
+
+    def goto(self, path: str) -> None:
+        if path != self.where:
+            with HOST.moving:  # not while a fork that counts on where pytest is is under way
+                HOST.moving.wait_for(lambda: HOST.inheriting == 0, 30)
+                self.cg.enter(path)
+                self.where = HOST.here = path
+
+    @staticmethod
+    def drop(path: str) -> Optional[str]:
+        """Remove path (a reaped cgroup); what it still holds (unkillable) moves up a level.
+        Never raises: a sentence when something stayed."""
+        from .. import cgroup
+        try:
+            cgroup.remove(path)
+            return None
+        except OSError as e:
+            if e.errno != errno.EBUSY:
+                return f"cannot remove the cgroup {path}: {e.strerror}"
+        try:
+            n = cgroup.release(path)
+            return f"{n} process{'es' if n != 1 else ''} still in {path} moved to its parent cgroup"
+        except OSError as e:
+            return f"cannot release the cgroup {path}: {e.strerror}"
+
+    def close(self, timeout: float) -> Optional[str]:
+        """Last resort (the session ended without its check): back where pytest was, the
+        session's cgroup ended and removed."""
+        try:
+            self.goto(self.own)
+        except OSError:
+            pass
+        if not os.path.isdir(self.session):
+            return None
+        try:
+            self.cg.kill(self.session)
+            self.cg.wait(self.session, timeout)
+        except OSError:
+            pass
+        return self.drop(self.session)
+
+
+def _tracking(config, prefix: str):
+    """(cgroup tracking or None, the header's words for it)."""
+    mode = config.getoption("reaper_cgroup") or config.getini("reaper_cgroup") or "auto"
+    if mode not in CGROUP_MODES:
+        raise pytest.UsageError(f"the reaper_cgroup ini value must be one of {', '.join(CGROUP_MODES)}, "
+                                f"not {mode!r}")
+    if mode == "off":
+        return None, "proc (markers and descent; --reaper-cgroup off)"
+    from .. import cgroup
+    import reaper
+    try:
+        own = cgroup.current()
+        err = cgroup.usable(own)
+    except reaper.ReaperError as e:
+        own, err = "?", e.errno
+    if not err and config.pluginmanager.has_plugin("dsession"):
+        # an xdist controller runs no test: each worker makes its own cgroups
+        return None, "cgroup (each xdist worker's own)"
+    if not err:
+        try:
+            cg = _Cgroups(own, prefix)
+            return cg, f"cgroup (one per test below {cg.session})"
+        except reaper.ReaperError as e:
+            err = e.errno
+    why = cgroup.why_not(err, own)
+    if mode == "on":
+        raise pytest.UsageError(f"--reaper-cgroup on: the tests cannot have cgroups: {why}")
+    return None, f"proc (markers and descent: {why})"

@@ -1,0 +1,262 @@
+# SPDX-License-Identifier: MIT
+"""The children this process starts while a session is active (HOST), and the fork paths
+that put each one in its scope's cgroup with its scope's markers."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+import sys
+import threading
+from typing import Dict, List, Optional
+
+from .. import _site
+from .kernel import _cgroup_of, _move, _move_forked, _stat
+from .options import MARKER
+from .scope import _Scope, _env_for, _objects_of
+
+def _handles_sigterm() -> bool:
+    """Whether SIGTERM is the session's (its handler in this process)."""
+    return getattr(getattr(signal.getsignal(signal.SIGTERM), "__func__", None), "session_sigterm", False)
+
+
+class _HostChildren:
+    """Every child this process starts while a session is active, as (pid -> start time,
+    the marker of the scope it was started for): their exit statuses belong to whoever
+    started them. A child started by a thread of another scope than the main thread's (a
+    worker a session-scoped multiprocessing.Pool replaces while a test runs) is moved into its
+    scope's cgroup and given its scope's marker, so no test is blamed for it."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.children: Dict[int, tuple] = {}
+        self.users = 0
+        self.saved: List[tuple] = []
+        self.main: Optional[_Scope] = None  # the scope of the thread running the tests
+        self.runner: Optional[threading.Thread] = None  # that thread
+        self.local = threading.local()  # .scope: a scope forced on this thread; .forking
+        self.moving = threading.Condition()
+        self.inflight = 0  # forks under way whose child must be moved
+        self.inheriting = 0  # forks under way whose child is where pytest is (here), as it must be
+        self.here: Optional[str] = None  # the cgroup pytest is in, when it moved itself
+        self.closed = False  # forks for another scope wait (a check by descent is listing)
+        self.at_fork = False
+        self.final = None  # the thread running pytest's exit check: the others' spawns wait
+        self.exited = threading.Event()  # ... for it to end
+        self.site_at_fork = False
+        # id -> (object, scope, fixture): the values of wider fixtures and their attributes
+        self.owned: Dict[int, tuple] = {}
+        # multiprocessing's fork server's workers (not children of ours, with the fork
+        # server's environment): pid -> (start time, the marker of the scope they were for)
+        self.served: Dict[int, tuple] = {}
+
+    def scope_here(self) -> Optional[_Scope]:
+        """The scope of what the calling thread starts now: its own (a thread started by a
+        wider fixture), else the running test's, unless a method of a wider fixture's object
+        is doing it (a session's executor that starts its workers lazily, from a test)."""
+        s = getattr(self.local, "scope", None)
+        if s is None:
+            s = getattr(threading.current_thread(), "_reaper_scope", None)
+        while s is not None and not s.live:
+            s = s.session
+        s = s or self.main
+        if s is not None and s.session is not None and s.marker != s.session.marker:  # a test's
+            return self.on_behalf() or s
+        return s
+
+    def own(self, value, scope: _Scope, key: int) -> None:
+        for obj in _objects_of(value):
+            self.owned[id(obj)] = (obj, scope, key)
+
+    def disown(self, key: int) -> None:
+        for k in [k for k, v in self.owned.items() if v[2] == key]:
+            del self.owned[k]
+
+    def on_behalf(self) -> Optional[_Scope]:
+        """The scope of the wider fixture whose object's method is on the calling stack."""
+        if not self.owned:
+            return None
+        f = sys._getframe(2)
+        for _ in range(64):
+            if f is None:
+                break
+            code = f.f_code
+            if code.co_argcount and code.co_varnames[0] == "self":
+                me = f.f_locals.get("self")
+                got = self.owned.get(id(me))
+                if got is not None and got[0] is me:
+                    return got[1]
+            f = f.f_back
+        return None
+
+    def add(self, pid: int, scope: Optional[_Scope] = None) -> None:
+        if pid <= 0:
+            if pid == 0:  # the child of a fork: none of these are its children
+                self.children = {}
+            return
+        st = _stat(pid)
+        if st:
+            with self.lock:
+                self.children[pid] = (st[2], scope.marker if scope else os.environ.get(MARKER))
+
+    def settle(self, timeout: float = 30.0) -> None:
+        """Wait for the forks under way whose child must be moved out of where this process
+        is: a check that lists its test's cgroup after this sees none of them in it."""
+        with self.moving:
+            self.moving.wait_for(lambda: self.inflight == 0, timeout)
+
+    @contextlib.contextmanager
+    def closed_for_others(self):
+        """While a test is checked by descent, which a child of another scope's thread would
+        look like until its pid is known: such forks wait, those under way are finished."""
+        with self.moving:
+            self.closed = True
+        try:
+            self.settle()
+            yield
+        finally:
+            with self.moving:
+                self.closed = False
+                self.moving.notify_all()
+
+    def after_fork_child(self) -> None:
+        # in the child of os.fork/forkpty, before it returns to Python code: the marker and
+        # cgroup of the scope it was started for, before it can start anything itself. Only
+        # the forking thread goes on here: a lock another thread held stays held unless new.
+        self.lock = threading.Lock()
+        self.moving = threading.Condition()
+        # the session's SIGTERM handler is pytest's: a child that inherited it would end by
+        # SIGTERM only once its Python code runs again, which a wait that began as the signal
+        # came (a Pool worker's wait for its queue) never does. SIGTERM was held back over the
+        # fork (before_fork): one sent meanwhile is delivered now, at its default.
+        if _handles_sigterm():
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            except ValueError:  # not the child's main thread: the handler still ends it
+                pass
+        self.release_sigterm()
+        s = getattr(self.local, "forking", None)
+        if s is None or not self.users:
+            return
+        self.local.forking = None
+        self.main = s
+        for name, value in s.env().items():
+            os.environ[name] = value
+        if s.cgroup and not getattr(self.local, "inherit", False):
+            _move(s.cgroup, 0)
+
+    def away(self, scope: Optional[_Scope]) -> bool:
+        # the running test's own forks from the thread that runs the tests are where the
+        # process is; any other child is put in its place, also when that is where the process
+        # is now: the runner moves the process (and changes main) at a test's boundaries while
+        # another thread's fork is under way
+        main = self.main
+        return scope is not None and main is not None and \
+            (scope is not main or threading.current_thread() is not self.runner)
+
+    def before_fork(self) -> None:
+        if getattr(self.local, "forking", None) is None:  # a fork the interception did not see
+            self.hold_at_exit(forever=True)
+        self.local.held = False
+        if _handles_sigterm():
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+            self.local.held = signal.SIGTERM not in old
+
+    def release_sigterm(self) -> None:
+        if getattr(self.local, "held", False):
+            self.local.held = False
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+    def hold_at_exit(self, forever: bool = False) -> None:
+        """Once pytest's exit check has begun, no other thread starts anything (what it
+        started could outlive pytest unchecked): the spawn waits for the check to end, then
+        fails with EAGAIN (a thread that a later exit handler joins must not wait forever);
+        forever: a fork that cannot be failed from here."""
+        final = self.final
+        if final is not None and final != threading.get_ident():
+            self.exited.wait()
+            if forever:
+                threading.Event().wait()
+            raise BlockingIOError(errno.EAGAIN, "pytest is exiting: nothing more is started")
+
+    def fork(self, fn, pid_of, args, kwargs, env_at=None):
+        self.hold_at_exit()
+        scope = self.scope_here()
+        if scope is not None:
+            scope.spawned = True
+        if self.away(scope):
+            if scope.cgroup is not None and scope is self.main and self.here == scope.cgroup:
+                return self._fork_inherit(fn, pid_of, args, kwargs, env_at, scope)
+            return self._fork_away(fn, pid_of, args, kwargs, env_at, scope)
+        if scope is not None:
+            scope.enter()
+        result = fn(*args, **kwargs)
+        self.add(pid_of(result), scope)
+        return result
+
+    def _fork_inherit(self, fn, pid_of, args, kwargs, env_at, scope):
+        """A thread of the running test forks while pytest is in the test's cgroup: its child
+        is born there; pytest does not move until the fork is done (goto waits for it)."""
+        with self.moving:
+            here = scope.live and scope is self.main and self.here == scope.cgroup and self.final is None
+            if here:
+                self.inheriting += 1
+        if not here:
+            return self._fork_away(fn, pid_of, args, kwargs, env_at, scope)
+        self.local.forking, self.local.inherit = scope, True
+        if env_at is not None and len(args) > env_at:
+            args = args[:env_at] + (_env_for(args[env_at], scope),) + args[env_at + 1:]
+        try:
+            result = fn(*args, **kwargs)
+            self.add(pid_of(result), scope)
+            return result
+        finally:
+            self.local.forking, self.local.inherit = None, False
+            with self.moving:
+                self.inheriting -= 1
+                self.moving.notify_all()
+
+    def _fork_away(self, fn, pid_of, args, kwargs, env_at, scope):
+        with self.moving:
+            self.moving.wait_for(lambda: not self.closed, 60)
+            final = self.final is not None and self.final != threading.get_ident()
+            if not final:
+                self.inflight += 1  # the exit check waits for it: final is set under this lock
+        if final:
+            self.hold_at_exit()
+        here = _cgroup_of("self") if scope.where() else None
+        self.local.forking = scope
+        if env_at is not None and len(args) > env_at:
+            args = args[:env_at] + (_env_for(args[env_at], scope),) + args[env_at + 1:]
+        try:
+            result = fn(*args, **kwargs)
+            pid = pid_of(result)
+            if pid > 0 and scope.cgroup:
+                _move(scope.cgroup, pid)  # a child that runs no Python code (exec) moves here
+                _move_forked(scope.cgroup, pid, {here, _cgroup_of("self")} - {scope.cgroup})
+            self.add(pid, scope)
+            return result
+        finally:
+            self.local.forking = None
+            with self.moving:
+                self.inflight -= 1
+                self.moving.notify_all()
+
+    def current(self) -> Dict[int, tuple]:
+        """The tracked children that are still ours and not waited for; forget the others."""
+        me = os.getpid()
+        with self.lock:
+            for pid, (start, _) in list(self.children.items()):
+                st = _stat(pid)
+                if not st or st[2] != start or st[1] != me:
+                    del self.children[pid]
+            return dict(self.children)
+
+    def owns(self, pid: int, start: int) -> bool:
+        got = self.children.get(pid)
+        return got is not None and got[0] == start
+
+HOST = _HostChildren()
+SITES = _site.Registry()

@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: MIT
+"""multiprocessing: its helper processes (resource tracker, fork server) belong to no test;
+the fork server's workers are told by pid; pools left open are terminated."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Dict, List
+
+from .host import HOST
+from .kernel import _cgroup_of, _children, _move, _move_forked, _stat
+from .scope import _Scope, _swap_env
+
+def _exit_finalizers() -> None:
+    """Run multiprocessing's exit-time finalizers now, as the interpreter's exit would next: a
+    Pool still open tells its workers to quit through its queue. Killed by the check instead,
+    an idle worker may die holding the queue's lock, and the Pool's finalizer then waits for
+    that lock forever when pytest exits."""
+    util = sys.modules.get("multiprocessing.util")
+    run = getattr(util, "_run_finalizers", None)
+    if run is not None:
+        run(0)
+
+
+def _mark_helpers(scope: _Scope) -> List[tuple]:
+    """multiprocessing starts its resource tracker and fork server once, in whichever test
+    first needs them, and they serve the interpreter until it exits (which ends them): they
+    are started with a marker no check looks for, outside the session's cgroup, so no test is
+    blamed for them and none kills them under the tests that follow. Returns (class, name,
+    original) to restore."""
+    try:
+        from multiprocessing import forkserver, popen_forkserver, resource_tracker
+    except ImportError:
+        return []
+    saved = []
+    launch = popen_forkserver.Popen.__dict__.get("_launch")
+    if launch is not None:
+        # the fork server forks a worker with its own environment, outside the test's cgroup
+        # and not as pytest's child: the scope it was started for is told by its pid
+        def _launch(self, *args, _fn=launch, **kwargs):
+            scope = HOST.scope_here()
+            result = _fn(self, *args, **kwargs)
+            server = getattr(forkserver._forkserver, "_forkserver_pid", None)
+            if scope is not None and server and getattr(self, "pid", None):
+                serve(self.pid, server, scope)
+            return result
+        popen_forkserver.Popen._launch = functools.wraps(launch)(_launch)
+        saved.append((popen_forkserver.Popen, "_launch", launch))
+    for cls in (resource_tracker.ResourceTracker, forkserver.ForkServer):
+        fn = cls.__dict__.get("ensure_running")
+        if fn is None:
+            continue
+
+        def ensure_running(self, *args, _fn=fn, **kwargs):
+            before, forced = _swap_env(scope.env()), getattr(HOST.local, "scope", None)
+            HOST.local.scope = scope
+            try:
+                return _fn(self, *args, **kwargs)
+            finally:
+                HOST.local.scope = forced
+                _swap_env(before)
+        cls.ensure_running = functools.wraps(fn)(ensure_running)
+        saved.append((cls, "ensure_running", fn))
+    return saved
+
+
+# ---- the session -------------------------------------------------------------------------
+
+def _end_open_pools(marker: str) -> List[str]:
+    """Terminate the multiprocessing pools still open whose workers marker's scope started, as
+    pool.terminate() does (its workers told to quit, then ended); the workers' pids."""
+    util, mpool = sys.modules.get("multiprocessing.util"), sys.modules.get("multiprocessing.pool")
+    if util is None or mpool is None:
+        return []
+    ended = []
+    for f in list(getattr(util, "_finalizer_registry", {}).values()):
+        ref = getattr(f, "_weakref", None)
+        pool = ref() if ref is not None else None
+        if not isinstance(pool, mpool.Pool) or getattr(pool, "_state", None) != mpool.RUN:
+            continue
+        pids = [w.pid for w in getattr(pool, "_pool", ()) if getattr(w, "pid", None)]
+        if any((HOST.children.get(pid) or HOST.served.get(pid) or (0, None))[1] == marker for pid in pids):
+            pool.terminate()
+            ended.extend(str(pid) for pid in pids)
+    return ended
+
+
+def _served(marker: str) -> list:
+    """A finder of the fork server's workers for marker's scope, when it started any."""
+    with HOST.lock:
+        if not any(m == marker for _, m in HOST.served.values()):
+            return []
+    return [functools.partial(served_by, marker)]
+
+
+
+
+def serve(pid: int, server: int, scope: _Scope) -> None:
+    """A worker the fork server forked for scope: moved to its scope's cgroup with what it
+    forked meanwhile, and listed for its scope's check (see served_by)."""
+    st = _stat(pid)
+    if not st or st[1] != server:  # gone (its pid may be another process's now)
+        return
+    scope.spawned = True
+    if scope.where():
+        _move(scope.cgroup, pid)
+        _move_forked(scope.cgroup, pid, {_cgroup_of(server)} - {scope.cgroup})
+    with HOST.lock:
+        HOST.served[pid] = (st[2], scope.marker)
+
+def served_by(marker: str) -> Dict[tuple, str]:
+    """The fork server's workers started for marker's scope that still run, and their
+    descendants (a finder: each identity read parent first, a child only while its
+    parent is the process it was)."""
+    out: Dict[tuple, str] = {}
+    with HOST.lock:
+        roots = [(pid, start) for pid, (start, m) in HOST.served.items() if m == marker]
+    for pid, start in roots:
+        st = _stat(pid)
+        if not st or st[2] != start:
+            with HOST.lock:
+                HOST.served.pop(pid, None)
+            continue
+        todo = [(pid, start)]
+        while todo:
+            parent = todo.pop()
+            out[parent] = ""
+            for kid in _children(parent[0]):
+                ks = _stat(kid)
+                if ks and ks[1] == parent[0] and (kid, ks[2]) not in out:
+                    todo.append((kid, ks[2]))
+    return out

@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: MIT
+"""Whose a process started now is: a test's or the session's (see _Scope), and the
+environment that says so to what it execs."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Dict, Optional
+
+from .options import MARKER
+
+def _swap_env(values: Dict[str, Optional[str]]) -> Dict[str, Optional[str]]:
+    """Set (or unset, for None) each variable; return what was there before."""
+    before = {}
+    for name, value in values.items():
+        before[name] = os.environ.get(name)
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    return before
+
+_MAKING = threading.Lock()  # a scope's cgroup is made once, by whichever thread spawns first
+
+
+class _Scope:
+    """Whose a process started now is: a test's (its marker, its cgroup) or the session's
+    (wider fixtures, hooks, multiprocessing's helpers). A thread belongs to the scope in
+    force where it was started; once its test has ended, what it starts is the session's.
+    A test's cgroup is made at its first spawn the interception sees (maker), and pytest
+    moves into it (goto) when that spawn comes from the thread running the test: a test that
+    starts nothing costs no cgroup and no move."""
+
+    __slots__ = ("marker", "test", "cgroup", "session", "live", "maker", "goto", "spawned")
+
+    def __init__(self, marker: str, test: str, cgroup: Optional[str], session: "Optional[_Scope]" = None,
+                 maker=None, goto=None):
+        self.marker = marker
+        self.test = test
+        self.cgroup = cgroup  # where its processes go (None: no cgroup, markers and descent)
+        self.session = session
+        self.live = True
+        self.maker = maker    # makes its cgroup (returns it, or None when it cannot be made)
+        self.goto = goto      # moves pytest into a cgroup
+        self.spawned = False  # the interception started something for it
+
+    def where(self) -> Optional[str]:
+        """Its cgroup, made now if it is not yet."""
+        if self.maker is not None:
+            with _MAKING:
+                if self.maker is not None:
+                    self.cgroup, self.maker = self.maker(), None
+        return self.cgroup
+
+    def enter(self) -> None:
+        """The thread that runs the test starts something: pytest runs in the test's cgroup
+        from now on, so that what it forks below the interception (C code) is there too."""
+        if self.goto is not None:
+            path = self.where()
+            if path:
+                self.goto(path)
+
+    def close(self) -> None:
+        """The test has ended: no cgroup is made for it any more, pytest moves no more."""
+        with _MAKING:
+            self.maker = self.goto = None
+
+    def env(self) -> Dict[str, Optional[str]]:
+        # an id may hold a NUL (id escaping turned off), which no environment can: written as
+        # pytest writes it in PYTEST_CURRENT_TEST
+        return {MARKER: self.marker, "REAPER_TEST": self.test.replace("\0", "(null)")}
+
+
+_PLAIN = (str, bytes, int, float, complex, bool, type(None), tuple, frozenset, type, type(os))
+
+
+def _objects_of(value) -> list:
+    """A fixture's value and the objects among its attributes (a server object holding its
+    executor): whatever their methods start is the fixture's."""
+    if isinstance(value, _PLAIN):
+        return []
+    out = [value]
+    try:
+        # pytest's own objects (the config a helper keeps) serve every test
+        out.extend(v for v in vars(value).values() if not isinstance(v, _PLAIN) and
+                   not type(v).__module__.startswith(("_pytest", "pytest", "pluggy")))
+    except TypeError:
+        pass
+    return [o for o in out if not _runs_others_code(o)]
+
+
+def _runs_others_code(value) -> bool:
+    """An event loop runs whichever coroutines it is given (a test's, on a session-wide loop),
+    a thread pool whichever tasks: what its methods start for them is not its fixture's."""
+    aio, pool = sys.modules.get("asyncio"), sys.modules.get("concurrent.futures.thread")
+    return (aio is not None and isinstance(value, aio.AbstractEventLoop)) or \
+        (pool is not None and isinstance(value, pool.ThreadPoolExecutor))
+
+
+def _env_for(env, scope: _Scope):
+    """The environment a program started for scope execs with, from the one it was given
+    (None: os.environ): a marker of this session in it (a test's, copied from os.environ at
+    any time) is replaced by scope's, and the test named with it."""
+    if env is None:  # _posixsubprocess's "inherit"
+        env = [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in os.environ.items()]
+    ours = scope.env()
+    session = ours[MARKER].rsplit("-", 1)[0] + "-"
+
+    def replaced(entries: dict) -> bool:
+        value = entries.get(MARKER)
+        return value is not None and value.startswith(session) and value[len(session):].isalnum()
+
+    if isinstance(env, (list, tuple)):  # _posixsubprocess: b"NAME=VALUE" entries
+        pairs = [bytes(entry).partition(b"=") for entry in env]
+        if not replaced({os.fsdecode(n): os.fsdecode(v) for n, _, v in pairs}):
+            return env
+        return [n + b"=" + os.fsencode(ours[os.fsdecode(n)]) if os.fsdecode(n) in ours else n + s + v
+                for n, s, v in pairs]
+    try:
+        out = dict(env)
+    except (TypeError, ValueError):
+        return env
+    if replaced(out):
+        out.update(ours)
+    return out

@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: MIT
+"""The interception: the functions that start processes, wrapped while a session is active
+so that HOST learns of each child and its site is recorded."""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+import threading
+
+from .. import _site
+from .host import HOST, SITES
+from .kernel import _stat
+from .scope import _Scope, _swap_env
+
+def _sited(called, fn, pid_of, args, kwargs, env_at):
+    """A spawn that records where it was made (see _site): in the environment the program
+    execs with and, for the child, by identity. A spawn within another (os.system's shell)
+    has the outer one's site."""
+    local = SITES.local
+    outer = getattr(local, "site", None)
+    scope = HOST.scope_here()
+    marker = scope.marker if scope else None
+    if outer is not None:
+        site = outer
+    else:
+        site = SITES.here(marker, called) or _site.Site(None, None, None)
+        local.site = site
+    try:
+        if env_at is not None and len(args) > env_at and \
+                (site.spot or _site.AT in os.environ or _site.IN in os.environ):
+            args = args[:env_at] + (_site.with_env(args[env_at], site),) + args[env_at + 1:]
+        result = HOST.fork(fn, pid_of, args, kwargs, env_at)
+        pid = pid_of(result)
+        if pid > 0 and site.spot:
+            st = _stat(pid)
+            SITES.record(pid, st[2] if st else None, site, marker)
+        return result
+    finally:
+        if outer is None:
+            local.site = None
+
+def _sited_child() -> None:
+    # a child forked without exec: what it execs (or starts) carries its site
+    SITES.lock = threading.Lock()
+    site = getattr(SITES.local, "site", None)
+    if site is not None and HOST.users:
+        SITES.local.site = None
+        _swap_env(site.env())
+
+def install(session: _Scope) -> None:
+    HOST.users += 1
+    HOST.runner = threading.current_thread()
+    if HOST.users > 1:
+        return
+    import _posixsubprocess
+    if not HOST.at_fork:  # cannot be unregistered: does nothing while no session runs
+        os.register_at_fork(before=HOST.before_fork, after_in_parent=HOST.release_sigterm,
+                            after_in_child=HOST.after_fork_child)
+        HOST.at_fork = True
+    # threads already running (a plugin's, a conftest's) are the session's
+    for t in threading.enumerate():
+        if t is not threading.current_thread():
+            t._reaper_scope = session
+
+    def returns_pid(fn, pid_of, env_at=None):
+        mod = getattr(fn, "__module__", None)
+        called = f"{'os' if mod in (None, 'posix') else mod}.{fn.__name__}"
+
+        # os.posix_spawn takes a mapping and, from Python 3.13 on, None for os.environ
+        # (subprocess passes None there); _posixsubprocess takes a list or None
+        spawn_mapping = env_at is not None and sys.version_info >= (3, 13) and \
+            fn.__name__ in ("posix_spawn", "posix_spawnp")
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            if spawn_mapping and len(args) > env_at and args[env_at] is None:
+                args = args[:env_at] + (os.environ,) + args[env_at + 1:]
+            return _sited(called, fn, pid_of, args, kwargs, env_at)
+        return wrapper
+
+    def start(fn):
+        @functools.wraps(fn)
+        def wrapper(thread, *args, **kwargs):
+            try:
+                thread._reaper_scope = HOST.scope_here()
+            except AttributeError:  # a subclass with __slots__
+                pass
+            return fn(thread, *args, **kwargs)
+        return wrapper
+
+    def system(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            HOST.hold_at_exit()
+            scope = HOST.scope_here()
+            if scope is not None:
+                scope.spawned = True
+            if len(args) == 1 and not kwargs and HOST.away(scope):
+                # another scope's thread: its shell is started as its other children are
+                # (its scope's cgroup and markers, a child of ours), not where the process
+                # is now; the same wait status as system(3)
+                pid = os.posix_spawn("/bin/sh", ["sh", "-c", args[0]], os.environ)
+                return os.waitpid(pid, 0)[1]
+            if scope is not None and not HOST.away(scope):
+                scope.enter()
+            return fn(*args, **kwargs)
+        return wrapper
+
+    # (module, function, the pid from its result, the position of the environment it
+    # execs with: a thread of another scope than the running test's gets its scope's
+    # markers there; an os.fork child gets them in _after_fork_child)
+    targets = [(os, "fork", lambda r: r, None), (os, "forkpty", lambda r: r[0], None),
+               (os, "posix_spawn", lambda r: r, 2), (os, "posix_spawnp", lambda r: r, 2),
+               (subprocess, "_fork_exec", lambda r: r, 5), (_posixsubprocess, "fork_exec", lambda r: r, 5)]
+    for mod, name, pid_of, env_at in targets:
+        fn = getattr(mod, name, None)
+        if fn is not None:
+            HOST.saved.append((mod, name, fn))
+            setattr(mod, name, returns_pid(fn, pid_of, env_at))
+    HOST.saved.append((os, "system", os.system))
+    os.system = _sited_system(system(os.system))
+    if not HOST.site_at_fork:
+        os.register_at_fork(after_in_child=_sited_child)
+        HOST.site_at_fork = True
+
+    # a pool's thread runs each task for whoever submitted it, not for the scope that
+    # started the thread (a session fixture's pool, or a module's started by an earlier test)
+    from concurrent.futures import thread as pool
+
+    def submitted(init):
+        @functools.wraps(init)
+        def wrapper(item, *args, **kwargs):
+            item._reaper_scope = HOST.scope_here()
+            init(item, *args, **kwargs)
+        return wrapper
+
+    def run(fn):
+        @functools.wraps(fn)
+        def wrapper(item, *args, **kwargs):
+            forced = getattr(HOST.local, "scope", None)
+            HOST.local.scope = getattr(item, "_reaper_scope", None) or forced
+            try:
+                return fn(item, *args, **kwargs)
+            finally:
+                HOST.local.scope = forced
+        return wrapper
+
+    for name, wrap in (("__init__", submitted), ("run", run)):
+        HOST.saved.append((pool._WorkItem, name, pool._WorkItem.__dict__[name]))
+        setattr(pool._WorkItem, name, wrap(pool._WorkItem.__dict__[name]))
+    HOST.saved.append((threading.Thread, "start", threading.Thread.start))
+    threading.Thread.start = start(threading.Thread.start)
+
+def uninstall() -> None:
+    HOST.users -= 1
+    if HOST.users > 0:
+        return
+    for mod, name, fn in reversed(HOST.saved):
+        setattr(mod, name, fn)
+    HOST.saved = []
+    HOST.children = {}
+    HOST.owned = {}
+    HOST.served = {}
+
+
+def _sited_system(fn):
+    """os.system with its site in the shell's environment (system(3) passes the process's
+    own): set for the call only."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if getattr(SITES.local, "site", None) is not None:
+            return fn(*args, **kwargs)
+        scope = HOST.scope_here()
+        site = SITES.here(scope.marker if scope else None, "os.system") or _site.Site(None, None, None)
+        SITES.local.site = site
+        before = _swap_env(site.env()) if site.spot or _site.AT in os.environ or _site.IN in os.environ else None
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            SITES.local.site = None
+            if before is not None:
+                _swap_env(before)
+    return wrapper
