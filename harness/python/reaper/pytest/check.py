@@ -16,7 +16,7 @@ from .host import HOST, SITES
 from .kernel import _environ, _last_pid, _read, _children, _stat
 from .mp import _end_open_pools, _served
 from .options import MARKER, MAX_SECONDS, ReaperIncompleteWarning, _seconds
-from .reports import _TeardownError, _holdings_lines, _leak_summary, _record, _site_of
+from .reports import FOUND, _TeardownError, _holdings_lines, _leak_summary, _record, _site_of
 from .scope import _Scope, _swap_env
 
 def _globs(value):
@@ -216,7 +216,7 @@ class Checks:
                          host_children=host, holdings=True) if left else self.reaper.ReapReport((), False, 0.0, ())
         found = [p for p in rep.processes if p.leaked or (p.allowed and p.fate != "exited")]
         if found:
-            self.found[item.nodeid] = [_record(p, item.nodeid) for p in found]
+            item.stash[FOUND] = [_record(p, item.nodeid) for p in found]
         leaks = rep.leaks
         if pools:
             pools = [f"reaper: {item.nodeid} left a multiprocessing pool open (workers {', '.join(pools)}); "
@@ -224,7 +224,8 @@ class Checks:
                      "and its exit-time finalizer would wait for that lock)"]
         if leaks and not self.running:
             self.late_leaks.extend(_record(p, item.nodeid) for p in leaks)
-            self.records.extend(self.found.pop(item.nodeid, ()))
+            self.records.extend(item.stash.get(FOUND, ()))
+            item.stash[FOUND] = []
             return
         if leaks:
             waited = time.monotonic() - started

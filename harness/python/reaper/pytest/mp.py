@@ -23,49 +23,42 @@ def _exit_finalizers() -> None:
         run(0)
 
 
-def _mark_helpers(scope: _Scope) -> List[tuple]:
-    """multiprocessing starts its resource tracker and fork server once, in whichever test
-    first needs them, and they serve the interpreter until it exits (which ends them): they
-    are started with a marker no check looks for, outside the session's cgroup, so no test is
-    blamed for them and none kills them under the tests that follow. Returns (class, name,
-    original) to restore."""
-    try:
-        from multiprocessing import forkserver, popen_forkserver, resource_tracker
-    except ImportError:
-        return []
-    saved = []
-    launch = popen_forkserver.Popen.__dict__.get("_launch")
-    if launch is not None:
-        # the fork server forks a worker with its own environment, outside the test's cgroup
-        # and not as pytest's child: the scope it was started for is told by its pid
-        def _launch(self, *args, _fn=launch, **kwargs):
-            scope = HOST.scope_here()
-            result = _fn(self, *args, **kwargs)
-            server = getattr(forkserver._forkserver, "_forkserver_pid", None)
-            if scope is not None and server and getattr(self, "pid", None):
-                serve(self.pid, server, scope)
-            return result
-        popen_forkserver.Popen._launch = functools.wraps(launch)(_launch)
-        saved.append((popen_forkserver.Popen, "_launch", launch))
-    for cls in (resource_tracker.ResourceTracker, forkserver.ForkServer):
-        fn = cls.__dict__.get("ensure_running")
-        if fn is None:
-            continue
+# multiprocessing starts its resource tracker and fork server once, in whichever test first
+# needs them, and they serve the interpreter until it exits (which ends them): they are
+# started with a marker no check looks for, outside the session's cgroup, so no test is blamed
+# for them and none kills them under the tests that follow. The table in patches.py applies
+# these for that helpers' scope.
 
-        def ensure_running(self, *args, _fn=fn, **kwargs):
-            before, forced = _swap_env(scope.env()), getattr(HOST.local, "scope", None)
-            HOST.local.scope = scope
-            try:
-                return _fn(self, *args, **kwargs)
-            finally:
-                HOST.local.scope = forced
-                _swap_env(before)
-        cls.ensure_running = functools.wraps(fn)(ensure_running)
-        saved.append((cls, "ensure_running", fn))
-    return saved
+def launch(fn, applied_for=None):
+    """popen_forkserver.Popen._launch: the fork server forks a worker with its own
+    environment, outside the test's cgroup and not as pytest's child: the scope it was started
+    for is told by its pid."""
+    from multiprocessing import forkserver
+
+    @functools.wraps(fn)
+    def _launch(self, *args, **kwargs):
+        scope = HOST.scope_here()
+        result = fn(self, *args, **kwargs)
+        server = getattr(forkserver._forkserver, "_forkserver_pid", None)
+        if scope is not None and server and getattr(self, "pid", None):
+            serve(self.pid, server, scope)
+        return result
+    return _launch
 
 
-# ---- the session -------------------------------------------------------------------------
+def ensure_running(fn, scope):
+    """ResourceTracker/ForkServer.ensure_running: the helper started for the helpers' scope."""
+    @functools.wraps(fn)
+    def wrapper(self, *args, **kwargs):
+        before, forced = _swap_env(scope.env()), getattr(HOST.local, "scope", None)
+        HOST.local.scope = scope
+        try:
+            return fn(self, *args, **kwargs)
+        finally:
+            HOST.local.scope = forced
+            _swap_env(before)
+    return wrapper
+
 
 def _end_open_pools(marker: str) -> List[str]:
     """Terminate the multiprocessing pools still open whose workers marker's scope started, as

@@ -16,6 +16,8 @@ from .host import SITES
 from .options import MARKER
 
 SCHEMA = "reaper-pytest/1.1"
+#: what a test's check found (records), kept on its item for its teardown report
+FOUND = pytest.StashKey()
 
 def _replace_file(path: str, text: str) -> None:
     """Write path whole, as the reaper command writes its files: a new file with a random name
@@ -142,6 +144,11 @@ class Reports:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
         outcome = yield
+        if call.when == "teardown":
+            found = item.stash.get(FOUND, None)
+            if found:  # on the report before xdist's worker sends it on
+                del item.stash[FOUND]
+                outcome.get_result().reaper_leaks = found
         if call.excinfo is not None and isinstance(call.excinfo.value, _TeardownError):
             _name_reason(outcome.get_result(), item, call.excinfo.value.summary)
 
@@ -193,8 +200,5 @@ class Reports:
     def pytest_runtest_logreport(self, report):
         if report.when != "teardown":
             return
-        found = self.found.pop(report.nodeid, None)
-        if found:  # before xdist's worker sends the report on
-            report.reaper_leaks = found
         self.checked += 1
         self.records.extend(getattr(report, "reaper_leaks", None) or ())

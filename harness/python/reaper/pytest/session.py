@@ -16,13 +16,13 @@ from typing import Dict, List, Optional
 import pytest
 
 from .. import _site
-from . import spawn
+from . import patches, spawn
 from .cgroups import _Cgroups, _tracking
 from .check import Checks
 from .collector import _Collector
 from .host import HOST, SITES
 from .kernel import _children, _read_self_environ
-from .mp import _exit_finalizers, _mark_helpers, _served
+from .mp import _exit_finalizers, _served
 from .options import DEFAULT_GRACE, DEFAULT_TIMEOUT, MARKER, SESSION_VAR, ReaperIncompleteWarning, _number
 from .reports import Reports, _record, _why
 from .scope import _Scope, _swap_env
@@ -68,7 +68,6 @@ class _Session(Checks, Xdist, Reports):
         self.wider: List[tuple] = []        # (from, to) ticks: wider fixtures set up since it began
         self.session_since = 0
         self.records: List[dict] = []       # from teardown reports (controller side under xdist)
-        self.found: Dict[str, List[dict]] = {}  # nodeid -> what its check found, for its teardown report
         self.checked = 0
         self.shared_leaks: List[dict] = []
         self.adopted = False
@@ -108,7 +107,8 @@ class _Session(Checks, Xdist, Reports):
         if not self.tracking.startswith("cgroup"):
             self.reaper.adopt_orphans()
             self.adopted = True
-        spawn.install(self.scope)
+        if spawn.install(self.scope):
+            HOST.saved = patches.apply("spawn", self.scope)
         self.outer_scope, HOST.main = HOST.main, self.scope
         # children started before the session (a conftest, a plugin's configure hook) are the
         # host's own as well: their owners wait for them later
@@ -124,7 +124,7 @@ class _Session(Checks, Xdist, Reports):
             self.members_file = os.path.join(self.cgroups.session, "cgroup.procs")
         # What starts outside any test (session fixtures, plugins) carries the shared marker.
         self.outer = _swap_env({MARKER: self.shared_marker, SESSION_VAR: self.prefix, _site.AT: None, _site.IN: None})
-        self.helpers = _mark_helpers(_Scope(f"{self.prefix}-multiprocessing", "multiprocessing's helper process",
+        self.helpers = patches.apply("multiprocessing", _Scope(f"{self.prefix}-multiprocessing", "multiprocessing's helper process",
                                             self.cgroups.own if self.cgroups else None))
         # SIGTERM (a CI job's timeout) would end pytest at once, leaving the running test's
         # processes and the cgroups behind: unless the host handles it, the session is
@@ -192,9 +192,10 @@ class _Session(Checks, Xdist, Reports):
                 self.notes.append(left)
         _swap_env(self.outer)
         HOST.main = self.outer_scope
-        for cls, name, fn in self.helpers:
-            setattr(cls, name, fn)
+        patches.restore(self.helpers)
         self.helpers = []
+        if HOST.users == 1:  # the last session: the interception goes
+            patches.restore(HOST.saved)
         spawn.uninstall()
         SITES.close(self.site_root)
         if self.adopted:

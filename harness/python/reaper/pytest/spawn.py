@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
 import sys
 import threading
 
@@ -50,12 +49,13 @@ def _sited_child() -> None:
         SITES.local.site = None
         _swap_env(site.env())
 
-def install(session: _Scope) -> None:
+def install(session: _Scope) -> bool:
+    """A session begins: the fork hooks registered, the threads already running made the
+    session's. True for the process's first session, which applies the table of patches."""
     HOST.users += 1
     HOST.runner = threading.current_thread()
     if HOST.users > 1:
-        return
-    import _posixsubprocess
+        return False
     if not HOST.at_fork:  # cannot be unregistered: does nothing while no session runs
         os.register_at_fork(before=HOST.before_fork, after_in_parent=HOST.release_sigterm,
                             after_in_child=HOST.after_fork_child)
@@ -64,8 +64,32 @@ def install(session: _Scope) -> None:
     for t in threading.enumerate():
         if t is not threading.current_thread():
             t._reaper_scope = session
+    if not HOST.site_at_fork:
+        os.register_at_fork(after_in_child=_sited_child)
+        HOST.site_at_fork = True
+    return True
 
-    def returns_pid(fn, pid_of, env_at=None):
+
+def uninstall() -> None:
+    """A session ends (its patches restored first when it was the last one)."""
+    HOST.users -= 1
+    if HOST.users > 0:
+        return
+    HOST.saved = []
+    HOST.children = {}
+    HOST.owned = {}
+    HOST.served = {}
+
+
+# The replacements of the table in patches.py: each takes the target and the scope the
+# table is applied for, and returns what stands in for the target.
+
+def returns_pid(pid_of, env_at=None):
+    """A function that starts a process and returns its pid (pid_of reads it from the result;
+    env_at: the position of the environment it execs with, where a thread of another scope
+    than the running test's gets its scope's markers; an os.fork child gets them in
+    HOST.after_fork_child)."""
+    def replace(fn, applied_for=None):
         mod = getattr(fn, "__module__", None)
         called = f"{'os' if mod in (None, 'posix') else mod}.{fn.__name__}"
 
@@ -80,90 +104,64 @@ def install(session: _Scope) -> None:
                 args = args[:env_at] + (os.environ,) + args[env_at + 1:]
             return _sited(called, fn, pid_of, args, kwargs, env_at)
         return wrapper
+    return replace
 
-    def start(fn):
-        @functools.wraps(fn)
-        def wrapper(thread, *args, **kwargs):
-            try:
-                thread._reaper_scope = HOST.scope_here()
-            except AttributeError:  # a subclass with __slots__
-                pass
-            return fn(thread, *args, **kwargs)
-        return wrapper
 
-    def system(fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            HOST.hold_at_exit()
-            scope = HOST.scope_here()
-            if scope is not None:
-                scope.spawned = True
-            if len(args) == 1 and not kwargs and HOST.away(scope):
-                # another scope's thread: its shell is started as its other children are
-                # (its scope's cgroup and markers, a child of ours), not where the process
-                # is now; the same wait status as system(3)
-                pid = os.posix_spawn("/bin/sh", ["sh", "-c", args[0]], os.environ)
-                return os.waitpid(pid, 0)[1]
-            if scope is not None and not HOST.away(scope):
-                scope.enter()
-            return fn(*args, **kwargs)
-        return wrapper
+def thread_start(fn, applied_for=None):
+    """Thread.start: the thread belongs to the scope in force where it was started."""
+    @functools.wraps(fn)
+    def wrapper(thread, *args, **kwargs):
+        try:
+            thread._reaper_scope = HOST.scope_here()
+        except AttributeError:  # a subclass with __slots__
+            pass
+        return fn(thread, *args, **kwargs)
+    return wrapper
 
-    # (module, function, the pid from its result, the position of the environment it
-    # execs with: a thread of another scope than the running test's gets its scope's
-    # markers there; an os.fork child gets them in _after_fork_child)
-    targets = [(os, "fork", lambda r: r, None), (os, "forkpty", lambda r: r[0], None),
-               (os, "posix_spawn", lambda r: r, 2), (os, "posix_spawnp", lambda r: r, 2),
-               (subprocess, "_fork_exec", lambda r: r, 5), (_posixsubprocess, "fork_exec", lambda r: r, 5)]
-    for mod, name, pid_of, env_at in targets:
-        fn = getattr(mod, name, None)
-        if fn is not None:
-            HOST.saved.append((mod, name, fn))
-            setattr(mod, name, returns_pid(fn, pid_of, env_at))
-    HOST.saved.append((os, "system", os.system))
-    os.system = _sited_system(system(os.system))
-    if not HOST.site_at_fork:
-        os.register_at_fork(after_in_child=_sited_child)
-        HOST.site_at_fork = True
 
-    # a pool's thread runs each task for whoever submitted it, not for the scope that
-    # started the thread (a session fixture's pool, or a module's started by an earlier test)
-    from concurrent.futures import thread as pool
+def system(fn, applied_for=None):
+    """os.system: its shell started where its scope's children go, with its site."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        HOST.hold_at_exit()
+        scope = HOST.scope_here()
+        if scope is not None:
+            scope.spawned = True
+        if len(args) == 1 and not kwargs and HOST.away(scope):
+            # another scope's thread: its shell is started as its other children are
+            # (its scope's cgroup and markers, a child of ours), not where the process
+            # is now; the same wait status as system(3)
+            pid = os.posix_spawn("/bin/sh", ["sh", "-c", args[0]], os.environ)
+            return os.waitpid(pid, 0)[1]
+        if scope is not None and not HOST.away(scope):
+            scope.enter()
+        return fn(*args, **kwargs)
+    return _sited_system(wrapper)
 
-    def submitted(init):
-        @functools.wraps(init)
-        def wrapper(item, *args, **kwargs):
-            item._reaper_scope = HOST.scope_here()
-            init(item, *args, **kwargs)
-        return wrapper
 
-    def run(fn):
-        @functools.wraps(fn)
-        def wrapper(item, *args, **kwargs):
-            forced = getattr(HOST.local, "scope", None)
-            HOST.local.scope = getattr(item, "_reaper_scope", None) or forced
-            try:
-                return fn(item, *args, **kwargs)
-            finally:
-                HOST.local.scope = forced
-        return wrapper
+# a pool's thread runs each task for whoever submitted it, not for the scope that started
+# the thread (a session fixture's pool, or a module's started by an earlier test)
 
-    for name, wrap in (("__init__", submitted), ("run", run)):
-        HOST.saved.append((pool._WorkItem, name, pool._WorkItem.__dict__[name]))
-        setattr(pool._WorkItem, name, wrap(pool._WorkItem.__dict__[name]))
-    HOST.saved.append((threading.Thread, "start", threading.Thread.start))
-    threading.Thread.start = start(threading.Thread.start)
+def work_submitted(init, applied_for=None):
+    """concurrent.futures' _WorkItem.__init__: the task is the submitter's scope's."""
+    @functools.wraps(init)
+    def wrapper(item, *args, **kwargs):
+        item._reaper_scope = HOST.scope_here()
+        init(item, *args, **kwargs)
+    return wrapper
 
-def uninstall() -> None:
-    HOST.users -= 1
-    if HOST.users > 0:
-        return
-    for mod, name, fn in reversed(HOST.saved):
-        setattr(mod, name, fn)
-    HOST.saved = []
-    HOST.children = {}
-    HOST.owned = {}
-    HOST.served = {}
+
+def work_run(fn, applied_for=None):
+    """_WorkItem.run: the pool's thread runs the task in its submitter's scope."""
+    @functools.wraps(fn)
+    def wrapper(item, *args, **kwargs):
+        forced = getattr(HOST.local, "scope", None)
+        HOST.local.scope = getattr(item, "_reaper_scope", None) or forced
+        try:
+            return fn(item, *args, **kwargs)
+        finally:
+            HOST.local.scope = forced
+    return wrapper
 
 
 def _sited_system(fn):
