@@ -1006,3 +1006,51 @@ def test_the_same_workers_served_all():
     result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
     result.assert_outcomes(passed=5)
     assert "left by fixtures wider than a test" not in result.stdout.str()
+
+
+def test_what_a_tests_threads_start_is_the_tests_and_no_context_of_its_reaches_them(tracked):
+    # a thread is in the scope in force where it was started, a thread it starts in turn too;
+    # the thread's context holds that and nothing of its starter's (as without the plugin)
+    tracked.makepyfile(test_threads="""
+import contextvars, subprocess, threading
+USER = contextvars.ContextVar("user", default="unset")
+def test_thread_leaks():
+    t = threading.Thread(target=subprocess.Popen, args=(["sleep", "603"],))
+    t.start()
+    t.join()
+def test_a_threads_thread_leaks():
+    inner = []
+    def outer():
+        t = threading.Thread(target=subprocess.Popen, args=(["sleep", "604"],))
+        inner.append(t)
+        t.start()
+        t.join()
+    t = threading.Thread(target=outer)
+    t.start()
+    t.join()
+    assert inner and not inner[0].is_alive()
+def test_the_threads_context_is_its_own():
+    USER.set("the test's")
+    seen = []
+    class Mine(threading.Thread):
+        def run(self):
+            seen.append((USER.get(), "run" in vars(self)))
+    t = Mine()
+    t.start()
+    t.join()
+    assert seen == [("unset", False)] and "run" not in vars(t)
+    t = threading.Thread(target=lambda: None)
+    t.start()
+    t.join()
+    try:
+        t.start()
+    except RuntimeError:
+        pass
+    assert "run" not in vars(t)
+""")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=3, errors=2)
+    result.stdout.fnmatch_lines(["*test_threads.py::test_thread_leaks left 1 process running*", "*: sleep 603"])
+    result.stdout.fnmatch_lines(["*test_threads.py::test_a_threads_thread_leaks left 1 process running*",
+                                 "*: sleep 604"])
+    assert "left by fixtures wider than a test" not in result.stdout.str()

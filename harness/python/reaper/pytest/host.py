@@ -15,7 +15,7 @@ from typing import Dict, List, Optional
 from .. import _site
 from .kernel import _cgroup_of, _move, _move_forked, _stat
 from .options import MARKER
-from .scope import _Scope, _env_for, _objects_of
+from .scope import FORCED, THREAD, _Scope, _env_for, _objects_of
 
 def _handles_sigterm() -> bool:
     """Whether SIGTERM is the session's (its handler in this process)."""
@@ -36,7 +36,9 @@ class _HostChildren:
         self.saved: List[tuple] = []
         self.main: Optional[_Scope] = None  # the scope of the thread running the tests
         self.runner: Optional[threading.Thread] = None  # that thread
-        self.local = threading.local()  # .scope: a scope forced on this thread; .forking
+        self.local = threading.local()  # the fork under way in this thread: .forking, .inherit, .held
+        # thread ident -> scope: the threads already running when the session began (its own)
+        self.earlier: Dict[int, _Scope] = {}
         self.moving = threading.Condition()
         self.inflight = 0  # forks under way whose child must be moved
         self.inheriting = 0  # forks under way whose child is where pytest is (here), as it must be
@@ -56,9 +58,9 @@ class _HostChildren:
         """The scope of what the calling thread starts now: its own (a thread started by a
         wider fixture), else the running test's, unless a method of a wider fixture's object
         is doing it (a session's executor that starts its workers lazily, from a test)."""
-        s = getattr(self.local, "scope", None)
-        if s is None:
-            s = getattr(threading.current_thread(), "_reaper_scope", None)
+        s = FORCED.get() or THREAD.get()
+        if s is None and self.earlier:
+            s = self.earlier.get(threading.get_ident())
         while s is not None and not s.live:
             s = s.session
         s = s or self.main

@@ -10,7 +10,7 @@ from typing import Dict, List
 
 from .host import HOST
 from .kernel import _cgroup_of, _children, _move, _move_forked, _stat
-from .scope import _Scope, _swap_env
+from .scope import FORCED, _Scope, _swap_env
 
 def _exit_finalizers() -> None:
     """Run multiprocessing's exit-time finalizers now, as the interpreter's exit would next: a
@@ -50,12 +50,11 @@ def ensure_running(fn, scope):
     """ResourceTracker/ForkServer.ensure_running: the helper started for the helpers' scope."""
     @functools.wraps(fn)
     def wrapper(self, *args, **kwargs):
-        before, forced = _swap_env(scope.env()), getattr(HOST.local, "scope", None)
-        HOST.local.scope = scope
+        before, token = _swap_env(scope.env()), FORCED.set(scope)
         try:
             return fn(self, *args, **kwargs)
         finally:
-            HOST.local.scope = forced
+            FORCED.reset(token)
             _swap_env(before)
     return wrapper
 

@@ -4,6 +4,7 @@ environment that says so to what it execs."""
 
 from __future__ import annotations
 
+import contextvars
 import os
 import sys
 import threading
@@ -21,6 +22,12 @@ def _swap_env(values: Dict[str, Optional[str]]) -> Dict[str, Optional[str]]:
         else:
             os.environ[name] = value
     return before
+
+#: the scope in force where the calling thread was started (set in its context before its run)
+THREAD: "contextvars.ContextVar[Optional[_Scope]]" = contextvars.ContextVar("reaper_thread_scope", default=None)
+#: a scope forced on what the calling code starts now (a pool's task: its submitter's; the
+#: start of multiprocessing's helpers: theirs)
+FORCED: "contextvars.ContextVar[Optional[_Scope]]" = contextvars.ContextVar("reaper_forced_scope", default=None)
 
 _MAKING = threading.Lock()  # a scope's cgroup is made once, by whichever thread spawns first
 

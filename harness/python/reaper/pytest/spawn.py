@@ -4,6 +4,7 @@ so that HOST learns of each child and its site is recorded."""
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import os
 import sys
@@ -12,7 +13,7 @@ import threading
 from .. import _site
 from .host import HOST, SITES
 from .kernel import _stat
-from .scope import _Scope, _swap_env
+from .scope import FORCED, THREAD, _Scope, _swap_env
 
 def _sited(called, fn, pid_of, args, kwargs, env_at):
     """A spawn that records where it was made (see _site): in the environment the program
@@ -61,9 +62,8 @@ def install(session: _Scope) -> bool:
                             after_in_child=HOST.after_fork_child)
         HOST.at_fork = True
     # threads already running (a plugin's, a conftest's) are the session's
-    for t in threading.enumerate():
-        if t is not threading.current_thread():
-            t._reaper_scope = session
+    HOST.earlier = {t.ident: session for t in threading.enumerate()
+                    if t is not threading.current_thread() and t.ident is not None}
     if not HOST.site_at_fork:
         os.register_at_fork(after_in_child=_sited_child)
         HOST.site_at_fork = True
@@ -76,6 +76,7 @@ def uninstall() -> None:
     if HOST.users > 0:
         return
     HOST.saved = []
+    HOST.earlier = {}
     HOST.children = {}
     HOST.owned = {}
     HOST.served = {}
@@ -108,15 +109,42 @@ def returns_pid(pid_of, env_at=None):
 
 
 def thread_start(fn, applied_for=None):
-    """Thread.start: the thread belongs to the scope in force where it was started."""
+    """Thread.start: the thread belongs to the scope in force where it was started. Its run
+    runs in a context of its own that holds that scope (THREAD) and nothing else: a thread
+    starts with an empty context, and none of the starter's variables reach it."""
     @functools.wraps(fn)
     def wrapper(thread, *args, **kwargs):
+        context = contextvars.Context()
+        context.run(THREAD.set, HOST.scope_here())
+        undo = _run_in(thread, context)
         try:
-            thread._reaper_scope = HOST.scope_here()
-        except AttributeError:  # a subclass with __slots__
-            pass
-        return fn(thread, *args, **kwargs)
+            return fn(thread, *args, **kwargs)
+        except BaseException:
+            undo()  # not started (started twice): its run is as it was
+            raise
     return wrapper
+
+
+def _run_in(thread, context):
+    """thread's run called in context, once; the function that undoes it."""
+    try:
+        own = vars(thread)
+    except TypeError:  # no __dict__: the thread is the session's, as one started by C code
+        return lambda: None
+    had, before, run = "run" in own, own.get("run"), thread.run
+
+    def undo():
+        if had:
+            own["run"] = before
+        else:
+            own.pop("run", None)
+
+    @functools.wraps(run)
+    def run_in_scope(*args, **kwargs):
+        undo()  # the thread's run is its own again
+        return context.run(run, *args, **kwargs)
+    own["run"] = run_in_scope
+    return undo
 
 
 def system(fn, applied_for=None):
@@ -146,7 +174,7 @@ def work_submitted(init, applied_for=None):
     """concurrent.futures' _WorkItem.__init__: the task is the submitter's scope's."""
     @functools.wraps(init)
     def wrapper(item, *args, **kwargs):
-        item._reaper_scope = HOST.scope_here()
+        item._reaper_scope = HOST.scope_here()  # the task's, read by work_run
         init(item, *args, **kwargs)
     return wrapper
 
@@ -155,12 +183,11 @@ def work_run(fn, applied_for=None):
     """_WorkItem.run: the pool's thread runs the task in its submitter's scope."""
     @functools.wraps(fn)
     def wrapper(item, *args, **kwargs):
-        forced = getattr(HOST.local, "scope", None)
-        HOST.local.scope = getattr(item, "_reaper_scope", None) or forced
+        token = FORCED.set(getattr(item, "_reaper_scope", None) or FORCED.get())
         try:
             return fn(item, *args, **kwargs)
         finally:
-            HOST.local.scope = forced
+            FORCED.reset(token)
     return wrapper
 
 
