@@ -168,8 +168,7 @@ static void signal_cand(struct reap *rp, struct cand *c, int sig)
 
 /* c is a leak (still there at the deadline): what it holds and why it is still running are
  * read now, before any signal changes them. What holdings are compared with (our outputs,
- * terminal, directories) is read at the first leak, and libproc2 loaded then: a reap without
- * one needs none of it. */
+ * terminal, directories) is read at the first leak: a reap without one needs none of it. */
 static void leak_found(struct reap *rp, struct cand *c)
 {
 	if (!c->live || c->info.allowed || !rp->o->holdings)

@@ -5,8 +5,7 @@
  * the value constructors and predicates below say what they return.
  * The library installs no signal handlers, never waits for "any child" (pid -1), and keeps no
  * global state but the adoption refcount; all functions are safe to call from several
- * threads at once. A reap that describes a leak with opts->holdings opens libproc2
- * (dlopen), which then stays loaded.
+ * threads at once.
  *
  * Zombies: reaper_reap() collects only the zombies of processes it found whose parent is
  * the caller (adopted orphans, what it killed, and children that died during the reap);
@@ -168,7 +167,7 @@ enum reaper_why {
 	REAPER_WHY_OUTPUT = 1 << 5,       /* holds the run's stdout, stderr or terminal */
 	REAPER_WHY_INPUT = 1 << 6,        /* holds the run's stdin (the one holding named in why_text) */
 	REAPER_WHY_READ_SIGNALS = 1 << 30 /* not a reason: the SIGTERM disposition, wchan and tty
-					     were read (libproc2 was there), so their absence says
+					     were read (status could be), so their absence says
 					     "default", "running", "none" */
 };
 
@@ -212,9 +211,7 @@ struct reaper_proc {
 	int host_child;              /* one of opts->host_children: signalled like any leftover,
 					but its zombie is left for the caller to wait for */
 	/* reaper_opts.holdings: why it was still running when found there at the deadline, read
-	 * with its holdings, before any signal. The strings are NULL while why_read is 0. The
-	 * signal dispositions, wchan and tty need libproc2 (procps-ng 4) at run time; without it
-	 * they are not reported. */
+	 * with its holdings, before any signal. The strings are NULL while why_read is 0. */
 	int why_read;                /* 1: the fields below were gathered */
 	uint32_t why;                /* enum reaper_why bits */
 	pid_t tracer;                /* the process tracing it (TracerPid), 0 for none */

@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* why: why a leak was still running when the deadline came (it ignores or catches SIGTERM, it
  * is stopped or traced, the kernel function it waits in, it holds the run's output or stdin),
- * read before any signal. The signal dispositions, wait channel and terminal come from
- * libproc2 (procps-ng 4), loaded at the first leak a reap describes: a reap without leaks,
- * and a program that never has one, never loads it. Without libproc2 those items are not
- * reported; the rest is. */
+ * read before any signal, from /proc/PID/status, wchan and stat. */
 #ifndef REAPER_WHY_H
 #define REAPER_WHY_H
 
@@ -21,7 +18,5 @@ void why_gather(struct why *w, int procfd, struct reaper_proc *p);
 void why_free(struct why *w);
 /* Free the why fields of p. */
 void why_clear(struct reaper_proc *p);
-/* 1 when libproc2 could be loaded (w NULL: loads it for the question), 0 when not. */
-int why_libproc2(struct why *w);
 
 #endif

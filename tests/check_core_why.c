@@ -11,6 +11,7 @@
 #include "tests/testutil.h"
 
 #include <check.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +82,6 @@ static const struct reaper_proc *find(const struct reaper_report *r, pid_t pid)
 
 START_TEST(each_reason_is_read_before_the_kill)
 {
-	ck_assert_msg(why_libproc2(NULL), "libproc2 (procps-ng 4, libproc2.so.0) is not loadable");
 	pid_t ign = start_child(IGNORES), stop = start_child(STOPS), cgt = start_child(CATCHES);
 	struct reaper_finder f = reaper_find_tree(0);
 	struct reaper_opts o;
@@ -193,6 +193,59 @@ START_TEST(a_process_gone_or_replaced_is_said_so)
 }
 END_TEST
 
+/* A child whose controlling terminal is a pty we opened (it makes a session, then opens the
+ * slave): its tty is named as ps names it, and no reason comes of it. */
+START_TEST(a_terminal_is_named)
+{
+	int master = posix_openpt(O_RDWR | O_NOCTTY);
+	ck_assert_int_ge(master, 0);
+	ck_assert_int_eq(grantpt(master), 0);
+	ck_assert_int_eq(unlockpt(master), 0);
+	char slave[64];
+	ck_assert_int_eq(ptsname_r(master, slave, sizeof slave), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char *argv[] = { "/bin/sleep", "600", NULL }, *env[] = { suite_marker, NULL };
+		int fd = setsid() < 0 ? -1 : open(slave, O_RDWR); /* a session leader's first tty */
+		if (fd < 0 || dup2(fd, 0) < 0)
+			_exit(1);
+		execve(argv[0], argv, env);
+		_exit(1);
+	}
+	/* exec'd once its comm is sleep's, and its stat has the terminal by then */
+	double end = tu_now() + 60;
+	char comm[64] = "";
+	while (strcmp(comm, "sleep\n") && tu_now() < end) {
+		char f[64];
+		snprintf(f, sizeof f, "/proc/%d/comm", (int)pid);
+		FILE *c = fopen(f, "r");
+		if (!c || !fgets(comm, sizeof comm, c))
+			comm[0] = 0;
+		if (c)
+			fclose(c);
+		if (strcmp(comm, "sleep\n"))
+			usleep(1000);
+	}
+	ck_assert_str_eq(comm, "sleep\n");
+	struct why *w = why_new();
+	ck_assert_ptr_nonnull(w);
+	uint64_t st = tu_start_time(pid);
+	struct reaper_proc p;
+	describe(w, pid, st, &p);
+	ck_assert_int_eq(p.why_read, 1);
+	ck_assert_str_eq(p.tty, slave + strlen("/dev/"));
+	ck_assert(p.why & REAPER_WHY_READ_SIGNALS);
+	ck_assert(!(p.why & (REAPER_WHY_TERM_IGNORED | REAPER_WHY_TERM_CAUGHT)));
+	why_clear(&p);
+	why_free(w);
+	struct tu_proc t;
+	ck_assert_int_eq(tu_pin(&t, pid, st), 0);
+	ck_assert_int_eq(tu_kill_wait(&t), 0);
+	close(master);
+}
+END_TEST
+
 int main(void)
 {
 	tu_unique_marker(suite_marker, sizeof suite_marker, "REAPER_CHECK_SUITE", "core-why");
@@ -201,6 +254,7 @@ int main(void)
 	tcase_add_test(tc, each_reason_is_read_before_the_kill);
 	tcase_add_test(tc, a_process_gone_or_replaced_is_said_so);
 	tcase_add_test(tc, a_traced_leak_names_its_tracer);
+	tcase_add_test(tc, a_terminal_is_named);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	tu_add_nothing_left(s, suite_marker);
