@@ -15,8 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -112,116 +110,35 @@ static void guard(int rfd, const char *marker, const char *cgroup, const struct 
 	_exit(r < 0 ? 1 : 0);
 }
 
-/* Shared with the middle process while it runs on our memory. */
-struct middle_args {
-	int p[2], q[2];
-	const char *marker;
-	const char *cgroup;
-	const struct guardian_rules *rules;
-};
-
-/* The middle process: on our memory and a stack of its own (CLONE_VM | CLONE_VFORK), so
- * starting it copies nothing and we sleep until it exits. It forks the guardian, the one
- * copy of our memory the run needs, and exits at once: the guardian is nobody's child of
- * ours. Its fd table is its own: what it closes stays open here. */
-static int middle(void *arg)
+int guardian_start(const char *marker, const char *cgroup, const struct guardian_rules *rules,
+		   struct pidref *guardian)
 {
-	struct middle_args *m = arg;
-	close(m->p[1]);
-	close(m->q[0]);
-	pid_t g = fork();
+	/* p: reaper -> guardian, its write end held open for the run */
+	int p[2] = { -1, -1 }, e = 0;
+	*guardian = PIDREF_NULL;
+	/* Our child, started by one fork and never waited for by the run: nothing waits for it
+	 * to start (a middle process that forks it and exits would be one more process, and one
+	 * more hand-off, on every run) */
+	pid_t g = pipe2(p, O_CLOEXEC) < 0 ? -1 : fork();
 	if (g == 0) {
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		guard(m->p[0], m->marker, m->cgroup, m->rules);
+		guard(p[0], marker, cgroup, rules);
 	}
-	/* the status tells the parent why (an errno fits in it) */
 	if (g < 0)
-		_exit(errno & 0xff ? errno & 0xff : EAGAIN);
-	_exit(write(m->q[1], &g, sizeof g) != (ssize_t)sizeof g ? EIO : 0);
-}
-
-/* The middle's stack, which the guardian keeps (a copy of) for its whole life and its reap:
- * as large as a reap may need, with a guard page below it. */
-#define STACK_SIZE (1024 * 1024)
-
-/* Run the middle process; it is gone when this returns (CLONE_VFORK). 0 with its pid in *mid,
- * or -errno. */
-static int spawn_middle(struct middle_args *m, pid_t *mid)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	char *stack = mmap(NULL, STACK_SIZE + (size_t)page, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-	if (stack == MAP_FAILED)
-		return -errno;
-	mprotect(stack, (size_t)page, PROT_NONE);
-	*mid = clone(middle, stack + page + STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, m);
-	int e = *mid < 0 ? -errno : 0;
-	munmap(stack, STACK_SIZE + (size_t)page);
-	return e;
-}
-
-/* Collect the middle process and read the guardian's pid it sent through fd: 0 or -errno
- * (the middle's exit status carries the errno of its failed fork). */
-static int middle_result(pid_t mid, int fd, pid_t *g)
-{
-	int st = 0;
-	pid_t w;
-	while ((w = waitpid(mid, &st, 0)) < 0 && errno == EINTR)
-		;
-	if (w != mid)
-		return -errno;
-	if (!WIFEXITED(st))
-		return -ECHILD;
-	if (WEXITSTATUS(st))
-		return -WEXITSTATUS(st);
-	ssize_t n = read(fd, g, sizeof *g);
-	if (n != (ssize_t)sizeof *g)
-		return n < 0 ? -errno : -EIO;
-	return 0;
-}
-
-static void drop_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
-int guardian_start(const char *marker, const char *cgroup, const struct guardian_rules *rules,
-		   struct pidref *guardian)
-{
-	/* p: reaper -> guardian, held open for the run; q: the middle process tells us the pid */
-	struct middle_args m = { .p = { -1, -1 }, .q = { -1, -1 }, .marker = marker, .cgroup = cgroup, .rules = rules };
-	struct sigaction dfl = { .sa_handler = SIG_DFL }, oldchld;
-	struct reaper_stat gst;
-	int chld_saved = 0, e = 0;
-	pid_t mid = -1, g = 0;
-	*guardian = PIDREF_NULL;
-	if (pipe2(m.p, O_CLOEXEC) < 0 || pipe2(m.q, O_CLOEXEC) < 0)
 		e = -errno;
-	/* An inherited SIG_IGN for SIGCHLD would let the kernel collect the middle process
-	 * before we can wait for it; the caller's disposition is put back below. */
-	if (!e)
-		chld_saved = sigaction(SIGCHLD, &dfl, &oldchld) == 0;
-	if (!e)
-		e = spawn_middle(&m, &mid);
-	/* the guardian holds its own copy of the read end; the middle has written, or never will */
-	drop_fd(&m.p[0]);
-	drop_fd(&m.q[1]);
-	if (!e)
-		e = middle_result(mid, m.q[0], &g);
-	/* It waits on the pipe we hold until we stop it: whatever holds its pid now is it.
-	 * Unpinned (no descriptor to spare), it is named but not waited for when stopped. */
+	if (p[0] >= 0)
+		close(p[0]); /* the guardian holds its own copy of the read end */
+	/* Our unwaited child: whatever holds its pid is it. Unpinned (no descriptor to spare),
+	 * it is named and waited for by pid. */
+	struct reaper_stat gst;
 	if (!e && pidref_open_stat(guardian, -1, g, &gst) < 0)
 		*guardian = (struct pidref){ .pid = g, .fd = -1 };
-	if (chld_saved)
-		sigaction(SIGCHLD, &oldchld, NULL);
-	drop_fd(&m.q[0]);
 	if (!e)
-		return m.p[1];
-	drop_fd(&m.p[1]);
+		return p[1];
+	if (p[1] >= 0)
+		close(p[1]);
 	warn("warning: no owner-death guardian (%s); a SIGKILLed reaper leaves its run", strerror(-e));
 	return e;
 }
@@ -238,8 +155,15 @@ void guardian_stop(int fd, struct pidref *guardian)
 		/* EPIPE: the guardian is gone already */
 	}
 	close(fd);
-	/* A caller that looks for leftovers the moment we return must not find our guardian. */
-	for (int waited = 0; guardian->pid > 0 && !pidref_exited(guardian, -1) && waited < STOP_WAIT_MS;) {
+	/* A caller that looks for leftovers the moment we return must not find our guardian,
+	 * nor its zombie: it is collected here (by pid while it is our unwaited child: an early
+	 * exit the run collected is gone, ECHILD). */
+	pid_t g = guardian->pid;
+	for (int waited = 0; g > 0 && waited < STOP_WAIT_MS;) {
+		pid_t w = guardian->fd >= 0 ? (pidref_collect(guardian, -1, NULL) == 0 ? 0 : g)
+					    : waitpid(g, NULL, WNOHANG);
+		if (w != 0)
+			break; /* collected, or not ours to collect any more */
 		struct pollfd pfd = { .fd = guardian->fd, .events = POLLIN };
 		int step = guardian->fd >= 0 ? STOP_WAIT_MS - waited : 10; /* no pidfd: look again */
 		if (guardian->fd >= 0 ? poll(&pfd, 1, step) < 0 && errno != EINTR : poll(NULL, 0, step) < 0)

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* guardian: makes a run's processes die with reaper even when reaper is SIGKILLed.
  *
- * A small process, detached into its own session (so job-control and process-group signals
- * meant for the run miss it) and not our child, holds the read end of a pipe whose only
- * write end reaper holds. When reaper dies, the kernel closes that end; the guardian sees EOF
+ * A small process, our child detached into its own session (so job-control and process-group
+ * signals meant for the run miss it), holds the read end of a pipe whose only write end
+ * reaper holds. When reaper dies, the kernel closes that end; the guardian sees EOF
  * and reaps by the run's REAPER_RUN marker (identity-verified, SIGKILL). A normal stop writes
  * one byte first, and the guardian exits without looking. */
 #ifndef HARNESS_GUARDIAN_H
@@ -31,7 +31,7 @@ struct guardian_rules {
 int guardian_start(const char *marker, const char *cgroup, const struct guardian_rules *rules,
 		   struct pidref *guardian);
 /* Tell the guardian the run ended normally, close fd, and wait (boundedly) until it has
- * exited: reaper leaves no process of its own behind when it returns. */
+ * exited, and collect it: reaper leaves no process of its own behind when it returns. */
 void guardian_stop(int fd, struct pidref *guardian);
 
 #endif

@@ -100,9 +100,9 @@ static int status_to_code(int status)
 	return EXIT_FAILURE; /* neither: no status we wait for without WUNTRACED */
 }
 
-/* Children of ours that are alive now, for the state counts. The main thread's children file
- * is all of them: reaper is single-threaded, and a children file lists only the children that
- * thread forked. */
+/* Children of ours that are alive now, for the state counts (the guardian is not one of the
+ * run's). The main thread's children file is all of them: reaper is single-threaded, and a
+ * children file lists only the children that thread forked. */
 static long count_children(struct run *r)
 {
 	char what[48];
@@ -111,7 +111,7 @@ static long count_children(struct run *r)
 	long count = 0;
 	for (ssize_t i = 0; i < n; i++)
 		count += r->buf.p[i] == ' ';
-	return count;
+	return count - (count > 0 && r->guardian.pid > 0);
 }
 
 static void state_update(struct run *r, const char *phase)
@@ -139,6 +139,12 @@ static void reap_children(struct run *r)
 	while ((pid = waitpid(-1, &status, flags)) > 0) {
 		if (WIFSTOPPED(status) && pid != r->cmd.pid)
 			continue; /* a stopped orphan is not gone */
+		if (pid == r->guardian.pid) {
+			/* it ended early (killed from outside): the run goes on unguarded, and its pid,
+			 * free now, is nobody guardian_stop may wait for */
+			pidref_done(&r->guardian);
+			continue;
+		}
 		if (pid == r->cmd.pid && WIFSTOPPED(status)) {
 			/* Ctrl-Z reached COMMAND: take the terminal back and stop too, so the shell
 			 * sees the job stop; on `fg` hand the terminal over again and continue it. */
@@ -853,8 +859,7 @@ static int take_home(struct run *r)
 }
 
 /* The run's cgroup, and the owner-death guardian that removes it when we are killed: started
- * before the cgroup is made, with its path planned, and before we become a subreaper, so the
- * guardian's orphaned self is not ours. None as PID 1, a namespace's init, whose whole
+ * before the cgroup is made, with its path planned (so it is not in it). None as PID 1, a namespace's init, whose whole
  * namespace dies with it; with --isolate, only for the cgroup (the namespace takes the rest). */
 static int own_cgroup(struct run *r)
 {

@@ -282,7 +282,7 @@ def test_isolate_cgroup_on_owner_killed_removes_the_cgroup(tmp_path):
         assert doc["tracking"] == "cgroup", doc
         cg = os.path.join(OWN, "reaper-run-" + doc["run_id"])
         assert os.path.isdir(cg)
-        (init,) = children(p.pid)
+        (init,) = [c for c in children(p.pid) if c != doc["guardian_pid"]]  # the guardian is the other
         procs = in_namespace(ns_of(init))
         fds = [fd for _, fd in procs]
         signal.pidfd_send_signal(outer, signal.SIGKILL)
