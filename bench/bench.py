@@ -58,6 +58,35 @@ def med(v):
     return statistics.median(v) if v else float("nan")
 
 
+def own_cgroup_dir():
+    """Our cgroup2 directory when we may make cgroups below it, else None."""
+    try:
+        rel = next(ln[3:].strip() for ln in open("/proc/self/cgroup") if ln.startswith("0::"))
+        mnt = next(ln.split()[4] for ln in open("/proc/self/mountinfo")
+                   if ln.split(" - ")[1].split()[0] == "cgroup2" and ln.split()[3] == "/")
+    except (OSError, StopIteration, IndexError):
+        return None
+    d = os.path.join(mnt, rel.lstrip("/"))
+    return d if os.access(d, os.W_OK) else None
+
+
+def strace_end(log: str) -> dict:
+    """From `strace -f` of one `reaper run -- CMD`: reaper's syscalls from the one that collects
+    CMD (the first process to exec after reaper) to its exit (the final reap and the teardown), the files it opens there, and those under
+    /proc or the cgroup."""
+    lines = open(log).read().splitlines()
+    me = lines[0].split()[0]
+    cmd = next(ln.split()[0] for ln in lines[1:] if "execve(" in ln and not ln.startswith(me + " "))
+    mine = [ln for ln in lines if ln.startswith(me + " ")]
+    at = next(i for i, ln in enumerate(mine) if ("wait4(" in ln or "waitid(" in ln) and ("= " + cmd) in ln)
+    end = [ln for ln in mine[at + 1:] if "resumed>" not in ln or "<..." not in ln.split()[1]]
+    opens = [ln for ln in end if "openat(" in ln and "= -1" not in ln]
+    return {"syscalls": len(end), "opens": len(opens),
+            "stat_reads": sum(1 for ln in opens if '/stat"' in ln),
+            "environ_reads": sum(1 for ln in end if "/environ\"" in ln),
+            "cgroup_reads": sum(1 for ln in opens if "cgroup." in ln)}
+
+
 def count_procs() -> int:
     return sum(1 for e in os.listdir("/proc") if e.isdigit())
 
@@ -366,7 +395,7 @@ class Bench:
 
     # ---- 4. wrapper overhead, 5. memory ----------------------------------------------------
     def wrapper(self):
-        runs = 60 if self.quick else 200
+        runs = 60 if self.quick else 300
         cmds = {"true": "/bin/true", "reaper": f"{self.reaper} run -- /bin/true",
                 "tini": f"{shutil.which('tini') or '/usr/bin/tini'} -s -- /bin/true",
                 "dumb-init": f"{shutil.which('dumb-init') or '/usr/bin/dumb-init'} /bin/true",
@@ -418,10 +447,75 @@ class Bench:
             print("  wrapper, empty PID namespace: " + ", ".join(
                 f"{k} +{v['overhead']*1e3:.2f} ms (cpu +{v['overhead_cpu']*1e3:.2f})"
                 for k, v in empty.items() if k != "true"), flush=True)
+        self.wrapper_loaded(runs, cmds)
+        self.wrapper_breakdown(cmds)
         print("  wrapper: " + ", ".join(f"{k} +{v['overhead']*1e3:.2f} ms (cpu +{v['overhead_cpu']*1e3:.2f})"
                                         for k, v in res.items() if k != "true")
               + f"; one floor scan of {self.results['wrapper']['procs']} processes: "
               f"{self.results['wrapper']['floor_scan']*1e3:.2f} ms", flush=True)
+
+    def wrapper_loaded(self, runs, cmds):
+        """The same, interleaved, with a busy loop on every core: each process a run starts and
+        each hand-off between them waits for a CPU there."""
+        loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+        try:
+            sub = {k: cmds[k] for k in ("true", "reaper", "tini") if k in cmds}
+            raw = json.loads(subprocess.run([os.path.join(self.bin, "bench-wrap"), str(runs)] + list(sub.values()),
+                                            check=True, capture_output=True, text=True).stdout)
+            load = os.getloadavg()[0]
+        finally:
+            for lp in loops:
+                lp.kill()
+                lp.wait()
+        res = {k: raw[v] for k, v in sub.items()}
+        for v in res.values():
+            v["overhead"] = v["median"] - res["true"]["median"]
+        self.results["wrapper"]["loaded"] = {"busy_loops": len(loops), "loadavg": load, "cmds": res}
+        print(f"  wrapper, {len(loops)} busy loops (load {load:.1f}): " + ", ".join(
+            f"{k} +{v['overhead']*1e3:.2f} ms" for k, v in res.items() if k != "true"), flush=True)
+
+    def wrapper_breakdown(self, cmds):
+        """What one `reaper run -- /bin/true` is made of, in counts a load does not change: the
+        processes it starts and its waits for one another (in an empty PID namespace, beside
+        tini's), the syscalls of its end (the reap and the teardown after COMMAND's exit), and
+        what its cgroup's mkdir and rmdir cost."""
+        b = {}
+        ns = ["unshare", "--pid", "--fork", "--mount-proc"] + ([] if os.geteuid() == 0 else ["--user", "--map-root-user"])
+        for k in ("true", "reaper", "tini"):
+            if k not in cmds:
+                continue
+            out = subprocess.run(ns + [os.path.join(self.bin, "bench-wrap"), "--breakdown", "50"] + cmds[k].split(),
+                                 capture_output=True, text=True)
+            if out.returncode == 0:
+                b[k] = json.loads(out.stdout)
+        if "reaper" not in b:
+            skipped("the wrapper's process and wake-up counts", "they need unshare --pid (root or user namespaces)")
+        strace = shutil.which("strace")
+        if strace:
+            log = os.path.join(self.tmp, "wrap.strace")
+            os.makedirs(self.tmp, exist_ok=True)
+            subprocess.run([strace, "-f", "-qq", "-o", log] + cmds["reaper"].split(), check=True,
+                           stdout=subprocess.DEVNULL)
+            b["end"] = strace_end(log)
+        else:
+            skipped("the syscalls of reaper run's end", "apt-get install strace")
+        cg = own_cgroup_dir()
+        if cg:
+            path, t = os.path.join(cg, f"bench-wrap-{os.getpid()}"), []
+            for _ in range(200):
+                t0 = time.perf_counter()
+                os.mkdir(path)
+                t1 = time.perf_counter()
+                os.rmdir(path)
+                t.append((t1 - t0, time.perf_counter() - t1))
+            b["cgroup_mkdir"], b["cgroup_rmdir"] = med([x[0] for x in t]), med([x[1] for x in t])
+        else:
+            skipped("the cost of the run's cgroup mkdir and rmdir", "it needs a writable cgroup2 directory")
+        self.results["wrapper"]["breakdown"] = b
+        if "reaper" in b:
+            print("  wrapper breakdown: " + ", ".join(
+                f"{k} {v['processes']} processes, {v['voluntary_switches']} waits" for k, v in b.items()
+                if k in ("true", "reaper", "tini")), flush=True)
 
     # ---- 7. the pytest plugin beside plain pytest ------------------------------------------
     PLUGIN_SUITES = {
@@ -762,10 +856,12 @@ def table(res: dict) -> str:
             f"{ms(w['floor_scan'])} (cpu {ms(w['floor_scan_cpu'])})", "", "", "-", True)
         g = w.get("guardian_start")
         if g:
-            add("starting the owner-death guardian: a middle process on our memory that forks it (reaper run), "
-                "vs a double fork", f"{ms(g['vfork_middle']['median'])} (cpu {ms(g['vfork_middle']['cpu'])})",
+            add("starting the owner-death guardian: one fork, reaper goes on at once (reaper run), vs a middle "
+                "process on our memory that forks it, and a double fork",
+                f"{ms(g['fork']['median'])} (cpu {ms(g['fork']['cpu'])})",
+                f"{ms(g['vfork_middle']['median'])} (cpu {ms(g['vfork_middle']['cpu'])}); "
                 f"{ms(g['double_fork']['median'])} (cpu {ms(g['double_fork']['cpu'])})",
-                f"{g['double_fork']['median'] / g['vfork_middle']['median']:.1f}x faster", "-", True)
+                f"{g['vfork_middle']['median'] / g['fork']['median']:.1f}x faster", "-", True)
     su = res.get("suite", {})
     for label in ("quiet", "crowded"):
         if label in su:
@@ -857,6 +953,31 @@ def headline(res: dict) -> str:
                 f"besides the final scan of the host ({ms(e['true']['median'])})",
                 f"+{ms(e['reaper']['overhead'])} (cpu +{ms(e['reaper']['overhead_cpu'])})", anchors or "none installed",
                 "<= tini + 0.5 ms", met)
+        ld = w.get("loaded")
+        if ld and "tini" in ld["cmds"]:
+            c = ld["cmds"]
+            add(f"the same with {ld['busy_loops']} busy loops, one per core (load {ld['loadavg']:.1f}), interleaved "
+                f"over /bin/true ({ms(c['true']['median'])})", f"+{ms(c['reaper']['overhead'])}",
+                f"tini +{ms(c['tini']['overhead'])}", "<= tini + 0.5 ms",
+                c["reaper"]["overhead"] <= c["tini"]["overhead"] + 0.0005)
+        b = w.get("breakdown", {})
+        if "reaper" in b:
+            def counts(k):
+                v = b[k]
+                return (f"{v['processes']} processes, {v['voluntary_switches']} waits "
+                        f"({v['involuntary_switches']} preempted), {v['minor_faults']} faults")
+            add("what one `reaper run -- /bin/true` is made of (medians of 50, an empty PID namespace; "
+                "waits: voluntary context switches, each a hand-off that waits for a CPU under load)",
+                counts("reaper"), "; ".join(f"{k}: {counts(k)}" for k in ("tini", "true") if k in b), "-", True)
+        if "end" in b:
+            e = b["end"]
+            add("the end of that run: reaper's syscalls from collecting COMMAND to its exit (the final reap, "
+                "the cgroup's removal, the guardian's stop)",
+                f"{e['syscalls']} syscalls, {e['opens']} files opened ({e['stat_reads']} stat, "
+                f"{e['environ_reads']} environ, {e['cgroup_reads']} cgroup files)", "", "-", True)
+        if "cgroup_mkdir" in b:
+            add("the run's cgroup: one mkdir and one rmdir (medians of 200)",
+                f"mkdir {b['cgroup_mkdir']*1e6:.0f} us, rmdir {b['cgroup_rmdir']*1e6:.0f} us", "", "-", True)
     su = res.get("suite", {})
     if "crowded" in su and "quiet" in su:
         q, cr = su["quiet"], su["crowded"]

@@ -4,7 +4,8 @@
  * by fork + execve + wait4 with output to /dev/null; prints one JSON object: per command the
  * median, the 10th and 90th percentile wall time (seconds), the median CPU time (user + system
  * of the command and what it waited for: contention does not inflate it) and the median peak
- * RSS (KiB, from wait4: the largest of the command and what it waited for). */
+ * RSS (KiB, from wait4: the largest of the command and what it waited for).
+ * --breakdown, --guardian, --hwm: below. */
 #define _GNU_SOURCE
 #include "bench/benchlib.h"
 
@@ -111,35 +112,42 @@ static int vfork_middle(void *arg)
 	_exit(0);
 }
 
-/* bench-wrap --guardian RUNS: what starting a detached helper costs, the two ways reaper run
- * has started its owner-death guardian: a double fork (fork a middle process that forks the
- * helper and exits), and a middle process on our memory that forks it (harness/guardian.c).
- * The helper exits at once; we wait for the middle one. Prints, per way, the median wall and
- * CPU seconds (the CPU of this process and of the middle one). */
+/* bench-wrap --guardian RUNS: what starting a detached helper costs, the ways reaper run has
+ * started its owner-death guardian: one fork (harness/guardian.c: the caller goes on at once,
+ * the helper is collected when it is stopped, outside the timing), a middle process on our
+ * memory that forks the helper and exits, and a double fork (fork a middle process that forks
+ * the helper and exits; we wait for the middle one). The helper exits at once. Prints, per
+ * way, the median wall and CPU seconds (the CPU of this process and of what it collected). */
 static int guardian(long runs)
 {
-	double *t = calloc((size_t)runs * 2, sizeof *t), *c = calloc((size_t)runs * 2, sizeof *c);
+	double *t = calloc((size_t)runs * 3, sizeof *t), *c = calloc((size_t)runs * 3, sizeof *c);
 	static char stack[65536] __attribute__((aligned(16)));
-	for (long r = 0; r < runs * 2; r++) {
+	for (long r = 0; r < runs * 3; r++) {
 		struct rusage ru0, ru1, ch0, ch1;
 		getrusage(RUSAGE_SELF, &ru0);
 		getrusage(RUSAGE_CHILDREN, &ch0);
 		double w = bench_now();
 		pid_t mid;
-		if (r % 2 == 0) {
+		int way = (int)(r % 3);
+		if (way == 0) {
+			mid = fork();
+			if (mid == 0)
+				_exit(0);
+		} else if (way == 1) {
+			mid = clone(vfork_middle, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+		} else {
 			mid = fork();
 			if (mid == 0) {
 				if (fork() == 0)
 					_exit(0);
 				_exit(0);
 			}
-		} else {
-			mid = clone(vfork_middle, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
 		}
+		double took = bench_now() - w;
 		while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
 			;
-		long i = (r % 2) * runs + r / 2;
-		t[i] = bench_now() - w;
+		long i = way * runs + r / 3;
+		t[i] = way == 0 ? took : bench_now() - w;
 		getrusage(RUSAGE_SELF, &ru1);
 		getrusage(RUSAGE_CHILDREN, &ch1);
 #define TV(x) ((double)(x).tv_sec + (double)(x).tv_usec / 1e6)
@@ -147,15 +155,67 @@ static int guardian(long runs)
 		       TV(ch0.ru_utime) + TV(ch1.ru_stime) - TV(ch0.ru_stime);
 #undef TV
 	}
-	printf("{\"double_fork\": {\"median\": %.9f, \"cpu\": %.9f}, \"vfork_middle\": {\"median\": %.9f, "
-	       "\"cpu\": %.9f}}\n",
+	printf("{\"fork\": {\"median\": %.9f, \"cpu\": %.9f}, \"vfork_middle\": {\"median\": %.9f, \"cpu\": %.9f}, "
+	       "\"double_fork\": {\"median\": %.9f, \"cpu\": %.9f}}\n",
 	       bench_median(t, (size_t)runs), bench_median(c, (size_t)runs), bench_median(t + runs, (size_t)runs),
-	       bench_median(c + runs, (size_t)runs));
+	       bench_median(c + runs, (size_t)runs), bench_median(t + 2 * runs, (size_t)runs),
+	       bench_median(c + 2 * runs, (size_t)runs));
+	return 0;
+}
+
+static long last_pid(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "r");
+	long v = -1;
+	if (f && fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* bench-wrap --breakdown RUNS CMD ARG...: what one run of CMD costs in processes and
+ * hand-offs, medians over RUNS: the pids given out during it (in a PID namespace where only
+ * this runs: the processes it started, itself included), its voluntary context switches
+ * (each a wait for another process or for I/O: under load every one of them waits for a CPU
+ * again) and involuntary ones, and its minor faults, of CMD and what it waited for. */
+static int breakdown(long runs, char **argv)
+{
+	double *procs = calloc((size_t)runs, sizeof *procs), *vcs = calloc((size_t)runs, sizeof *vcs);
+	double *ics = calloc((size_t)runs, sizeof *ics), *flt = calloc((size_t)runs, sizeof *flt);
+	int bad = 0;
+	for (long r = 0; r < runs; r++) {
+		long before = last_pid();
+		pid_t pid = fork();
+		if (pid == 0) {
+			int null = open("/dev/null", O_RDWR);
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+			execve(argv[0], argv, environ);
+			_exit(127);
+		}
+		struct rusage ru;
+		int st;
+		while (wait4(pid, &st, 0, &ru) < 0 && errno == EINTR)
+			;
+		procs[r] = (double)(last_pid() - before);
+		vcs[r] = (double)ru.ru_nvcsw;
+		ics[r] = (double)ru.ru_nivcsw;
+		flt[r] = (double)ru.ru_minflt;
+		bad |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+	}
+	printf("{\"processes\": %.0f, \"voluntary_switches\": %.0f, \"involuntary_switches\": %.0f, "
+	       "\"minor_faults\": %.0f, \"failed\": %d}\n",
+	       bench_median(procs, (size_t)runs), bench_median(vcs, (size_t)runs), bench_median(ics, (size_t)runs),
+	       bench_median(flt, (size_t)runs), bad);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
+	if (argc >= 4 && strcmp(argv[1], "--breakdown") == 0)
+		return breakdown(atol(argv[2]), argv + 3);
 	if (argc >= 3 && strcmp(argv[1], "--hwm") == 0)
 		return hwm(argv + 2);
 	if (argc == 3 && strcmp(argv[1], "--guardian") == 0)
