@@ -523,11 +523,15 @@ static int watch_cgroups(struct reap *rp)
 		if (!(scanner_mask(&rp->sc, FINDER_CGROUP) & (1u << i)))
 			continue;
 		const char *path = rp->sc.f[i].cgroup;
-		if (cgroup_holds_self(path) == 0)
-			rp->cg_ours |= 1u << i;
 		int fd = cgroup_events_open(path);
 		if (fd == -ENOMEM)
 			return fd;
+		/* an empty cgroup (the end of a clean run) holds no caller: no listing to read */
+		int pop = 1;
+		if (fd >= 0 && cgroup_events_read(fd, &pop, NULL) < 0)
+			pop = 1;
+		if (!pop || cgroup_holds_self(path) == 0)
+			rp->cg_ours |= 1u << i;
 		if (fd < 0)
 			continue; /* gone already: its scan finds nothing */
 		rp->cgev[i] = fd;
