@@ -245,7 +245,20 @@ static int path_library(void)
 	return unrelated_untouched(&u);
 }
 
-/* `reaper run --marker M -- hard_sig`: its COMMAND, once it runs. */
+/* 1 when pid's comm is name ("reaper-guard": reaper run's guardian). */
+static int comm_is(pid_t pid, const char *name)
+{
+	char path[64], comm[32] = "";
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+	FILE *cf = fopen(path, "re");
+	int is = cf && fgets(comm, sizeof comm, cf) && !strncmp(comm, name, strlen(name)) && comm[strlen(name)] == '\n';
+	if (cf)
+		fclose(cf);
+	return is;
+}
+
+/* `reaper run --marker M -- hard_sig`: its COMMAND, once it runs (reaper's child that is not
+ * its guardian). */
 static pid_t start_reaper_run(const char *marker, pid_t *reaper, int errfd)
 {
 	char mflag[160];
@@ -272,15 +285,15 @@ static pid_t start_reaper_run(const char *marker, pid_t *reaper, int errfd)
 	snprintf(what, sizeof what, "/proc/%d/task/%d/children", (int)pid, (int)pid);
 	for (int i = 0; i < 2000; i++) {
 		FILE *f = fopen(what, "re");
-		int c = 0;
-		if (f && fscanf(f, "%d", &c) == 1 && c > 0) {
+		int c = 0, cmd = 0;
+		while (f && !cmd && fscanf(f, "%d", &c) == 1)
+			if (c > 0 && !comm_is(c, "reaper-guard"))
+				cmd = c;
+		if (f)
 			fclose(f);
-			pid_t pids[4];
-			if (tu_marked(marker, pids, 4) > 0)
-				return c;
-		} else if (f) {
-			fclose(f);
-		}
+		pid_t pids[4];
+		if (cmd > 0 && tu_marked(marker, pids, 4) > 0)
+			return cmd;
 		hard_nap(0.005);
 	}
 	return -1;
@@ -354,20 +367,16 @@ static int path_owner_death(void)
 	char *venv[] = { "PATH=/usr/bin:/bin", runm, NULL };
 	struct sigproc v, u = { 0, -1 };
 	NS_CHECK(ns_sig_spawn(&v, venv) == 0, "spawn the leftover");
-	/* the guardian was orphaned to us (pid 1 here) when reaper started it */
+	/* the guardian is reaper's child; once reaper is killed, ours (pid 1 here) */
 	pid_t guard = 0;
+	char kids[64];
+	snprintf(kids, sizeof kids, "/proc/%d/task/%d/children", (int)reaper, (int)reaper);
 	for (int i = 0; i < 1000 && !guard; i++) {
-		FILE *f = fopen("/proc/1/task/1/children", "re");
+		FILE *f = fopen(kids, "re");
 		int c;
-		while (f && !guard && fscanf(f, "%d", &c) == 1) {
-			char path[64], comm[32] = "";
-			snprintf(path, sizeof path, "/proc/%d/comm", c);
-			FILE *cf = fopen(path, "re");
-			if (cf && fgets(comm, sizeof comm, cf) && !strcmp(comm, "reaper-guard\n"))
+		while (f && !guard && fscanf(f, "%d", &c) == 1)
+			if (comm_is(c, "reaper-guard"))
 				guard = c;
-			if (cf)
-				fclose(cf);
-		}
 		if (f)
 			fclose(f);
 		if (!guard)
