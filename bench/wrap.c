@@ -34,9 +34,9 @@ static int split(char *s, char **argv)
 	return n;
 }
 
-static double run_once(char **argv, long *maxrss, double *cpu, int *status)
+/* fork and exec argv with its standard streams on /dev/null; the child's pid */
+static pid_t spawn_quiet(char **argv)
 {
-	double t = bench_now();
 	pid_t pid = fork();
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR);
@@ -46,6 +46,13 @@ static double run_once(char **argv, long *maxrss, double *cpu, int *status)
 		execve(argv[0], argv, environ);
 		_exit(127);
 	}
+	return pid;
+}
+
+static double run_once(char **argv, long *maxrss, double *cpu, int *status)
+{
+	double t = bench_now();
+	pid_t pid = spawn_quiet(argv);
 	struct rusage ru;
 	while (wait4(pid, status, 0, &ru) < 0 && errno == EINTR)
 		;
@@ -186,15 +193,7 @@ static int breakdown(long runs, char **argv)
 	int bad = 0;
 	for (long r = 0; r < runs; r++) {
 		long before = last_pid();
-		pid_t pid = fork();
-		if (pid == 0) {
-			int null = open("/dev/null", O_RDWR);
-			dup2(null, 0);
-			dup2(null, 1);
-			dup2(null, 2);
-			execve(argv[0], argv, environ);
-			_exit(127);
-		}
+		pid_t pid = spawn_quiet(argv);
 		struct rusage ru;
 		int st;
 		while (wait4(pid, &st, 0, &ru) < 0 && errno == EINTR)
