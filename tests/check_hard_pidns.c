@@ -245,20 +245,11 @@ static int path_library(void)
 	return unrelated_untouched(&u);
 }
 
-/* 1 when pid's comm is name ("reaper-guard": reaper run's guardian). */
-static int comm_is(pid_t pid, const char *name)
-{
-	char path[64], comm[32] = "";
-	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-	FILE *cf = fopen(path, "re");
-	int is = cf && fgets(comm, sizeof comm, cf) && !strncmp(comm, name, strlen(name)) && comm[strlen(name)] == '\n';
-	if (cf)
-		fclose(cf);
-	return is;
-}
+static int run_marker_of(pid_t pid, char *buf, size_t len);
 
-/* `reaper run --marker M -- hard_sig`: its COMMAND, once it runs (reaper's child that is not
- * its guardian). */
+/* `reaper run --marker M -- hard_sig`: its COMMAND, once it runs (reaper's child that carries
+ * the run's marker: the guardian carries no environment, and neither is COMMAND's before its
+ * exec). */
 static pid_t start_reaper_run(const char *marker, pid_t *reaper, int errfd)
 {
 	char mflag[160];
@@ -286,8 +277,9 @@ static pid_t start_reaper_run(const char *marker, pid_t *reaper, int errfd)
 	for (int i = 0; i < 2000; i++) {
 		FILE *f = fopen(what, "re");
 		int c = 0, cmd = 0;
+		char runm[96];
 		while (f && !cmd && fscanf(f, "%d", &c) == 1)
-			if (c > 0 && !comm_is(c, "reaper-guard"))
+			if (c > 0 && run_marker_of(c, runm, sizeof runm) == 0)
 				cmd = c;
 		if (f)
 			fclose(f);
@@ -374,9 +366,15 @@ static int path_owner_death(void)
 	for (int i = 0; i < 1000 && !guard; i++) {
 		FILE *f = fopen(kids, "re");
 		int c;
-		while (f && !guard && fscanf(f, "%d", &c) == 1)
-			if (comm_is(c, "reaper-guard"))
+		while (f && !guard && fscanf(f, "%d", &c) == 1) {
+			char path[64], comm[32] = "";
+			snprintf(path, sizeof path, "/proc/%d/comm", c);
+			FILE *cf = fopen(path, "re");
+			if (cf && fgets(comm, sizeof comm, cf) && !strcmp(comm, "reaper-guard\n"))
 				guard = c;
+			if (cf)
+				fclose(cf);
+		}
 		if (f)
 			fclose(f);
 		if (!guard)
