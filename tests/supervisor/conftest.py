@@ -88,6 +88,18 @@ def kill_marked(run_id):
         os.close(fd)
 
 
+def _stack(pid):
+    """/proc/PID/stack (root only) and wchan, for a message about a process that hangs."""
+    got = []
+    for what in ("wchan", "stack"):
+        try:
+            with open("/proc/%d/%s" % (pid, what)) as f:
+                got.append("%s: %s" % (what, f.read().strip()))
+        except OSError as e:
+            got.append("%s: %s" % (what, e))
+    return "\n".join(got)
+
+
 class Run:
     """One `reaper run` under test. Its pidfd is opened right after the fork, while it is our
     unreaped child, so signals through it can only reach this reaper."""
@@ -164,9 +176,44 @@ class Run:
         raise AssertionError("%s not reached within %ss; last document: %r" % (what, timeout, doc))
 
     def wait(self, timeout=60):
-        out, err = self.p.communicate(timeout=timeout)
+        """reaper's exit status, once it has exited and its stdout and stderr reached EOF."""
+        try:
+            out, err = self.p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            if self.p.poll() is None:
+                raise
+            # reaper is gone: what keeps the pipes open is a process that has them, not reaper
+            raise AssertionError("reaper exited %d, but its stdout or stderr is still open in another "
+                                 "process after %ss; its stderr: %r" % (self.p.returncode, timeout, e.stderr))
         self._stderr = err.decode(errors="replace") if err is not None else ""
         self.out = (self._buf + (out or b"")).decode(errors="replace")
+        return self.p.returncode
+
+    def wait_exit(self, timeout=60):
+        """reaper's exit status, waited for by its pidfd; then what its stdout and stderr hold
+        now. For a run whose COMMAND outlives reaper with those pipes open (frozen in the
+        kernel), where EOF never comes."""
+        if not select.select([self.pidfd], [], [], timeout)[0]:
+            raise AssertionError("reaper did not exit within %ss; its kernel stack:\n%s"
+                                 % (timeout, _stack(self.p.pid)))
+        self.p.wait()
+        chunks = {}
+        for name in ("stdout", "stderr"):
+            f, got = getattr(self.p, name), b""
+            if f:
+                os.set_blocking(f.fileno(), False)
+                while True:
+                    try:
+                        chunk = os.read(f.fileno(), 65536)
+                    except BlockingIOError:
+                        break
+                    if not chunk:
+                        break
+                    got += chunk
+            chunks[name] = got
+        self._stderr = chunks["stderr"].decode(errors="replace")
+        self.out = (self._buf + chunks["stdout"]).decode(errors="replace")
+        self._buf = b""
         return self.p.returncode
 
     @property
