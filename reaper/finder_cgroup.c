@@ -30,6 +30,8 @@ static int cgroup_scan(struct finder_kind *k, struct scanner *sc, struct candset
 		int r = cgroup_members(g->f[i].cgroup, &g->pids, &n, &g->cap);
 		if (r == -ENOMEM)
 			return r;
+		/* a listing cut short for want of descriptors: the pass may have missed members */
+		reader_failed(&sc->rd, r);
 		for (size_t j = 0; j < n; j++) {
 			if ((r = identify_listed(sc, cs, k, g->pids[j], 1u << i, 0)) < 0)
 				return r;
@@ -51,6 +53,8 @@ static int cgroup_recheck(struct finder_kind *k, struct scanner *sc, struct matc
 			in = cgroup_holds(g->f[i].cgroup, ref, sc->rd.procfd, &g->again, &g->again_cap);
 	if (in != 1)
 		m->mask = 0;
+	/* not listed because no listing could be read: the pass may have dropped a member */
+	reader_failed(&sc->rd, in);
 	return 0;
 }
 

@@ -884,6 +884,60 @@ START_TEST(deep_chain_walked_with_few_descriptors)
 }
 END_TEST
 
+/* In a child allowed lim descriptors: a scan of the cgroup that holds member. 0 when it found
+ * the member, failed, or said it is incomplete; 1 when it found nothing and said it was whole. */
+static int scan_with_descriptors(rlim_t lim, pid_t member)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 2;
+	rl.rlim_cur = lim; /* (valgrind lets the soft limit alone be lowered) */
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 2;
+	struct reaper_finder f = reaper_find_cgroup(cg);
+	struct reaper_report *r = NULL;
+	if (reaper_scan(&f, 1, &r) < 0)
+		return 0;
+	int found = 0;
+	for (size_t i = 0; i < r->n; i++)
+		found |= r->procs[i].pid == member;
+	int silent = !found && !r->incomplete;
+	reaper_report_free(r);
+	return silent;
+}
+
+/* A cgroup listing that fails for want of descriptors is a scan that is not whole: with each
+ * limit from the lowest that lets a scan start, the member is found or the report says it
+ * may not be all there is (never an empty report that claims to be whole). */
+START_TEST(cgroup_listing_short_of_descriptors_is_incomplete)
+{
+	if (!need_cgroup())
+		return;
+	pid_t member = reaper_cgroup_fork(cg);
+	ck_assert_int_ge(member, 0);
+	if (member == 0)
+		sleep_forever();
+	int fd = open("/", O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	for (int extra = 0; extra < 16; extra++) {
+		pid_t scanner = fork();
+		ck_assert_int_ge(scanner, 0);
+		if (scanner == 0)
+			_exit(scan_with_descriptors((rlim_t)(fd + extra), member));
+		int st;
+		ck_assert_int_eq(waitpid(scanner, &st, 0), scanner);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			      "a scan with %d descriptors found nothing and called itself whole (status %#x)",
+			      fd + extra, st);
+	}
+	ck_assert_int_eq(reaper_cgroup_kill(cg), 0);
+	int st;
+	ck_assert_int_eq(waitpid(member, &st, 0), member);
+	drop_cgroup();
+}
+END_TEST
+
 int main(void)
 {
 	tu_unique_marker(marker, sizeof marker, "CGROUP_TEST", "cg");
@@ -913,6 +967,7 @@ int main(void)
 	tcase_add_cgroup_test(tc, moved_in_outsiders_child_is_moved_in);
 	tcase_add_cgroup_test(tc, callers_ancestor_in_the_cgroup_survives_freeze_and_kill);
 	tcase_add_cgroup_test(tc, deep_chain_walked_with_few_descriptors);
+	tcase_add_cgroup_test(tc, cgroup_listing_short_of_descriptors_is_incomplete);
 	suite_add_tcase(s, tc);
 	tu_add_nothing_left(s, marker);
 	return tu_run_suite(s);
