@@ -226,7 +226,8 @@ int reader_children(struct reader *rd, pid_t pid, pid_t **kids, size_t *nk, size
 			snprintf(what, sizeof what, "task/%d/children", atoi(d->d_name));
 			ssize_t n = procfs_read(rd->procfd, pid, what, &rd->aux);
 			reader_failed(rd, n);
-			for (char *p = rd->aux.p, *end = p + (n > 0 ? n : 0); p < end;) {
+			/* (no buffer yet when no read has succeeded: no offset is taken from NULL) */
+			for (char *p = rd->aux.p, *end = n > 0 ? p + n : p; p < end;) {
 				char *e;
 				long v = strtol(p, &e, 10);
 				if (e == p)
