@@ -16,9 +16,10 @@ from .options import CGROUP_MODES
 class _Cgroups:
     """The session's cgroup (wider fixtures, hooks, whatever runs between tests) and one below
     it per test. pytest moves itself (the whole process) into the running test's cgroup for the
-    test's function fixtures and call, into the session's while wider fixtures are set up and
-    torn down, and out of both before it reaps them: what stays in a test's cgroup is what the
-    test left."""
+    test's function fixtures and call, into the session's while wider fixtures are set up, and
+    out of a test's before it reaps it: what stays in a test's cgroup is what the test left. A
+    test's cgroup that holds only pytest at its end is kept (spare) and pytest stays there
+    until the next test that starts something takes it over."""
 
     def __init__(self, own: str, prefix: str):
         from .. import cgroup
