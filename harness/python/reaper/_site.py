@@ -76,8 +76,9 @@ RawFrame = Tuple[str, int, str, str]
 
 def _library_dirs() -> Tuple[str, ...]:
     dirs = set()
+    paths = sysconfig.get_paths()  # each call works them all out again
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        path = sysconfig.get_paths().get(key)
+        path = paths.get(key)
         if path:
             dirs.add(os.path.realpath(path))
     try:

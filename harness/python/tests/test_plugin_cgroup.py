@@ -110,12 +110,13 @@ def test_c(fn):
     session = where["module-setup"]
     rel = "/" + os.path.relpath(box, mount_of(box))
     assert os.path.dirname(session) == rel and os.path.basename(session).startswith("reaper-pytest-"), where
-    # pytest moves into a test's cgroup at the test's first spawn, and out before its check
-    assert where["fn-setup"] == session and where["call-a-before"] == session
+    # pytest moves into a test's cgroup at the test's first spawn; a test that left nothing in
+    # it leaves pytest there, and the next test that starts something takes it over
+    assert where["call-a-before"] == session
     assert where["call-a"] == session + "/test-1"
-    assert where["call-b"] == session + "/test-2"
-    assert where["lazy-setup"] == session and where["module-teardown"] == session
-    assert where["call-c"] == session and "no-cgroup-for-c" in where, where  # none made for it
+    assert where["call-b"] == session + "/test-1"
+    assert where["lazy-setup"] == session  # wider fixtures are set up in the session's
+    assert "no-cgroup-for-c" in where, where  # none made for it
     assert left_below(box) == []
 
 
@@ -320,6 +321,43 @@ def test_clean():
                                  "*: sleep 600  [[]killed, test_crash.py::test_crash]"])
     assert left_below(box) == [], result.stdout.str()
     assert not reaper.cgroup.populated(box), "a process of the inner session outlived it"
+
+
+@needs_cgroup
+def test_what_starts_between_tests_in_a_kept_cgroup_is_the_sessions(inner, box, tmp_path):
+    # test_a leaves nothing: pytest stays in its cgroup for the next test; what a hook starts
+    # after test_a, through subprocess or below it (libc's posix_spawnp), is the session's,
+    # never test_b's, though pytest was in test_a's cgroup when it started
+    log = tmp_path / "pids"
+    inner.makeconftest(f"""
+import ctypes, subprocess, time, reaper
+started = []
+def pytest_runtest_logreport(report):
+    if report.when == "teardown" and report.nodeid.endswith("test_a"):
+        started.append(subprocess.Popen(["sleep", "600"]))
+        pid, libc = ctypes.c_int(), ctypes.CDLL(None, use_errno=True)
+        argv = (ctypes.c_char_p * 3)(b"sleep", b"601", None)
+        assert libc.posix_spawnp(ctypes.byref(pid), b"sleep", None, None, argv, None) == 0
+        open({str(log)!r}, "w").write("%d %d" % (started[0].pid, pid.value))
+        # a test's descent covers what started within the clock tick it began in
+        tick = reaper.now_ticks()
+        while reaper.now_ticks() <= tick:
+            time.sleep(0.001)
+""")
+    inner.makepyfile(test_between=CG + """
+import subprocess
+def test_a():
+    subprocess.run(["true"], check=True)
+def test_b():
+    subprocess.run(["true"], check=True)
+    assert cg().endswith("/test-2"), cg()
+""")
+    result = run_in(inner, box, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=2)
+    popen, spawned = log.read_text().split()
+    result.stdout.fnmatch_lines(["*reaper: left by fixtures wider than a test*"])
+    result.stdout.fnmatch_lines_random([f"{popen}: sleep 600*", f"{spawned}: sleep 601*"])
+    assert left_below(box) == [] and not reaper.cgroup.populated(box)
 
 
 @needs_cgroup

@@ -8,6 +8,7 @@ import pytest
 
 from reaper.pytest import patches
 from reaper.pytest.host import HOST
+from test_plugin_guest import PLUGIN, inner, run_sub  # noqa: F401 (inner: a fixture)
 
 
 def name(patch):
@@ -50,3 +51,23 @@ def test_what_the_session_replaced_is_the_tables_spawn_group():
     assert replaced == table
     for where, attr, original in HOST.saved:
         assert vars(where)[attr] is not original and inspect.unwrap(vars(where)[attr]) is original, (where, attr)
+
+
+def test_a_target_in_a_module_not_imported_yet_is_replaced_once_it_is(inner):
+    # a session whose tests never use multiprocessing does not import it; one that does gets
+    # its helpers' targets replaced at the import, in both orders of import
+    inner.makepyfile(test_late="""
+import inspect, sys
+def test_not_imported():
+    assert "multiprocessing" not in sys.modules and "concurrent.futures" not in sys.modules
+def test_imported_later():
+    import multiprocessing.popen_forkserver as pf
+    from multiprocessing import forkserver, resource_tracker
+    from concurrent.futures import thread
+    for holder, name in ((pf.Popen, "_launch"), (resource_tracker.ResourceTracker, "ensure_running"),
+                         (forkserver.ForkServer, "ensure_running"), (thread._WorkItem, "run")):
+        fn = vars(holder)[name]
+        assert inspect.unwrap(fn) is not fn, (holder, name)
+""")
+    result = run_sub(inner, *PLUGIN, "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)

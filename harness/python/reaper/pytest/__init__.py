@@ -7,9 +7,12 @@ with ``-p reaper.pytest_plugin`` (the same form works installed too) and enable 
 
 * With a writable cgroup2 (``--reaper-cgroup auto``, the default), each test that starts
   something has a cgroup below the session's, made at its first spawn: pytest moves itself
-  into it then, runs in the session's for wider fixtures and between tests, and moves out
-  before the check, which reaps what stays in the test's cgroup plus what the two ways below
-  find. pytest's process semantics stay the host's: no subreaper, no zombie collected.
+  into it then, runs in the session's for wider fixtures, and moves out before the check
+  when something besides pytest is in it; the check reaps what stays in the test's cgroup
+  plus what the two ways below find. A test's cgroup that holds only pytest at its end is
+  where pytest waits and the next test that starts something runs (no move: each one waits
+  for an RCU grace period); what starts there between tests is the session's. pytest's
+  process semantics stay the host's: no subreaper, no zombie collected.
 * Without one (markers and descent) the pytest process adopts orphans for the session, so
   what a test detaches reparents to it; a background thread collects the zombies of the
   orphans it adopted as they exit (never one that may be a child this process started

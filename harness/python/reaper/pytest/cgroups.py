@@ -10,14 +10,16 @@ from typing import Optional
 import pytest
 
 from .host import HOST
+from .kernel import _read
 from .options import CGROUP_MODES
 
 class _Cgroups:
     """The session's cgroup (wider fixtures, hooks, whatever runs between tests) and one below
     it per test. pytest moves itself (the whole process) into the running test's cgroup for the
-    test's function fixtures and call, into the session's while wider fixtures are set up and
-    torn down, and out of both before it reaps them: what stays in a test's cgroup is what the
-    test left."""
+    test's function fixtures and call, into the session's while wider fixtures are set up, and
+    out of a test's before it reaps it: what stays in a test's cgroup is what the test left. A
+    test's cgroup that holds only pytest at its end is kept (spare) and pytest stays there
+    until the next test that starts something takes it over."""
 
     def __init__(self, own: str, prefix: str):
         from .. import cgroup
@@ -25,6 +27,11 @@ class _Cgroups:
         self.own = own
         self.session = cgroup.create(own, f"reaper-pytest-{prefix}")
         self.where = own
+        # a test's cgroup that held only pytest when its test ended: pytest stays in it and the
+        # next test that starts something takes it, so that a test leaving nothing costs no move
+        # (each move waits for an RCU grace period: milliseconds)
+        self.spare: Optional[str] = None
+        self.alone = f"{os.getpid()}\n".encode()
         try:
             self.goto(self.session)
         except BaseException:
@@ -37,6 +44,13 @@ class _Cgroups:
                 HOST.moving.wait_for(lambda: HOST.inheriting == 0, 30)
                 self.cg.enter(path)
                 self.where = HOST.here = path
+
+    def only_pytest(self, path: str) -> bool:
+        """Whether nothing but pytest is in path (no fork that counts on where pytest is under
+        way): what is in it from now on was started afterwards."""
+        with HOST.moving:
+            HOST.moving.wait_for(lambda: HOST.inheriting == 0, 30)
+            return self.where == path and _read(os.path.join(path, "cgroup.procs")) == self.alone
 
     @staticmethod
     def drop(path: str) -> Optional[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import os
 import time
 import warnings
 from typing import Dict, List, Optional
@@ -51,6 +52,9 @@ class Checks:
                        self.scope.cgroup, self.scope)
         before, main = _swap_env(scope.env()), HOST.main
         where = self.cgroups.where if self.cgroups else None
+        if where and where == self.cgroups.spare:
+            where = None  # no test's yet: the next one that starts something moves in
+            self.cgroups.goto(self.cgroups.session)
         HOST.main = scope
         since = self.reaper.now_ticks()
         try:
@@ -81,6 +85,16 @@ class Checks:
         SITES.files[marker] = str(item.path)
         self.last_pid = _last_pid()
         if self.cgroups:
+            spare = self.cgroups.spare
+            if spare and not self.cgroups.only_pytest(spare):
+                # something started between tests (below the interception) is in it: the
+                # session's, with what the session's cgroup holds
+                self.cgroups.spare = None
+                self.cgroups.goto(self.cgroups.session)
+                left = self.cgroups.drop(spare)
+                if left:
+                    self.notes.append(left)
+            self.members_file = os.path.join(self.cgroups.where, "cgroup.procs")
             self.members = _read(self.members_file)
         if self.origin is None or self.last_pid == -1 or self.last_pid != self.origin.last_pid:
             self.origin = self.reaper.origin_now()  # else the last one is as good as a new one
@@ -93,6 +107,9 @@ class Checks:
     def _test_cgroup(self, n: int) -> Optional[str]:
         """The running test's cgroup, made at its first spawn; None when it cannot be (the
         test is checked by its marker and by descent, and warned about)."""
+        spare, self.cgroups.spare = self.cgroups.spare, None
+        if spare:
+            return spare
         try:
             return self.cgroups.cg.create(self.cgroups.session, f"test-{n}")
         except OSError as e:
@@ -108,14 +125,20 @@ class Checks:
         if self.cgroup_error is not None:
             warnings.warn(ReaperIncompleteWarning(f"reaper: no cgroup for this test ({self.cgroup_error}); "
                                                   "checked by its marker and by descent"))
+        # what is in the test's cgroup besides pytest is the test's: pytest moves out before
+        # it is reaped; when nothing is, pytest stays and the cgroup serves the next test
+        reuse = bool(test.cgroup) and self.cgroups.only_pytest(test.cgroup)
         try:
-            if test.cgroup:
+            if test.cgroup and not reuse:
                 self.cgroups.goto(self.cgroups.session)  # out of it before it is reaped
             if self._quiet(test):
                 self._check(item, test, [], False)
                 return
             HOST.settle()  # a child forked for it by another thread is where it belongs
             left = self._left_something(test)
+            if left and reuse:
+                reuse = False
+                self.cgroups.goto(self.cgroups.session)
             if left and self.gc:
                 gc.collect()  # finalizers may need the threads held back below
             pools = _end_open_pools(test.marker) if left else []  # its threads may fork: not held back yet
@@ -123,7 +146,9 @@ class Checks:
                 self._check(item, test, pools, left)
         finally:
             SITES.forget(test.marker)
-            if test.cgroup:
+            if reuse:
+                self.cgroups.spare = test.cgroup
+            elif test.cgroup:
                 left = self.cgroups.drop(test.cgroup)
                 if left:
                     warnings.warn(ReaperIncompleteWarning(f"reaper: {left}"))

@@ -153,10 +153,12 @@ class _HostChildren:
         # the running test's own forks from the thread that runs the tests are where the
         # process is; any other child is put in its place, also when that is where the process
         # is now: the runner moves the process (and changes main) at a test's boundaries while
-        # another thread's fork is under way
+        # another thread's fork is under way; and the session's, while pytest waits between
+        # tests in a test's cgroup kept for the next one
         main = self.main
         return scope is not None and main is not None and \
-            (scope is not main or threading.current_thread() is not self.runner)
+            (scope is not main or threading.current_thread() is not self.runner or
+             (scope.goto is None and scope.cgroup is not None and self.here is not None and self.here != scope.cgroup))
 
     def before_fork(self) -> None:
         if getattr(self.local, "forking", None) is None:  # a fork the interception did not see

@@ -6,6 +6,12 @@ from __future__ import annotations
 import os
 from typing import List, Optional
 
+def _token() -> str:
+    """12 random hex digits, as secrets.token_hex(6) gives them, without the hashlib (and
+    libcrypto, 3.6 MB) that importing secrets loads: every fork copies what pytest maps."""
+    return os.urandom(6).hex()
+
+
 def _stat(pid: int):
     """(state, ppid, start time, session) of pid, or None."""
     try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import secrets
 import signal
 import sys
 import threading
@@ -21,7 +20,7 @@ from .cgroups import _Cgroups, _tracking
 from .check import Checks
 from .collector import _Collector
 from .host import HOST, SITES
-from .kernel import _children, _read_self_environ
+from .kernel import _children, _read_self_environ, _token
 from .mp import _exit_finalizers, _served
 from .options import DEFAULT_GRACE, DEFAULT_TIMEOUT, MARKER, SESSION_VAR, ReaperIncompleteWarning, _number
 from .reports import Reports, _record, _why
@@ -60,7 +59,7 @@ class _Session(Checks, Xdist, Reports):
         # an xdist worker's prefix is its controller's choice: the controller ends what a
         # worker that crashed left in its cgroup
         self.prefix = getattr(config, "workerinput", {}).get("reaper_prefix") or \
-            f"{secrets.token_hex(6)}-{self.worker}"
+            f"{_token()}-{self.worker}"
         self.shared_marker = f"{self.prefix}-shared"
         self.count = 0
         self.test: Optional[_Scope] = None  # the running test's scope

@@ -35,7 +35,8 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
         result = HOST.fork(fn, pid_of, args, kwargs, env_at)
         pid = pid_of(result)
         if pid > 0 and site.spot:
-            st = _stat(pid)
+            got = HOST.children.get(pid)  # its start time, as the interception read it
+            st = (None, None, got[0]) if got else _stat(pid)
             SITES.record(pid, st[2] if st else None, site, marker)
         return result
     finally:

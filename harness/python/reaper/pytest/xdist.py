@@ -5,11 +5,11 @@ crashed left in its cgroup."""
 from __future__ import annotations
 
 import os
-import secrets
 
 import pytest
 
 from .cgroups import _Cgroups
+from .kernel import _token
 from .reports import _record, _why
 
 
@@ -20,7 +20,7 @@ class Xdist:
     def pytest_configure_node(self, node):
         # the workers this xdist controller starts check their own tests (see pytest_configure)
         node.workerinput["reaper_controller"] = self.prefix
-        node.workerinput["reaper_prefix"] = f"{secrets.token_hex(6)}-{node.gateway.id}"
+        node.workerinput["reaper_prefix"] = f"{_token()}-{node.gateway.id}"
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error):
