@@ -18,6 +18,7 @@ struct cand {
 	unsigned env_read : 1;  /* its environment was read when it was pinned (info.test from it) */
 	unsigned unexeced : 1;  /* pinned between its fork and its exec: comm and environ its parent's */
 	unsigned described : 1; /* cmdline, exe, cwd, uid and test were read (describe_cand) */
+	unsigned cmd_pinned : 1; /* its cmdline was read under its pin (by the pass gen) */
 	unsigned gen;           /* the pass (scanner.pass.gen) that pinned it */
 };
 

@@ -172,6 +172,8 @@ static int describe_cmdline(struct scanner *sc, struct cand *c)
 {
 	struct reaper_proc *pi = &c->info;
 	struct reaper_stat st;
+	if (c->cmd_pinned && c->gen == sc->pass.gen)
+		return 0; /* read with its stat under the pin of the pass that just ran */
 	ssize_t n = procfs_read(sc->rd.procfd, pi->pid, "cmdline", &sc->rd.aux);
 	const char *comm = pi->comm;
 	if (cmdline_len(&sc->rd.aux, n) <= 0 && (c->gen != sc->pass.gen || c->unexeced)) {
@@ -188,6 +190,19 @@ static int describe_cmdline(struct scanner *sc, struct cand *c)
 	}
 	free(pi->cmdline);
 	pi->cmdline = cmd;
+	return 0;
+}
+
+int describe_pinned(struct cand *c, struct sbuf *b, ssize_t n)
+{
+	if (n == -ENODATA)
+		return 0;
+	char *cmd = cmdline_text(b, n, c->info.comm);
+	if (!cmd)
+		return -ENOMEM;
+	free(c->info.cmdline);
+	c->info.cmdline = cmd;
+	c->cmd_pinned = 1;
 	return 0;
 }
 

@@ -21,5 +21,9 @@ int describe_found(struct scanner *sc, struct reaper_proc *pi, const struct reap
  * its cmdline alone. Read through its pinned identity: when it is no longer the process
  * pinned after the reads, nothing read is used. 0 or -ENOMEM. */
 int describe_cand(struct scanner *sc, struct cand *c);
+/* In a listing, the cmdline c's pin read (pidref_open_stat_read: b, n) as its cmdline, which
+ * a describe_cand in the same pass then does not read again; nothing when n is -ENODATA
+ * (not read under the pin). 0 or -ENOMEM. */
+int describe_pinned(struct cand *c, struct sbuf *b, ssize_t n);
 
 #endif

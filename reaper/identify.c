@@ -22,12 +22,16 @@ static int pattern_match(struct scanner *sc, const struct reaper_proc *info)
 	return 0;
 }
 
-/* Pin pid: a pidfd while the budget allows, else pid + start time. */
-static int pin(struct scanner *sc, const struct candset *cs, struct pidref *ref, pid_t pid, struct reaper_stat *st)
+/* Pin pid: a pidfd while the budget allows, else pid + start time. A listing shows its
+ * cmdline: read under the same pin (*cmdlen, -ENODATA when not). */
+static int pin(struct scanner *sc, const struct candset *cs, struct pidref *ref, pid_t pid, struct reaper_stat *st,
+	       ssize_t *cmdlen)
 {
 	int r = -EMFILE;
+	*cmdlen = -ENODATA;
 	if (cs->pidfds < sc->pidfd_budget)
-		r = pidref_open_stat(ref, sc->rd.procfd, pid, st);
+		r = pidref_open_stat_read(ref, sc->rd.procfd, pid, st, sc->brief ? "cmdline" : NULL, &sc->rd.aux,
+					  cmdlen);
 	if (r == -EMFILE || r == -ENFILE) {
 		if (cs->pidfds < sc->pidfd_budget)
 			sc->pass.starved = 1;
@@ -119,7 +123,8 @@ int identify(struct scanner *sc, struct candset *cs, struct match *m, size_t *id
 {
 	_cleanup_(pidref_done) struct pidref ref = PIDREF_NULL;
 	struct reaper_stat st;
-	int r = pin(sc, cs, &ref, m->pid, &st);
+	ssize_t cmdlen;
+	int r = pin(sc, cs, &ref, m->pid, &st, &cmdlen);
 	if (r < 0) {
 		reader_failed(&sc->rd, r);
 		return r == -ENOMEM ? r : 0;
@@ -141,7 +146,7 @@ int identify(struct scanner *sc, struct candset *cs, struct match *m, size_t *id
 	c.unexeced = (st.flags & PF_FORKNOEXEC) != 0;
 	pi->environ_unreadable = m->env && (m->envlen == -EACCES || m->envlen == -EPERM);
 	c.ref = TAKE_PIDREF(ref);
-	if (describe_found(sc, pi, &st, m->env, m->envlen) < 0 ||
+	if (describe_found(sc, pi, &st, m->env, m->envlen) < 0 || describe_pinned(&c, &sc->rd.aux, cmdlen) < 0 ||
 	    /* patterns judge the cmdline and exe: described now */
 	    (sc->npatterns && describe_cand(sc, &c) == -ENOMEM)) {
 		cand_clear(&c);

@@ -68,9 +68,12 @@ int pidref_pin_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat 
 	return 0;
 }
 
-int pidref_open_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st)
+int pidref_open_stat_read(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st, const char *what,
+			  struct sbuf *b, ssize_t *n)
 {
 	*p = PIDREF_NULL;
+	if (what)
+		*n = -ENODATA;
 	int fd = open_pidfd(pid);
 	if (fd == -ENOSYS) {
 		int r = procfs_stat(procfd, pid, st);
@@ -83,16 +86,25 @@ int pidref_open_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat
 		close(fd);
 		return r == -ENOENT ? -ESRCH : r;
 	}
+	ssize_t got = what ? procfs_read(procfd, pid, what, b) : -ENODATA;
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	if (poll(&pfd, 1, 0) == 0) {
 		p->pid = pid;
 		p->start_time = st->start_time;
 		p->fd = fd;
+		if (what)
+			*n = got;
 		return 0;
 	}
-	/* exited: st was read before the fd below is opened, the classic order */
+	/* exited: st was read before the fd below is opened, the classic order (and what was
+	 * read is not known to be its) */
 	close(fd);
 	return pidref_open(p, procfd, pid, st->start_time);
+}
+
+int pidref_open_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st)
+{
+	return pidref_open_stat_read(p, procfd, pid, st, NULL, NULL, NULL);
 }
 
 /* 1 while the pidfd says the process (every thread of it) has not exited: then its pid

@@ -41,6 +41,13 @@ int pidref_open(struct pidref *p, int procfd, pid_t pid, uint64_t start_time);
  * (a zombie) is checked the pidref_open way. -ESRCH when gone; -EMFILE etc. */
 struct reaper_stat;
 int pidref_open_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st);
+/* pidref_open_stat that also reads the file what of /proc/PID into b between the stat and
+ * the check, so the one check proves both reads the pinned process's: *n gets the read's
+ * length or -errno, -ENODATA when it was not read under the pin (no pidfd, or the holder
+ * had exited: read it again through the pin). */
+struct sbuf;
+int pidref_open_stat_read(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st, const char *what,
+			  struct sbuf *b, ssize_t *n);
 /* Pin pid by its stat alone (pid + start time, no pidfd: for when descriptors run out);
  * uses are re-checked the way pidfd-less kernels' are, and a signal to a process that is
  * not the caller's child opens a pidfd just for it. -ESRCH when gone. */
