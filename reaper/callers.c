@@ -290,7 +290,9 @@ uint32_t callers_filter(struct callers *cl, struct reader *rd, unsigned pass, co
 	struct fdpipes fp = { .pid = st->pid };
 	if (mask && cl->npipes && pipeline_partner(cl, rd, &fp) && pidref_held(ref, rd->procfd) == 0)
 		return 0;
-	if (mask && cl->npipes && caller_session(cl, st->session) && holds_other_pipe(cl, rd, &fp)) {
+	/* once the pass has the members, a look at the list is the whole answer */
+	if (mask && cl->npipes && caller_session(cl, st->session) &&
+	    (cl->pl_pass == pass + 1 || holds_other_pipe(cl, rd, &fp))) {
 		pipeline_members(cl, rd, pass);
 		for (size_t i = 0; i < cl->npl_members; i++)
 			if (cl->pl_members[i].pid == st->pid && cl->pl_members[i].start_time == st->start_time &&
