@@ -381,6 +381,28 @@ def test_inactive_until_asked_for_and_the_p_form_works_installed_or_not(inner, s
     by_ini.assert_outcomes(passed=1, errors=1)
 
 
+def test_a_chain_of_forks_that_turns_over_during_the_check_is_still_the_tests(tracked):
+    # each process forks its successor and exits at once (a daemon's middle process does it
+    # once): the check's scan lists one, which has forked and gone when it is read, its
+    # successor listed by nothing. The last one sleeps: every test left it.
+    tracked.makepyfile(test_chain='''
+import subprocess, sys, pytest
+CHAIN = """
+import os, time
+for _ in range(300):
+    if os.fork():
+        os._exit(0)
+time.sleep(600)
+"""
+@pytest.mark.parametrize("n", range(6))
+def test_chain(n):
+    subprocess.run([sys.executable, "-c", CHAIN], check=True)
+''')
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0", "--reaper-grace", "0")
+    result.assert_outcomes(passed=6, errors=6)
+    assert "wider than a test" not in result.stdout.str()
+
+
 def test_a_library_that_cannot_load_is_an_error_only_when_enabled(inner, monkeypatch):
     monkeypatch.setenv("REAPER_LIBRARY", "/nonexistent/libreaper.so")
     inner.makepyfile(test_ok="def test_ok():\n    pass\n")
