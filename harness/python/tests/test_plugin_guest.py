@@ -403,6 +403,42 @@ def test_chain(n):
     assert "wider than a test" not in result.stdout.str()
 
 
+def test_what_a_session_fixture_hands_to_its_event_loop_thread_starts_is_the_fixtures(tracked, tmp_path):
+    # the coroutine is handed over from the thread that runs the tests while the fixture is
+    # set up (its context copied there) and starts its process while a test runs
+    tracked.makepyfile(test_aio=f"""
+import asyncio, os, threading, pytest
+FLAG = {str(tmp_path / "go")!r}
+
+@pytest.fixture(scope="session")
+def server():
+    loop = asyncio.new_event_loop()
+    t = threading.Thread(target=loop.run_forever, daemon=True)
+    t.start()
+    async def serve():
+        while not os.path.exists(FLAG):
+            await asyncio.sleep(0.01)
+        return await asyncio.create_subprocess_exec("sleep", "600")
+    fut = asyncio.run_coroutine_threadsafe(serve(), loop)
+    yield fut
+    proc = fut.result(60)
+    proc.kill()
+    asyncio.run_coroutine_threadsafe(proc.wait(), loop).result(60)
+    loop.call_soon_threadsafe(loop.stop)
+    t.join(60)
+    loop.close()
+
+def test_uses_server(server):
+    open(FLAG, "w").close()
+    server.result(60)
+
+def test_after(server):
+    pass
+""")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=2)
+
+
 def test_a_library_that_cannot_load_is_an_error_only_when_enabled(inner, monkeypatch):
     monkeypatch.setenv("REAPER_LIBRARY", "/nonexistent/libreaper.so")
     inner.makepyfile(test_ok="def test_ok():\n    pass\n")

@@ -18,7 +18,7 @@ from .kernel import _environ, _last_pid, _read, _children, _stat
 from .mp import _end_open_pools, _served
 from .options import MARKER, MAX_SECONDS, ReaperIncompleteWarning, _seconds
 from .reports import FOUND, _TeardownError, _holdings_lines, _leak_summary, _record, _site_of
-from .scope import _Scope, _swap_env
+from .scope import THREAD, _Scope, _swap_env
 
 def _globs(value):
     """(the globs, None) of a marker's allow value, or ((), value) when it is none: a bad value
@@ -56,6 +56,8 @@ class Checks:
             where = None  # no test's yet: the next one that starts something moves in
             self.cgroups.goto(self.cgroups.session)
         HOST.main = scope
+        held = THREAD.get()
+        THREAD.set(scope)
         since = self.reaper.now_ticks()
         try:
             if where:
@@ -66,6 +68,7 @@ class Checks:
         finally:
             self.wider.append((since, self.reaper.now_ticks()))
             HOST.main = main
+            THREAD.set(held)
             _swap_env(before)
             if where:
                 self.cgroups.goto(where)
@@ -102,6 +105,8 @@ class Checks:
         # one set up just before, within the same clock tick, started its processes "since"
         self.wider = [w for w in self.wider if w[1] >= self.since]
         HOST.main = self.test
+        self.thread_before = THREAD.get()
+        THREAD.set(self.test)
         return _swap_env(self.test.env())
 
     def _test_cgroup(self, n: int) -> Optional[str]:
@@ -121,6 +126,7 @@ class Checks:
         test.live = False
         test.close()
         HOST.main = self.scope
+        THREAD.set(self.thread_before)
         _swap_env(before)
         if self.cgroup_error is not None:
             warnings.warn(ReaperIncompleteWarning(f"reaper: no cgroup for this test ({self.cgroup_error}); "

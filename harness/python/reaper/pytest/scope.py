@@ -23,7 +23,10 @@ def _swap_env(values: Dict[str, Optional[str]]) -> Dict[str, Optional[str]]:
             os.environ[name] = value
     return before
 
-#: the scope in force where the calling thread was started (set in its context before its run)
+#: the scope in force where the calling thread was started (set in its context before its run);
+#: in the thread that runs the tests, the running test's or that of the wider fixture being set
+#: up, so that a context copied there (an asyncio task's, a callback's handed to an event loop
+#: that another thread runs) carries it
 THREAD: "contextvars.ContextVar[Optional[_Scope]]" = contextvars.ContextVar("reaper_thread_scope", default=None)
 #: a scope forced on what the calling code starts now (a pool's task: its submitter's; the
 #: start of multiprocessing's helpers: theirs)
