@@ -450,6 +450,8 @@ REAPER_EXPORT void reaper_orphans_close(struct reaper_orphans *o);
 /* The directory of the calling process's cgroup v2, from /proc/self/cgroup and
  * /proc/self/mountinfo, into buf. */
 REAPER_EXPORT int reaper_cgroup_current(char *buf, size_t len);
+/* The same for the process at pid (0: the caller); -ESRCH when there is none. */
+REAPER_EXPORT int reaper_cgroup_of(pid_t pid, char *buf, size_t len);
 /* 0 when cgroups can be created below dir and processes moved within it (a cgroup2
  * directory, mounted read-write, writable by the caller); else why not: -ENOENT, -ENOTDIR,
  * -EROFS, -EACCES. dir NULL: the caller's own cgroup. */
@@ -458,6 +460,16 @@ REAPER_EXPORT int reaper_cgroup_usable(const char *dir);
  * own cgroup (checked with reaper_cgroup_usable). name NULL: "reaper-PID-RANDOM". -EEXIST
  * when it exists, -EINVAL for a name with '/' or a dot name. */
 REAPER_EXPORT int reaper_cgroup_create(const char *parent, const char *name, char *buf, size_t len);
+/* Move the process id names (all its threads) into the cgroup at path, while it is that
+ * process: -ESRCH when it is gone or its pid is another process's. */
+REAPER_EXPORT int reaper_cgroup_move(const char *path, const struct reaper_ident *id);
+/* reaper_cgroup_move, and with it every descendant of id found in one of the nfrom cgroups
+ * from (directories; not the cgroups below them): what a child started before it was moved
+ * (a shell script's first commands, forked where its parent forked it) goes with it. Looks
+ * again until a look finds none left in from (at most 100 looks). Returns how many processes
+ * were moved, -ESRCH when id is gone, -EINVAL for from NULL with nfrom > 0. */
+REAPER_EXPORT int reaper_cgroup_move_tree(const char *path, const struct reaper_ident *id, const char *const *from,
+					  size_t nfrom);
 /* Move the calling process (all its threads) into the cgroup at path; where it was before
  * goes into prev (NULL: not wanted), for moving back with reaper_cgroup_enter(prev, ...). */
 REAPER_EXPORT int reaper_cgroup_enter(const char *path, char *prev, size_t len);

@@ -254,3 +254,37 @@ def test_orphans_collected_and_this_process_children_left():
     r = subprocess.run([sys.executable, "-c", "import test_kin; test_kin.orphans_scenario()"],
                        cwd=os.path.dirname(__file__), env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _cgroup_usable():
+    import reaper.cgroup
+    try:
+        return not reaper.cgroup.usable(reaper.cgroup.current())
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(os.geteuid() != 0 and not _cgroup_usable(),
+                    reason="moving processes between cgroups needs a writable cgroup2 (root or a delegated cgroup)")
+def test_cgroup_move_by_identity_with_what_it_forked_there(chains):
+    """A process moved into a cgroup with what it started in the cgroup it was forked in."""
+    import reaper.cgroup as cgroup
+    c = chains(3)
+    here = cgroup.current()  # where they were forked (the test's cgroup, under the plugin)
+    assert all(cgroup.of(p) == here for p in c.pids)
+    assert cgroup.of(0) == here
+    top = cgroup.create(here, f"kin-{os.getpid()}")
+    try:
+        a, b = cgroup.create(top, "a"), cgroup.create(top, "b")
+        assert cgroup.move(a, (c.pids[0], c.starts[0] + 1)) is False
+        assert cgroup.move(a, c.idents[0]) and cgroup.of(c.pids[0]) == a
+        # the two below it are still where it forked them: they go with it
+        assert cgroup.move_tree(b, c.idents[0], [here]) == 3
+        assert [cgroup.of(p) for p in c.pids] == [b, b, b]
+        assert cgroup.move_tree(a, (c.pids[0], c.starts[0] + 1), [b]) == 0
+        assert cgroup.move_tree(a, c.idents[0], [here]) == 1  # none of the others is in `here`
+        assert [cgroup.of(p) for p in c.pids] == [a, b, b]
+        c.close()
+        assert cgroup.of(c.pids[0]) is None
+    finally:
+        cgroup.remove(top)
