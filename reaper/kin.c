@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* kin: a pid's stat, its children and the trees below given roots, for a harness that follows
- * the processes it starts. A tree is walked the way the tree finder walks it: a process's
+/* kin: a pid's stat, environment and children, the trees below given roots and the last pid
+ * given out, for a harness that follows the processes it starts. A tree is walked the way the tree finder walks it: a process's
  * children are taken only while the process is still the one pinned before they were listed,
  * and each child only while its stat still names that parent. */
 #define _GNU_SOURCE
@@ -209,4 +209,29 @@ int reaper_descendants(const struct reaper_ident *roots, size_t nroots, struct r
 	struct collected c = { out, cap, 0 };
 	int r = kin_walk(roots, nroots, 0, gather, &c);
 	return r < 0 ? r : (int)c.n;
+}
+
+pid_t reaper_last_pid(void)
+{
+	struct sbuf b = { 0 };
+	ssize_t n = procfs_read_file(-1, "/proc/sys/kernel/ns_last_pid", &b);
+	char *end = NULL;
+	long v = n > 0 ? strtol(b.p, &end, 10) : 0;
+	pid_t r = n < 0 ? (pid_t)n : end && end != b.p && v >= 0 && v <= INT32_MAX ? (pid_t)v : -EINVAL;
+	sbuf_free(&b);
+	return r;
+}
+
+ssize_t reaper_environ(pid_t pid, char *buf, size_t cap)
+{
+	struct sbuf b = { 0 };
+	if (pid < 0 || (!buf && cap))
+		return -EINVAL;
+	ssize_t n = procfs_read(-1, pid ? pid : getpid(), "environ", &b);
+	if (n == -ENOENT)
+		n = -ESRCH;
+	if (n > 0 && buf)
+		memcpy(buf, b.p, (size_t)n < cap ? (size_t)n : cap);
+	sbuf_free(&b);
+	return n;
 }

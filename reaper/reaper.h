@@ -409,6 +409,14 @@ REAPER_EXPORT int reaper_children(pid_t pid, struct reaper_pstat *out, size_t ca
  * nroots > 0, -EMFILE/-ENFILE/-ENOMEM. */
 REAPER_EXPORT int reaper_descendants(const struct reaper_ident *roots, size_t nroots, struct reaper_pstat *out,
 				     size_t cap);
+/* The pid the kernel gave out last in the caller's PID namespace (ns_last_pid), or -errno: a
+ * harness that sees it unchanged knows nothing was started meanwhile. */
+REAPER_EXPORT pid_t reaper_last_pid(void);
+/* The environment pid (0: the caller) was started with (/proc/PID/environ: NAME=VALUE
+ * entries, each ending in NUL; what its last exec was given, not its later setenv): up to cap
+ * bytes of it into buf. Returns its length (more than cap: call again with room for all), or
+ * -ESRCH when there is no such process, -EACCES when it is another user's. */
+REAPER_EXPORT ssize_t reaper_environ(pid_t pid, char *buf, size_t cap);
 /* Send sig (0: only check) to the process id names, while it is that process. 0; -ESRCH when it
  * is gone or its pid is another process's now (nothing was signalled); -EPERM; -EINVAL for a
  * bad signal. */

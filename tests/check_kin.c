@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -415,6 +416,58 @@ START_TEST(orphans_collected_own_children_left)
 }
 END_TEST
 
+START_TEST(last_pid_moves_with_a_fork)
+{
+	char buf[32] = { 0 };
+	FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(buf, sizeof buf, f));
+	fclose(f);
+	long max = atol(buf);
+	pid_t before = reaper_last_pid();
+	ck_assert_int_gt(before, 0);
+	pid_t c = fork();
+	ck_assert_int_ge(c, 0);
+	if (c == 0)
+		_exit(0);
+	pid_t after = reaper_last_pid();
+	int status;
+	ck_assert_int_eq(waitpid(c, &status, 0), c);
+	/* c was given out after before and no later than after, wherever the pids wrapped */
+	ck_assert_int_ne(after, before);
+	ck_assert_int_le((c - before + max) % max, (after - before + max) % max);
+	ck_assert_int_gt((c - before + max) % max, 0);
+}
+END_TEST
+
+START_TEST(environ_as_started)
+{
+	static const char want[] = "KIN_A=1\0KIN_B=two words\0";
+	char *argv[] = { "/bin/sleep", "300", NULL }, *envp[] = { "KIN_A=1", "KIN_B=two words", NULL };
+	struct tu_proc p;
+	ck_assert_int_eq(tu_spawn(&p, argv, envp, -1, -1), 0);
+	char buf[256];
+	ssize_t n = 0;
+	double end = tu_now() + BOUND;
+	/* until its exec is done: before, the environment is the test's */
+	while (((n = reaper_environ(p.pid, buf, sizeof buf)) != (ssize_t)sizeof want - 1 ||
+		memcmp(buf, want, sizeof want - 1)) && tu_now() < end)
+		usleep(2000);
+	ck_assert_int_eq(n, (ssize_t)sizeof want - 1);
+	ck_assert_int_eq(memcmp(buf, want, sizeof want - 1), 0);
+	memset(buf, 'x', sizeof buf);
+	ck_assert_int_eq(reaper_environ(p.pid, buf, 4), (ssize_t)sizeof want - 1);
+	ck_assert_int_eq(memcmp(buf, "KIN_", 4), 0); /* 4 bytes written, no more */
+	ck_assert_int_eq(buf[4], 'x');
+	ck_assert_int_eq(reaper_environ(p.pid, NULL, 0), (ssize_t)sizeof want - 1);
+	ck_assert_int_eq(reaper_environ(p.pid, NULL, 1), -EINVAL);
+	ck_assert_int_gt(reaper_environ(0, NULL, 0), 0);
+	pid_t pid = p.pid;
+	ck_assert_int_eq(tu_kill_wait(&p), 0);
+	ck_assert_int_eq(reaper_environ(pid, buf, sizeof buf), -ESRCH);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("kin");
@@ -423,6 +476,8 @@ int main(void)
 	tcase_add_test(tc, children_of_every_thread_zombies_included);
 	tcase_add_test(tc, children_of_another_process);
 	tcase_add_test(tc, descendants_of_several_roots_each_once);
+	tcase_add_test(tc, last_pid_moves_with_a_fork);
+	tcase_add_test(tc, environ_as_started);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	/* "pidfd": signals and collects through pidfds (valgrind 3.19 has none); check-valgrind

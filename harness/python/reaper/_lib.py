@@ -279,6 +279,8 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
         "reaper_children": (ctypes.c_int, [pid_t, ctypes.POINTER(PStat), ctypes.c_size_t]),
         "reaper_descendants": (ctypes.c_int, [ctypes.POINTER(Ident), ctypes.c_size_t, ctypes.POINTER(PStat),
                                               ctypes.c_size_t]),
+        "reaper_last_pid": (pid_t, []),
+        "reaper_environ": (ctypes.c_ssize_t, [pid_t, ctypes.c_char_p, ctypes.c_size_t]),
         "reaper_signal": (ctypes.c_int, [ctypes.POINTER(Ident), ctypes.c_int]),
         "reaper_collect": (ctypes.c_int, [ctypes.POINTER(Ident), ctypes.POINTER(ctypes.c_int)]),
         "reaper_orphans_open": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """The processes a harness starts itself, followed through libreaper: what /proc says of a pid,
-its children, the trees below several roots, one identity signalled or collected, and the
+its environment and children, the trees below several roots, the last pid given out, one identity signalled or collected, and the
 collection of adopted orphans' zombies (see "processes by identity" in libreaper(3)). An
 identity is ``(pid, start_time)``; every act on one goes through a pidfd opened before its
 start time is checked again, so a pid that has passed to another process is never touched."""
@@ -16,7 +16,7 @@ from . import _c, _check, _lib
 
 Identity = Tuple[int, int]
 
-__all__ = ["PStat", "pstat", "children", "trees", "signal", "collect", "Orphans"]
+__all__ = ["PStat", "pstat", "children", "trees", "last_pid", "environ", "signal", "collect", "Orphans"]
 
 
 class PStat(NamedTuple):
@@ -73,6 +73,29 @@ def trees(roots: Iterable[Identity]) -> List[PStat]:
     ids = [(int(p), int(s)) for p, s in roots]
     arr = (_lib.Ident * max(1, len(ids)))(*ids)
     return _listed(lambda buf, cap: _c().reaper_descendants(arr, len(ids), buf, cap), "reaper_descendants")
+
+
+def last_pid() -> int:
+    """The pid the kernel gave out last in this PID namespace; -1 when it cannot be read."""
+    rc = _c().reaper_last_pid()
+    return rc if rc > 0 else -1
+
+
+def environ(pid: int = 0) -> Optional[bytes]:
+    """The environment ``pid`` (0: this process) was started with, as /proc/PID/environ holds
+    it (entries each ending in NUL; what its last exec was given, not ``os.environ`` now); None
+    when there is no such process or it cannot be read (another user's)."""
+    cap = 8192
+    while True:
+        buf = ctypes.create_string_buffer(cap)
+        n = _c().reaper_environ(int(pid), buf, cap)
+        if n < 0:
+            if n in (-errno.ESRCH, -errno.EACCES, -errno.EPERM):
+                return None
+            _check(n, f"reaper_environ {pid}")
+        if n <= cap:
+            return buf.raw[:n]
+        cap = n + 4096
 
 
 def _ident(ident: Identity) -> "_lib.Ident":
