@@ -64,16 +64,8 @@ static int members(struct tree *t, const char *const *from, size_t nfrom, struct
 		if (!from[i] || snprintf(path, sizeof path, "%s/cgroup.procs", from[i]) >= (int)sizeof path)
 			continue;
 		ssize_t n = procfs_read_file(-1, path, b);
-		for (char *p = b->p, *end = p + (n > 0 ? n : 0); p < end;) {
-			char *e;
-			long v = strtol(p, &e, 10);
-			if (e == p)
-				break;
-			p = e;
-			if (ARRAY_RESERVE(t->members, t->cm, t->nm + 1, 64) < 0)
-				return -ENOMEM;
-			t->members[t->nm++] = (pid_t)v;
-		}
+		if (n > 0 && procfs_parse_pids(b->p, (size_t)n, &t->members, &t->nm, &t->cm) < 0)
+			return -ENOMEM;
 	}
 	return 0;
 }

@@ -423,16 +423,7 @@ static int read_members(void *ctx, int dfd, const char *name)
 	ssize_t len = slurp(dfd, "cgroup.procs", &text);
 	if (len < 0)
 		return (int)len;
-	int r = 0;
-	for (char *p = text; r == 0 && *p;) {
-		char *e;
-		long pid = strtol(p, &e, 10);
-		if (e == p)
-			break;
-		p = e;
-		if (pid > 0 && (r = ARRAY_RESERVE(*m->v, *m->cap, *m->n + 1, 64)) == 0)
-			(*m->v)[(*m->n)++] = (pid_t)pid;
-	}
+	int r = procfs_parse_pids(text, (size_t)len, m->v, m->n, m->cap);
 	free(text);
 	return r;
 }

@@ -286,6 +286,24 @@ double procfs_uptime(int procfd)
 	return strtod(buf, NULL);
 }
 
+int procfs_parse_pids(const char *text, size_t len, pid_t **v, size_t *n, size_t *cap)
+{
+	const char *end = text + len;
+	for (const char *p = text; p < end;) {
+		char *e;
+		long pid = strtol(p, &e, 10);
+		if (e == p)
+			break;
+		p = e;
+		if (pid <= 0)
+			continue;
+		if (ARRAY_RESERVE(*v, *cap, *n + 1, 64) < 0)
+			return -ENOMEM;
+		(*v)[(*n)++] = (pid_t)pid;
+	}
+	return 0;
+}
+
 int procfs_children(int procfd, pid_t pid, struct sbuf *b, pid_t **kids, size_t *nk, size_t *ck, int *failed)
 {
 	char path[64];
@@ -311,16 +329,8 @@ int procfs_children(int procfd, pid_t pid, struct sbuf *b, pid_t **kids, size_t 
 			ssize_t n = procfs_read(procfd, pid, what, b);
 			if (n < 0 && (n == -EMFILE || n == -ENFILE || n == -ENOMEM || !*failed))
 				*failed = (int)n;
-			for (char *p = b->p, *end = p + (n > 0 ? n : 0); p < end;) {
-				char *e;
-				long v = strtol(p, &e, 10);
-				if (e == p)
-					break;
-				p = e;
-				if ((r = ARRAY_RESERVE(*kids, *ck, *nk + 1, 64)) < 0)
-					break;
-				(*kids)[(*nk)++] = (pid_t)v;
-			}
+			if (n > 0)
+				r = procfs_parse_pids(b->p, (size_t)n, kids, nk, ck);
 		}
 	}
 	close(tfd);
