@@ -94,6 +94,11 @@ def enter(path: str) -> str:
     return os.fsdecode(buf.value)
 
 
+def join(path: str) -> None:
+    """``enter`` without reading where this process was first (a forked child's move)."""
+    _check(_c().reaper_cgroup_enter(_b(path), None, 0), f"reaper_cgroup_enter {path}")
+
+
 def populated(path: str) -> bool:
     return _check(_c().reaper_cgroup_populated(_b(path)), f"reaper_cgroup_populated {path}") == 1
 
