@@ -10,7 +10,6 @@ from typing import Optional
 import pytest
 
 from .host import HOST
-from .kernel import _read
 from .options import CGROUP_MODES
 
 def _read(path: str) -> Optional[bytes]:

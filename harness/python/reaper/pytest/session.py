@@ -20,9 +20,8 @@ from .cgroups import _Cgroups, _tracking
 from .check import Checks
 from .collector import _Collector
 from .host import HOST, SITES
-from .options import _token
 from .mp import _exit_finalizers, _served
-from .options import DEFAULT_GRACE, DEFAULT_TIMEOUT, MARKER, SESSION_VAR, ReaperIncompleteWarning, _number
+from .options import DEFAULT_GRACE, DEFAULT_TIMEOUT, MARKER, SESSION_VAR, ReaperIncompleteWarning, _number, _token
 from .reports import Reports, _record, _why
 from .scope import _Scope, _swap_env
 from .xdist import Xdist
