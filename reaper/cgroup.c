@@ -97,8 +97,20 @@ static const char *below_root(const char *cg, const char *root)
 
 int reaper_cgroup_current(char *buf, size_t len)
 {
-	char *text = NULL, *cg = NULL;
-	ssize_t n = slurp(AT_FDCWD, "/proc/self/cgroup", &text);
+	return reaper_cgroup_of(0, buf, len);
+}
+
+int reaper_cgroup_of(pid_t pid, char *buf, size_t len)
+{
+	char *text = NULL, *cg = NULL, path[48];
+	if (pid < 0)
+		return -EINVAL;
+	if (pid)
+		snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
+	/* the path is shown relative to the reader's cgroup namespace, which our mountinfo shows */
+	ssize_t n = slurp(AT_FDCWD, pid ? path : "/proc/self/cgroup", &text);
+	if (n == -ENOENT || n == -ESRCH)
+		return pid ? -ESRCH : (int)n;
 	if (n < 0)
 		return (int)n;
 	for (char *line = text, *next; line && *line; line = next) {
@@ -411,16 +423,7 @@ static int read_members(void *ctx, int dfd, const char *name)
 	ssize_t len = slurp(dfd, "cgroup.procs", &text);
 	if (len < 0)
 		return (int)len;
-	int r = 0;
-	for (char *p = text; r == 0 && *p;) {
-		char *e;
-		long pid = strtol(p, &e, 10);
-		if (e == p)
-			break;
-		p = e;
-		if (pid > 0 && (r = ARRAY_RESERVE(*m->v, *m->cap, *m->n + 1, 64)) == 0)
-			(*m->v)[(*m->n)++] = (pid_t)pid;
-	}
+	int r = procfs_parse_pids(text, (size_t)len, m->v, m->n, m->cap);
 	free(text);
 	return r;
 }

@@ -238,3 +238,31 @@ void pidref_done(struct pidref *p)
 		close(p->fd);
 	*p = PIDREF_NULL;
 }
+
+/* ---- one identity, for the caller (reaper.h) ---------------------------------------- */
+
+int reaper_signal(const struct reaper_ident *id, int sig)
+{
+	struct pidref p;
+	if (!id || id->pid <= 0 || sig < 0 || sig >= NSIG)
+		return -EINVAL;
+	int r = pidref_open(&p, -1, id->pid, id->start_time);
+	if (r < 0)
+		return r;
+	r = pidref_signal(&p, -1, sig);
+	pidref_done(&p);
+	return r;
+}
+
+int reaper_collect(const struct reaper_ident *id, int *status)
+{
+	struct pidref p;
+	if (!id || id->pid <= 0)
+		return -EINVAL;
+	int r = pidref_open(&p, -1, id->pid, id->start_time);
+	if (r < 0)
+		return r;
+	r = pidref_collect(&p, -1, status);
+	pidref_done(&p);
+	return r;
+}

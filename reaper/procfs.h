@@ -43,6 +43,15 @@ int procfs_stat(int procfd, pid_t pid, struct reaper_stat *st);
 ssize_t procfs_read(int procfd, pid_t pid, const char *what, struct sbuf *b);
 /* Read all of a /proc file that is not a process's (path relative to procfd, e.g. "stat"). */
 ssize_t procfs_read_file(int procfd, const char *path, struct sbuf *b);
+/* The pids of a whitespace-separated list (task/T/children, cgroup.procs; text NUL-terminated
+ * at len), appended to *v (grown with realloc: *n used, *cap allocated). 0 or -ENOMEM. */
+int procfs_parse_pids(const char *text, size_t len, pid_t **v, size_t *n, size_t *cap);
+/* The children of every thread of pid (task/T/children), appended to *kids (grown with
+ * realloc: *nk used, *ck allocated); b holds the reads. A thread gone meanwhile lists none,
+ * and the worst failure of a read goes into *failed (-errno, EMFILE/ENFILE/ENOMEM first; left
+ * as it was when none failed). 0; -ESRCH when pid's tasks cannot be listed (gone), another
+ * -errno from opening them; -ENOMEM when *kids cannot grow. */
+int procfs_children(int procfd, pid_t pid, struct sbuf *b, pid_t **kids, size_t *nk, size_t *ck, int *failed);
 /* readlink /proc/PID/WHAT into a new string ("" when unreadable). */
 char *procfs_link(int procfd, pid_t pid, const char *what);
 /* Now in the clock of a process's start time (stat field 22): ticks (sysconf _SC_CLK_TCK)

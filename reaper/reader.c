@@ -204,41 +204,8 @@ ssize_t reader_environ(struct reader *rd, pid_t pid)
 
 int reader_children(struct reader *rd, pid_t pid, pid_t **kids, size_t *nk, size_t *ck)
 {
-	char path[48];
-	snprintf(path, sizeof path, "%d/task", (int)pid);
-	int tfd = openat(rd->procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (tfd < 0) {
-		reader_failed(rd, -errno);
-		return 0;
-	}
-	/* getdents64 straight into a buffer: fdopendir's fstat and two fcntls cost more than
-	 * listing a task directory, once per tree candidate per scan */
-	char dents[4096] __attribute__((aligned(8)));
-	ssize_t nd;
-	int r = 0;
-	while (r == 0 && (nd = getdents64(tfd, dents, sizeof dents)) > 0) {
-		for (ssize_t off = 0; off < nd && r == 0;) {
-			struct dirent64 *d = (struct dirent64 *)(void *)(dents + off);
-			off += d->d_reclen;
-			if (d->d_name[0] < '1' || d->d_name[0] > '9')
-				continue;
-			char what[48];
-			snprintf(what, sizeof what, "task/%d/children", atoi(d->d_name));
-			ssize_t n = procfs_read(rd->procfd, pid, what, &rd->aux);
-			reader_failed(rd, n);
-			/* (no buffer yet when no read has succeeded: no offset is taken from NULL) */
-			for (char *p = rd->aux.p, *end = n > 0 ? p + n : p; p < end;) {
-				char *e;
-				long v = strtol(p, &e, 10);
-				if (e == p)
-					break;
-				p = e;
-				if ((r = ARRAY_RESERVE(*kids, *ck, *nk + 1, 64)) < 0)
-					break;
-				(*kids)[(*nk)++] = (pid_t)v;
-			}
-		}
-	}
-	close(tfd);
-	return r;
+	int failed = 0;
+	int r = procfs_children(rd->procfd, pid, &rd->aux, kids, nk, ck, &failed);
+	reader_failed(rd, r == -ENOMEM ? r : failed);
+	return r == -ENOMEM ? r : 0;
 }

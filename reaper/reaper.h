@@ -374,6 +374,77 @@ REAPER_EXPORT const char *reaper_hold_kind_name(enum reaper_hold_kind k);
  * 123", "cgroup" or "call" for finders[i] matched in mask, joined by ", " into buf. 0, or -ENOSPC when buf is too small (-EINVAL when len is 0). */
 REAPER_EXPORT int reaper_matched_by(const struct reaper_finder *finders, size_t n, uint32_t mask, char *buf, size_t len);
 
+/* ---- processes by identity ---------------------------------------------------------
+ * For a harness that starts processes itself and follows them (a test runner's plugin): what
+ * /proc says of a pid, its children, the trees below given roots, and acting on one identity.
+ * Each process is read from /proc/PID/stat; every act on one goes through its identity (a pidfd
+ * opened, then its start time checked again), so a pid that has passed to another process is
+ * never signalled nor collected. */
+
+/* What /proc/PID/stat said of a process at one moment. */
+struct reaper_pstat {
+	pid_t pid;
+	pid_t ppid;
+	pid_t pgrp;
+	pid_t session;
+	uint64_t start_time; /* as reaper_ident.start_time */
+	char state;          /* R S D Z T t X ... */
+};
+
+/* What /proc/PID/stat says of pid now (0: the caller), into out. 0, or -ESRCH when there is no
+ * such process. */
+REAPER_EXPORT int reaper_pstat(pid_t pid, struct reaper_pstat *out);
+/* The children of pid now (0: the caller), of every thread of it, zombies included: up to cap
+ * of them into out, each read after the listing and kept only while its stat still names pid
+ * as its parent; pid itself pinned over the listing, so the children are of the process that
+ * held pid when the call began. Returns how many there are (more than cap: call again with
+ * room for all), -ESRCH when pid is gone, -EMFILE/-ENFILE/-ENOMEM. */
+REAPER_EXPORT int reaper_children(pid_t pid, struct reaper_pstat *out, size_t cap);
+/* Every process in the trees of roots: each root that is still the process its identity
+ * names, then its descendants, each listed while its parent is still the process it was
+ * pinned as (a pid that has passed to another process lends its new holder's children
+ * nothing), zombies included, each process once (a root inside another root's tree too).
+ * Up to cap into out, roots first and every parent before its children; returns how many
+ * there are (more than cap: call again with room for all), -EINVAL for roots NULL with
+ * nroots > 0, -EMFILE/-ENFILE/-ENOMEM. */
+REAPER_EXPORT int reaper_descendants(const struct reaper_ident *roots, size_t nroots, struct reaper_pstat *out,
+				     size_t cap);
+/* The pid the kernel gave out last in the caller's PID namespace (ns_last_pid), or -errno: a
+ * harness that sees it unchanged knows nothing was started meanwhile. */
+REAPER_EXPORT pid_t reaper_last_pid(void);
+/* The environment pid (0: the caller) was started with (/proc/PID/environ: NAME=VALUE
+ * entries, each ending in NUL; what its last exec was given, not its later setenv): up to cap
+ * bytes of it into buf. Returns its length (more than cap: call again with room for all), or
+ * -ESRCH when there is no such process, -EACCES when it is another user's. */
+REAPER_EXPORT ssize_t reaper_environ(pid_t pid, char *buf, size_t cap);
+/* Send sig (0: only check) to the process id names, while it is that process. 0; -ESRCH when it
+ * is gone or its pid is another process's now (nothing was signalled); -EPERM; -EINVAL for a
+ * bad signal. */
+REAPER_EXPORT int reaper_signal(const struct reaper_ident *id, int sig);
+/* Collect the zombie of the process id names, when the caller is its parent; never waits.
+ * 1 collected (*status, when not NULL, gets its wait status), 0 when it has not exited yet,
+ * -ESRCH when it is gone or its pid is another process's, -ECHILD when it is not the
+ * caller's child. No other child is touched. */
+REAPER_EXPORT int reaper_collect(const struct reaper_ident *id, int *status);
+
+/* The zombies of the orphans a subreaper (reaper_adopt) adopted, collected as they appear, and
+ * only those: a zombie child of the caller is collected when it cannot be a child the caller
+ * started itself, because its session is neither the caller's nor its own (a child stays in
+ * its parent's session unless it calls setsid, which makes it its own session's leader), or
+ * because an earlier look saw it running below another child of the caller's (a process's
+ * parent changes only when that parent dies). Any other zombie child (one that code below the
+ * harness started, in the caller's session) keeps its exit status for its owner. A handle
+ * remembers what its looks saw below; one thread uses it at a time. */
+struct reaper_orphans;
+/* A new handle into *out. 0 or -ENOMEM. */
+REAPER_EXPORT int reaper_orphans_open(struct reaper_orphans **out);
+/* One look: every live child's tree noted, the adopted orphans' zombies collected, none of
+ * own (the identities of children the caller started and will wait for itself). Returns how
+ * many were collected, or -errno (-EINVAL for own NULL with nown > 0). */
+REAPER_EXPORT int reaper_orphans_collect(struct reaper_orphans *o, const struct reaper_ident *own, size_t nown);
+/* Free a handle (NULL is fine). */
+REAPER_EXPORT void reaper_orphans_close(struct reaper_orphans *o);
+
 /* ---- cgroup v2 -------------------------------------------------------------------------
  * A cgroup is named by its directory on a cgroup2 mount (the unified /sys/fs/cgroup, or
  * /sys/fs/cgroup/unified on hybrid systems). The library never enables controllers
@@ -387,6 +458,8 @@ REAPER_EXPORT int reaper_matched_by(const struct reaper_finder *finders, size_t 
 /* The directory of the calling process's cgroup v2, from /proc/self/cgroup and
  * /proc/self/mountinfo, into buf. */
 REAPER_EXPORT int reaper_cgroup_current(char *buf, size_t len);
+/* The same for the process at pid (0: the caller); -ESRCH when there is none. */
+REAPER_EXPORT int reaper_cgroup_of(pid_t pid, char *buf, size_t len);
 /* 0 when cgroups can be created below dir and processes moved within it (a cgroup2
  * directory, mounted read-write, writable by the caller); else why not: -ENOENT, -ENOTDIR,
  * -EROFS, -EACCES. dir NULL: the caller's own cgroup. */
@@ -395,6 +468,16 @@ REAPER_EXPORT int reaper_cgroup_usable(const char *dir);
  * own cgroup (checked with reaper_cgroup_usable). name NULL: "reaper-PID-RANDOM". -EEXIST
  * when it exists, -EINVAL for a name with '/' or a dot name. */
 REAPER_EXPORT int reaper_cgroup_create(const char *parent, const char *name, char *buf, size_t len);
+/* Move the process id names (all its threads) into the cgroup at path, while it is that
+ * process: -ESRCH when it is gone or its pid is another process's. */
+REAPER_EXPORT int reaper_cgroup_move(const char *path, const struct reaper_ident *id);
+/* reaper_cgroup_move, and with it every descendant of id found in one of the nfrom cgroups
+ * from (directories; not the cgroups below them): what a child started before it was moved
+ * (a shell script's first commands, forked where its parent forked it) goes with it. Looks
+ * again until a look finds none left in from (at most 100 looks). Returns how many processes
+ * were moved, -ESRCH when id is gone, -EINVAL for from NULL with nfrom > 0. */
+REAPER_EXPORT int reaper_cgroup_move_tree(const char *path, const struct reaper_ident *id, const char *const *from,
+					  size_t nfrom);
 /* Move the calling process (all its threads) into the cgroup at path; where it was before
  * goes into prev (NULL: not wanted), for moving back with reaper_cgroup_enter(prev, ...). */
 REAPER_EXPORT int reaper_cgroup_enter(const char *path, char *prev, size_t len);

@@ -938,6 +938,99 @@ START_TEST(cgroup_listing_short_of_descriptors_is_incomplete)
 }
 END_TEST
 
+/* In a child: enter a, fork one child that stays in a and one that enters c; each says
+ * (index, pid) once it is where it stays; hold until hold closes, collect both, exit. */
+static void family_in(const char *a, const char *c, int wr, int hold)
+{
+	char ch;
+	if (reaper_cgroup_enter(a, NULL, 0) < 0)
+		_exit(3);
+	for (int i = 0; i < 3; i++) {
+		pid_t p = i ? fork() : 0;
+		if (p > 0)
+			continue;
+		if (i == 2 && reaper_cgroup_enter(c, NULL, 0) < 0)
+			_exit(3);
+		pid_t said[2] = { i, getpid() };
+		if (write(wr, said, sizeof said) != (ssize_t)sizeof said)
+			_exit(2);
+		if (i == 0)
+			continue;
+		while (read(hold, &ch, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	while (read(hold, &ch, 1) < 0 && errno == EINTR)
+		;
+	while (wait(NULL) > 0 || errno == EINTR)
+		;
+	_exit(0);
+}
+
+START_TEST(move_by_identity_with_what_it_forked)
+{
+	if (!need_cgroup())
+		return;
+	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX], at[PATH_MAX], cur[PATH_MAX];
+	ck_assert_int_eq(reaper_cgroup_create(cg, "a", a, sizeof a), 0);
+	ck_assert_int_eq(reaper_cgroup_create(cg, "b", b, sizeof b), 0);
+	ck_assert_int_eq(reaper_cgroup_create(cg, "c", c, sizeof c), 0);
+	int rep[2], hold[2];
+	ck_assert_int_eq(pipe(rep), 0);
+	ck_assert_int_eq(pipe(hold), 0);
+	pid_t x = fork();
+	ck_assert_int_ge(x, 0);
+	if (x == 0) {
+		close(rep[0]);
+		close(hold[1]);
+		signal(SIGTERM, SIG_DFL);
+		family_in(a, c, rep[1], hold[0]);
+	}
+	close(rep[1]);
+	close(hold[0]);
+	pid_t pids[3];
+	for (int i = 0; i < 3; i++) {
+		pid_t said[2];
+		ck_assert_int_eq(read(rep[0], said, sizeof said), (ssize_t)sizeof said);
+		ck_assert(said[0] >= 0 && said[0] < 3);
+		pids[said[0]] = said[1];
+	}
+	close(rep[0]);
+	ck_assert_int_eq(pids[0], x);
+	struct reaper_ident id = { x, tu_start_time(x) }, other = { x, id.start_time + 1 };
+	ck_assert_int_eq(reaper_cgroup_of(0, at, sizeof at), 0);
+	ck_assert_int_eq(reaper_cgroup_current(cur, sizeof cur), 0);
+	ck_assert_str_eq(at, cur);
+	ck_assert_int_eq(reaper_cgroup_of(pids[1], at, sizeof at), 0);
+	ck_assert_str_eq(at, a);
+	/* another start time: nothing moves */
+	ck_assert_int_eq(reaper_cgroup_move(b, &other), -ESRCH);
+	ck_assert_int_eq(reaper_cgroup_move_tree(b, &other, (const char *const[]){ a }, 1), -ESRCH);
+	ck_assert_int_eq(reaper_cgroup_of(x, at, sizeof at), 0);
+	ck_assert_str_eq(at, a);
+	/* x and what it forked in a go to b; its child in c stays there */
+	ck_assert_int_eq(reaper_cgroup_move_tree(b, &id, (const char *const[]){ a, cur }, 2), 2);
+	ck_assert_int_eq(reaper_cgroup_of(x, at, sizeof at), 0);
+	ck_assert_str_eq(at, b);
+	ck_assert_int_eq(reaper_cgroup_of(pids[1], at, sizeof at), 0);
+	ck_assert_str_eq(at, b);
+	ck_assert_int_eq(reaper_cgroup_of(pids[2], at, sizeof at), 0);
+	ck_assert_str_eq(at, c);
+	ck_assert_int_eq(reaper_cgroup_populated(a), 0);
+	/* one alone */
+	struct reaper_ident z = { pids[2], tu_start_time(pids[2]) };
+	ck_assert_int_eq(reaper_cgroup_move(a, &z), 0);
+	ck_assert_int_eq(reaper_cgroup_of(pids[2], at, sizeof at), 0);
+	ck_assert_str_eq(at, a);
+	close(hold[1]);
+	int st;
+	ck_assert_int_eq(waitpid(x, &st, 0), x);
+	ck_assert_int_eq(reaper_cgroup_of(x, at, sizeof at), -ESRCH);
+	ck_assert_int_eq(reaper_cgroup_move(b, &id), -ESRCH);
+	drop_cgroup();
+}
+END_TEST
+
 int main(void)
 {
 	tu_unique_marker(marker, sizeof marker, "CGROUP_TEST", "cg");
@@ -968,6 +1061,7 @@ int main(void)
 	tcase_add_cgroup_test(tc, callers_ancestor_in_the_cgroup_survives_freeze_and_kill);
 	tcase_add_cgroup_test(tc, deep_chain_walked_with_few_descriptors);
 	tcase_add_cgroup_test(tc, cgroup_listing_short_of_descriptors_is_incomplete);
+	tcase_add_cgroup_test(tc, move_by_identity_with_what_it_forked);
 	suite_add_tcase(s, tc);
 	tu_add_nothing_left(s, marker);
 	return tu_run_suite(s);

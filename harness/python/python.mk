@@ -43,7 +43,7 @@ CHECK_TARGETS += check-python
 # missing one means.
 PY_VERSIONS ?= all
 PY_FULL ?=
-PY_CORE ?= test_layout.py test_site.py test_compat.py test_api.py test_plugin.py test_plugin_patches.py \
+PY_CORE ?= test_layout.py test_site.py test_compat.py test_api.py test_kin.py test_plugin.py test_plugin_patches.py \
 	test_plugin_guest.py::test_popen_and_pty_children_keep_their_exit_status_for_their_owner \
 	test_plugin_guest.py::test_fork_without_exec_and_multiprocessing_leaks_are_the_tests \
 	test_plugin_guest.py::test_what_a_test_submits_to_an_older_thread_pool_starts_is_the_tests \

@@ -34,6 +34,17 @@ class Ident(ctypes.Structure):
     ]
 
 
+class PStat(ctypes.Structure):
+    _fields_ = [
+        ("pid", pid_t),
+        ("ppid", pid_t),
+        ("pgrp", pid_t),
+        ("session", pid_t),
+        ("start_time", ctypes.c_uint64),
+        ("state", ctypes.c_char),
+    ]
+
+
 FIND_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(Ident), ctypes.c_size_t)
 
 
@@ -186,6 +197,7 @@ class Opts(ctypes.Structure):
 # Python name -> C struct name, for the layout test.
 STRUCTS = {
     "reaper_ident": Ident,
+    "reaper_pstat": PStat,
     "reaper_origin": Origin,
     "reaper_finder": Finder,
     "reaper_holding": Holding,
@@ -253,12 +265,27 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
         "reaper_cgroup_create": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
                                                 ctypes.c_size_t]),
         "reaper_cgroup_enter": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
+        "reaper_cgroup_of": (ctypes.c_int, [pid_t, ctypes.c_char_p, ctypes.c_size_t]),
+        "reaper_cgroup_move": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(Ident)]),
+        "reaper_cgroup_move_tree": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(Ident),
+                                                   ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t]),
         "reaper_cgroup_populated": (ctypes.c_int, [ctypes.c_char_p]),
         "reaper_cgroup_wait": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_double]),
         "reaper_cgroup_kill": (ctypes.c_int, [ctypes.c_char_p]),
         "reaper_cgroup_remove": (ctypes.c_int, [ctypes.c_char_p]),
         "reaper_cgroup_release": (ctypes.c_int, [ctypes.c_char_p]),
         "reaper_origin_now": (ctypes.c_int, [ctypes.POINTER(Origin)]),
+        "reaper_pstat": (ctypes.c_int, [pid_t, ctypes.POINTER(PStat)]),
+        "reaper_children": (ctypes.c_int, [pid_t, ctypes.POINTER(PStat), ctypes.c_size_t]),
+        "reaper_descendants": (ctypes.c_int, [ctypes.POINTER(Ident), ctypes.c_size_t, ctypes.POINTER(PStat),
+                                              ctypes.c_size_t]),
+        "reaper_last_pid": (pid_t, []),
+        "reaper_environ": (ctypes.c_ssize_t, [pid_t, ctypes.c_char_p, ctypes.c_size_t]),
+        "reaper_signal": (ctypes.c_int, [ctypes.POINTER(Ident), ctypes.c_int]),
+        "reaper_collect": (ctypes.c_int, [ctypes.POINTER(Ident), ctypes.POINTER(ctypes.c_int)]),
+        "reaper_orphans_open": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
+        "reaper_orphans_collect": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(Ident), ctypes.c_size_t]),
+        "reaper_orphans_close": (None, [ctypes.c_void_p]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)

@@ -12,7 +12,7 @@ import errno
 import os
 from typing import Optional
 
-from . import _c, _check
+from . import _c, _check, _lib
 
 _PATH_MAX = 4096
 
@@ -26,6 +26,40 @@ def current() -> str:
     buf = ctypes.create_string_buffer(_PATH_MAX)
     _check(_c().reaper_cgroup_current(buf, _PATH_MAX), "reaper_cgroup_current")
     return os.fsdecode(buf.value)
+
+
+def of(pid: int) -> Optional[str]:
+    """The directory of the cgroup v2 of the process at ``pid`` (0: this process); None when
+    there is no such process."""
+    buf = ctypes.create_string_buffer(_PATH_MAX)
+    rc = _c().reaper_cgroup_of(int(pid), buf, _PATH_MAX)
+    if rc == -errno.ESRCH:
+        return None
+    _check(rc, f"reaper_cgroup_of {pid}")
+    return os.fsdecode(buf.value)
+
+
+def move(path: str, ident) -> bool:
+    """Move the process ``ident`` (pid, start time) names into ``path`` while it is that
+    process; False when it is gone or its pid is another process's."""
+    rc = _c().reaper_cgroup_move(_b(path), ctypes.byref(_lib.Ident(int(ident[0]), int(ident[1]))))
+    if rc == -errno.ESRCH:
+        return False
+    _check(rc, f"reaper_cgroup_move {path}")
+    return True
+
+
+def move_tree(path: str, ident, found_in=()) -> int:
+    """``move``, with every descendant of ``ident`` found in one of the cgroups ``found_in``
+    (directories, not the cgroups below them): what it forked before it was moved goes with
+    it. How many processes were moved (0: ``ident`` is gone)."""
+    dirs = [os.fsencode(d) for d in found_in if d]
+    arr = (ctypes.c_char_p * max(1, len(dirs)))(*dirs)
+    rc = _c().reaper_cgroup_move_tree(_b(path), ctypes.byref(_lib.Ident(int(ident[0]), int(ident[1]))), arr,
+                                      len(dirs))
+    if rc == -errno.ESRCH:
+        return 0
+    return _check(rc, f"reaper_cgroup_move_tree {path}")
 
 
 def usable(directory: Optional[str] = None) -> int:
@@ -58,6 +92,11 @@ def enter(path: str) -> str:
     buf = ctypes.create_string_buffer(_PATH_MAX)
     _check(_c().reaper_cgroup_enter(_b(path), buf, _PATH_MAX), f"reaper_cgroup_enter {path}")
     return os.fsdecode(buf.value)
+
+
+def join(path: str) -> None:
+    """``enter`` without reading where this process was first (a forked child's move)."""
+    _check(_c().reaper_cgroup_enter(_b(path), None, 0), f"reaper_cgroup_enter {path}")
 
 
 def populated(path: str) -> bool:

@@ -7,7 +7,8 @@ the same meanings, so that a suite keeps its own helpers working when it switche
   its own matches (a pid now held by a process of another start time is left alone);
 * ``stat``, ``start_time``, ``cmdline``, ``all_stats``: /proc reads by pid;
 * ``kill_identified``: SIGKILL exactly the recorded processes that are still the same
-  process, through a pidfd opened before the start time is re-checked.
+  process, through libreaper's identity check (a pidfd opened before the start time is
+  re-checked).
 """
 
 from __future__ import annotations
@@ -63,23 +64,17 @@ def all_stats() -> Dict[int, List[str]]:
 
 def kill_identified(idents: Dict[Identity, str]) -> List[str]:
     """SIGKILL exactly the recorded processes that are still the SAME process (pid and start
-    time). Returns ``"PID: cmdline"`` (cmdline cut at 160) for each one signalled."""
+    time), through libreaper's identity check (a pidfd opened, then the start time checked
+    again); a zombie is not signalled. Returns ``"PID: cmdline"`` (cmdline cut at 160) for each
+    one signalled."""
+    from . import kin  # the package's library, loaded by the package that imports us
     killed = []
     for (pid, started), cmd in idents.items():
-        try:
-            fd = os.pidfd_open(pid)
-        except OSError:
-            continue  # gone
-        try:
-            # the pidfd pins whatever holds pid now; its start time says whether that is ours
-            if start_time(pid) != started:
-                continue
-            signal.pidfd_send_signal(fd, signal.SIGKILL)
-        except ProcessLookupError:
+        now = kin.pstat(pid) if pid > 0 else None
+        if now is None or now.start_time != started or now.state in ("Z", "X"):
             continue
-        finally:
-            os.close(fd)
-        killed.append(f"{pid}: {cmd[:160]}")
+        if kin.signal((pid, started), signal.SIGKILL):
+            killed.append(f"{pid}: {cmd[:160]}")
     return killed
 
 

@@ -46,8 +46,7 @@ with ``-p reaper.pytest_plugin`` (the same form works installed too) and enable 
   ``--reaper-report FILE`` writes the session's leaks as JSON.
 """
 
-# The modules, each one concept: options (command line, ini), scope (whose a spawn is), kernel
-# (/proc and cgroupfs), host (the children this process starts, the fork paths), spawn (the
-# interception and its table of patches), mp (multiprocessing), cgroups, collector (adopted
-# orphans' zombies), check (one test's), session, xdist, reports; hooks (the module-level
+# The modules, each one concept: options (command line, ini), scope (whose a spawn is), host
+# (the children this process starts, the fork paths), spawn (the interception and its table of
+# patches), mp (multiprocessing), cgroups, collector (adopted orphans' zombies), check (one test's), session, xdist, reports; hooks (the module-level
 # hooks, which reaper.pytest_plugin, the module pytest loads, carries).

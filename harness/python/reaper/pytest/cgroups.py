@@ -10,8 +10,26 @@ from typing import Optional
 import pytest
 
 from .host import HOST
-from .kernel import _read
 from .options import CGROUP_MODES
+
+def _read(path: str) -> Optional[bytes]:
+    """A small file of cgroupfs (a cgroup.procs), whole; None if it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        out = b""
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return out
+            out += chunk
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
 
 class _Cgroups:
     """The session's cgroup (wider fixtures, hooks, whatever runs between tests) and one below

@@ -13,8 +13,9 @@ from typing import Dict, List, Optional
 
 import pytest
 
+from .. import kin
+from .cgroups import _read
 from .host import HOST, SITES
-from .kernel import _environ, _last_pid, _read, _children, _stat
 from .mp import _end_open_pools, _served
 from .options import MARKER, MAX_SECONDS, ReaperIncompleteWarning, _seconds
 from .reports import FOUND, _TeardownError, _holdings_lines, _leak_summary, _record, _site_of
@@ -86,7 +87,7 @@ class Checks:
         self.cgroup_error = None
         self.test = _Scope(marker, item.nodeid, None, self.scope, maker, goto)
         SITES.files[marker] = str(item.path)
-        self.last_pid = _last_pid()
+        self.last_pid = kin.last_pid()
         if self.cgroups:
             spare = self.cgroups.spare
             if spare and not self.cgroups.only_pytest(spare):
@@ -167,7 +168,7 @@ class Checks:
         among pytest's children (without cgroups pytest adopts the orphans of what it started)."""
         if test.spawned or test.cgroup is not None:
             return False
-        last = _last_pid()
+        last = kin.last_pid()
         if last == -1 or self.last_pid == -1:
             return False
         if last == self.last_pid:
@@ -176,12 +177,7 @@ class Checks:
             return False  # so many given out that a pid may have been given out twice
         if self.cgroups and (self.members is None or _read(self.members_file) != self.members):
             return False
-        for pid in _children():
-            if pid not in HOST.children:
-                st = _stat(pid)
-                if st and st[2] >= self.since:
-                    return False
-        return True
+        return not any(p.pid not in HOST.children and p.start_time >= self.since for p in kin.children())
 
     def _finders(self, test: _Scope, host) -> list:
         marker = test.marker
@@ -209,7 +205,8 @@ class Checks:
             return []
         entry = f"{MARKER}={test.marker}".encode()
         return [p.pid for p in found if p.pid not in host and
-                any(a <= p.start_time <= b for a, b in self.wider) and entry not in _environ(p.pid)]
+                any(a <= p.start_time <= b for a, b in self.wider) and
+                entry not in (kin.environ(p.pid) or b"").split(b"\0")]
 
     def _left_something(self, test: _Scope) -> bool:
         """Whether a process of the test's is still running: if none is, there is nothing to

@@ -12,8 +12,7 @@ import sys
 import threading
 from typing import Dict, List, Optional
 
-from .. import _site
-from .kernel import _cgroup_of, _move, _move_forked, _stat
+from .. import _site, cgroup, kin
 from .options import MARKER
 from .scope import FORCED, THREAD, _Scope, _env_for, _objects_of
 
@@ -98,10 +97,10 @@ class _HostChildren:
             if pid == 0:  # the child of a fork: none of these are its children
                 self.children = {}
             return
-        st = _stat(pid)
+        st = kin.pstat(pid)
         if st:
             with self.lock:
-                self.children[pid] = (st[2], scope.marker if scope else os.environ.get(MARKER))
+                self.children[pid] = (st.start_time, scope.marker if scope else os.environ.get(MARKER))
 
     def settle(self, timeout: float = 30.0) -> None:
         """Wait for the forks under way whose child must be moved out of where this process
@@ -147,7 +146,10 @@ class _HostChildren:
         for name, value in s.env().items():
             os.environ[name] = value
         if s.cgroup and not getattr(self.local, "inherit", False):
-            _move(s.cgroup, 0)
+            try:
+                cgroup.join(s.cgroup)
+            except OSError:  # gone (the test ended meanwhile): where it was forked
+                pass
 
     def away(self, scope: Optional[_Scope]) -> bool:
         # the running test's own forks from the thread that runs the tests are where the
@@ -230,16 +232,18 @@ class _HostChildren:
                 self.inflight += 1  # the exit check waits for it: final is set under this lock
         if final:
             self.hold_at_exit()
-        here = _cgroup_of("self") if scope.where() else None
+        here = cgroup.of(0) if scope.where() else None
         self.local.forking = scope
         if env_at is not None and len(args) > env_at:
             args = args[:env_at] + (_env_for(args[env_at], scope),) + args[env_at + 1:]
         try:
             result = fn(*args, **kwargs)
             pid = pid_of(result)
-            if pid > 0 and scope.cgroup:
-                _move(scope.cgroup, pid)  # a child that runs no Python code (exec) moves here
-                _move_forked(scope.cgroup, pid, {here, _cgroup_of("self")} - {scope.cgroup})
+            st = kin.pstat(pid) if pid > 0 and scope.cgroup else None
+            if st:
+                # a child that runs no Python code (exec) moves here, with what it forked
+                # meanwhile where this process was
+                _move_tree(scope.cgroup, st.ident, {here, cgroup.of(0)} - {scope.cgroup, None})
             self.add(pid, scope)
             return result
         finally:
@@ -250,17 +254,27 @@ class _HostChildren:
 
     def current(self) -> Dict[int, tuple]:
         """The tracked children that are still ours and not waited for; forget the others."""
-        me = os.getpid()
         with self.lock:
+            if not self.children:
+                return {}
+            ours = {p.ident for p in kin.children()}
             for pid, (start, _) in list(self.children.items()):
-                st = _stat(pid)
-                if not st or st[2] != start or st[1] != me:
+                if (pid, start) not in ours:
                     del self.children[pid]
             return dict(self.children)
 
     def owns(self, pid: int, start: int) -> bool:
         got = self.children.get(pid)
         return got is not None and got[0] == start
+
+def _move_tree(path: str, ident, found_in) -> None:
+    """ident into the cgroup at path, with its descendants still in found_in; a process gone
+    meanwhile, or a cgroup that is, is no error."""
+    try:
+        cgroup.move_tree(path, ident, sorted(found_in))
+    except OSError:
+        pass
+
 
 HOST = _HostChildren()
 SITES = _site.Registry()

@@ -8,8 +8,8 @@ import functools
 import sys
 from typing import Dict, List
 
-from .host import HOST
-from .kernel import _cgroup_of, _children, _move, _move_forked, _stat
+from .. import cgroup, kin
+from .host import HOST, _move_tree
 from .scope import FORCED, _Scope, _swap_env
 
 def _exit_finalizers() -> None:
@@ -91,35 +91,25 @@ def _served(marker: str) -> list:
 def serve(pid: int, server: int, scope: _Scope) -> None:
     """A worker the fork server forked for scope: moved to its scope's cgroup with what it
     forked meanwhile, and listed for its scope's check (see served_by)."""
-    st = _stat(pid)
-    if not st or st[1] != server:  # gone (its pid may be another process's now)
+    st = kin.pstat(pid)
+    if not st or st.ppid != server:  # gone (its pid may be another process's now)
         return
     scope.spawned = True
     if scope.where():
-        _move(scope.cgroup, pid)
-        _move_forked(scope.cgroup, pid, {_cgroup_of(server)} - {scope.cgroup})
+        _move_tree(scope.cgroup, st.ident, {cgroup.of(server)} - {scope.cgroup, None})
     with HOST.lock:
-        HOST.served[pid] = (st[2], scope.marker)
+        HOST.served[pid] = (st.start_time, scope.marker)
 
 def served_by(marker: str) -> Dict[tuple, str]:
     """The fork server's workers started for marker's scope that still run, and their
-    descendants (a finder: each identity read parent first, a child only while its
-    parent is the process it was)."""
-    out: Dict[tuple, str] = {}
+    descendants (a finder: each root while it is the process it was, a child only while its
+    parent is)."""
     with HOST.lock:
         roots = [(pid, start) for pid, (start, m) in HOST.served.items() if m == marker]
-    for pid, start in roots:
-        st = _stat(pid)
-        if not st or st[2] != start:
-            with HOST.lock:
+    out = {p.ident: "" for p in kin.trees(roots)}
+    gone = [pid for pid, start in roots if (pid, start) not in out]
+    if gone:
+        with HOST.lock:
+            for pid in gone:
                 HOST.served.pop(pid, None)
-            continue
-        todo = [(pid, start)]
-        while todo:
-            parent = todo.pop()
-            out[parent] = ""
-            for kid in _children(parent[0]):
-                ks = _stat(kid)
-                if ks and ks[1] == parent[0] and (kid, ks[2]) not in out:
-                    todo.append((kid, ks[2]))
     return out

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 
@@ -13,6 +14,14 @@ DEFAULT_TIMEOUT = 3.0
 DEFAULT_GRACE = 1.0
 MAX_SECONDS = 86400.0  # as the reaper command: a larger time is a typo, not a wait
 CGROUP_MODES = ("auto", "on", "off")
+
+
+def _token() -> str:
+    """12 random hex digits, as secrets.token_hex(6) gives them, without the hashlib (and
+    libcrypto, 3.6 MB) that importing secrets loads: every fork copies what pytest maps."""
+    return os.urandom(6).hex()
+
+
 class ReaperIncompleteWarning(pytest.PytestWarning):
     """A test's leak check could not be completed (something outside the test, such as another
     process held in an exec, or no descriptors left): what it found is reported and cleaned up

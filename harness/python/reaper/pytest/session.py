@@ -14,15 +14,14 @@ from typing import Dict, List, Optional
 
 import pytest
 
-from .. import _site
+from .. import _site, kin
 from . import patches, spawn
 from .cgroups import _Cgroups, _tracking
 from .check import Checks
 from .collector import _Collector
 from .host import HOST, SITES
-from .kernel import _children, _read_self_environ, _token
 from .mp import _exit_finalizers, _served
-from .options import DEFAULT_GRACE, DEFAULT_TIMEOUT, MARKER, SESSION_VAR, ReaperIncompleteWarning, _number
+from .options import DEFAULT_GRACE, DEFAULT_TIMEOUT, MARKER, SESSION_VAR, ReaperIncompleteWarning, _number, _token
 from .reports import Reports, _record, _why
 from .scope import _Scope, _swap_env
 from .xdist import Xdist
@@ -97,7 +96,7 @@ class _Session(Checks, Xdist, Reports):
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session):
         self.cgroups, self.tracking = _tracking(self.config, self.prefix)
-        self.site_root = SITES.open(str(self.config.rootpath), _read_self_environ())
+        self.site_root = SITES.open(str(self.config.rootpath), kin.environ() or b"")
         self.scope = _Scope(self.shared_marker, "the session (outside any test)",
                             self.cgroups.session if self.cgroups else None)
         # markers and descent need pytest to adopt what its tests detach; a cgroup holds every
@@ -111,8 +110,8 @@ class _Session(Checks, Xdist, Reports):
         self.outer_scope, HOST.main = HOST.main, self.scope
         # children started before the session (a conftest, a plugin's configure hook) are the
         # host's own as well: their owners wait for them later
-        for pid in _children():
-            HOST.add(pid)
+        for p in kin.children():
+            HOST.add(p.pid)
         if self.adopted:
             self.collector = _Collector()
             self.collector.start()

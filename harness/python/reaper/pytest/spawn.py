@@ -10,9 +10,8 @@ import os
 import sys
 import threading
 
-from .. import _site
+from .. import _site, kin
 from .host import HOST, SITES
-from .kernel import _stat
 from .scope import FORCED, THREAD, _Scope, _swap_env
 
 def _sited(called, fn, pid_of, args, kwargs, env_at):
@@ -36,8 +35,8 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
         pid = pid_of(result)
         if pid > 0 and site.spot:
             got = HOST.children.get(pid)  # its start time, as the interception read it
-            st = (None, None, got[0]) if got else _stat(pid)
-            SITES.record(pid, st[2] if st else None, site, marker)
+            start = got[0] if got else getattr(kin.pstat(pid), "start_time", None)
+            SITES.record(pid, start, site, marker)
         return result
     finally:
         if outer is None:

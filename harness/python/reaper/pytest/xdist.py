@@ -9,7 +9,7 @@ import os
 import pytest
 
 from .cgroups import _Cgroups
-from .kernel import _token
+from .options import _token
 from .reports import _record, _why
 
 

@@ -1,0 +1,160 @@
+# SPDX-License-Identifier: MIT
+"""The processes a harness starts itself, followed through libreaper: what /proc says of a pid,
+its environment and children, the trees below several roots, the last pid given out, one identity signalled or collected, and the
+collection of adopted orphans' zombies (see "processes by identity" in libreaper(3)). An
+identity is ``(pid, start_time)``; every act on one goes through a pidfd opened before its
+start time is checked again, so a pid that has passed to another process is never touched."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+from typing import Iterable, List, NamedTuple, Optional, Tuple
+
+from . import _c, _check, _lib
+
+Identity = Tuple[int, int]
+
+__all__ = ["PStat", "pstat", "children", "trees", "last_pid", "environ", "signal", "collect", "Orphans"]
+
+
+class PStat(NamedTuple):
+    """What /proc/PID/stat said of a process at one moment."""
+    pid: int
+    ppid: int
+    pgrp: int
+    session: int
+    start_time: int
+    state: str  # R S D Z T t X ...
+
+    @property
+    def ident(self) -> Identity:
+        return (self.pid, self.start_time)
+
+
+def _pstat(c: "_lib.PStat") -> PStat:
+    return PStat(c.pid, c.ppid, c.pgrp, c.session, c.start_time, c.state.decode("ascii", "replace"))
+
+
+def pstat(pid: int = 0) -> Optional[PStat]:
+    """What /proc/PID/stat says of ``pid`` now (0: this process); None when there is none."""
+    out = _lib.PStat()
+    rc = _c().reaper_pstat(int(pid), ctypes.byref(out))
+    if rc == -errno.ESRCH:
+        return None
+    _check(rc, f"reaper_pstat {pid}")
+    return _pstat(out)
+
+
+def _listed(call, what: str) -> List[PStat]:
+    cap = 64
+    while True:
+        buf = (_lib.PStat * cap)()
+        n = call(buf, cap)
+        if n == -errno.ESRCH:
+            return []
+        _check(n, what)
+        if n <= cap:
+            return [_pstat(buf[i]) for i in range(n)]
+        cap = n + 16  # more came meanwhile: room for them and a few more
+
+
+def children(pid: int = 0) -> List[PStat]:
+    """The children of ``pid`` now (0: this process), of every thread, zombies included, each
+    only while its stat still names ``pid`` as its parent; [] when ``pid`` is gone."""
+    return _listed(lambda buf, cap: _c().reaper_children(int(pid), buf, cap), f"reaper_children {pid}")
+
+
+def trees(roots: Iterable[Identity]) -> List[PStat]:
+    """Every process in the trees of ``roots``: each root that is still the process its identity
+    names, then its descendants (roots first, each parent before its children, each process
+    once), a process's children taken only while it is still the process it was."""
+    ids = [(int(p), int(s)) for p, s in roots]
+    arr = (_lib.Ident * max(1, len(ids)))(*ids)
+    return _listed(lambda buf, cap: _c().reaper_descendants(arr, len(ids), buf, cap), "reaper_descendants")
+
+
+def last_pid() -> int:
+    """The pid the kernel gave out last in this PID namespace; -1 when it cannot be read."""
+    rc = _c().reaper_last_pid()
+    return rc if rc > 0 else -1
+
+
+def environ(pid: int = 0) -> Optional[bytes]:
+    """The environment ``pid`` (0: this process) was started with, as /proc/PID/environ holds
+    it (entries each ending in NUL; what its last exec was given, not ``os.environ`` now); None
+    when there is no such process or it cannot be read (another user's)."""
+    cap = 8192
+    while True:
+        buf = ctypes.create_string_buffer(cap)
+        n = _c().reaper_environ(int(pid), buf, cap)
+        if n < 0:
+            if n in (-errno.ESRCH, -errno.EACCES, -errno.EPERM):
+                return None
+            _check(n, f"reaper_environ {pid}")
+        if n <= cap:
+            return buf.raw[:n]
+        cap = n + 4096
+
+
+def _ident(ident: Identity) -> "_lib.Ident":
+    pid, start = ident
+    return _lib.Ident(int(pid), int(start))
+
+
+def signal(ident: Identity, sig: int) -> bool:
+    """Send ``sig`` to the process ``ident`` names while it is that process: True when sent,
+    False when it is gone or its pid is another process's (nothing was signalled)."""
+    rc = _c().reaper_signal(ctypes.byref(_ident(ident)), int(sig))
+    if rc == -errno.ESRCH:
+        return False
+    _check(rc, f"reaper_signal {ident[0]}")
+    return True
+
+
+def collect(ident: Identity) -> Optional[int]:
+    """Collect the zombie of ``ident`` when this process is its parent, without waiting: its wait
+    status, or None when it still runs, is gone, is another process now, or is not our child."""
+    status = ctypes.c_int(0)
+    rc = _c().reaper_collect(ctypes.byref(_ident(ident)), ctypes.byref(status))
+    if rc in (0, -errno.ESRCH, -errno.ECHILD):
+        return None
+    _check(rc, f"reaper_collect {ident[0]}")
+    return status.value
+
+
+class Orphans:
+    """The zombies of the orphans this process adopted (``reaper.adopt_orphans``), collected at
+    each ``collect()``, and only those: a zombie child whose session is neither ours nor its own,
+    or that an earlier look saw running below another child of ours. Any other zombie child (one
+    C code started) keeps its exit status for its owner. One thread at a time."""
+
+    def __init__(self):
+        handle = ctypes.c_void_p()
+        _check(_c().reaper_orphans_open(ctypes.byref(handle)), "reaper_orphans_open")
+        self._handle: Optional[int] = handle.value
+
+    def collect(self, own: Iterable[Identity] = ()) -> int:
+        """One look; ``own``: identities of children we started and wait for ourselves, never
+        collected. How many zombies were collected."""
+        if self._handle is None:
+            raise ValueError("reaper.kin.Orphans: closed")
+        ids = [(int(p), int(s)) for p, s in own]
+        arr = (_lib.Ident * len(ids))(*ids) if ids else None
+        return _check(_c().reaper_orphans_collect(self._handle, arr, len(ids)), "reaper_orphans_collect")
+
+    def close(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            _c().reaper_orphans_close(handle)
+
+    def __enter__(self) -> "Orphans":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_handle", None) is not None and os is not None:
+            self.close()
