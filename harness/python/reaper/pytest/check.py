@@ -217,7 +217,7 @@ class Checks:
         # that child is in it, read after the scan; without one, it took a pid after the scan
         # began: the scan is made again (a few times, then the full check decides).
         for _ in range(3):
-            last = _last_pid()
+            last = kin.last_pid()
             try:
                 if any(p.fate != "exited" and p.state != "Z"
                        for p in self.reaper.scan(*self._finders(test, HOST.current())).processes):
@@ -226,7 +226,7 @@ class Checks:
                 return True
             if test.cgroup:
                 return bool((_read(os.path.join(test.cgroup, "cgroup.procs")) or b"x").strip())
-            if last != -1 and _last_pid() == last:
+            if last != -1 and kin.last_pid() == last:
                 return False
         return True
 
