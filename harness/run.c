@@ -919,6 +919,10 @@ static int set_up(struct run *r)
 	int e, code;
 	if (setup_finders(r) < 0)
 		return die(EXIT_CANNOT_EXEC, "out of memory");
+	/* An inherited SIG_IGN for SIGCHLD lets the kernel collect our children unseen and sends
+	 * no SIGCHLD: --isolate's outer reaper would wait for the inner one forever, and the
+	 * guardian, started before the signals are set up there, would be gone unnoticed. */
+	sigaction(SIGCHLD, &(struct sigaction){ .sa_handler = SIG_DFL }, NULL);
 	if (r->isolate && (code = isolate(r)) != GO_ON)
 		return code;
 	if ((code = take_home(r)) != GO_ON)
