@@ -81,9 +81,9 @@ static const struct reaper_proc *find(const struct reaper_report *r, pid_t pid)
 	return NULL;
 }
 
-START_TEST(each_reason_is_read_before_the_kill)
+/* Reap our children (each a leak: none ends by itself), their holdings and why read. */
+static struct reaper_report *reap_ours(void)
 {
-	pid_t ign = start_child(IGNORES), stop = start_child(STOPS), cgt = start_child(CATCHES);
 	struct reaper_finder f = reaper_find_tree(0);
 	struct reaper_opts o;
 	reaper_opts_init(&o);
@@ -91,6 +91,13 @@ START_TEST(each_reason_is_read_before_the_kill)
 	o.grace = 0.2;
 	struct reaper_report *r = NULL;
 	ck_assert_int_eq(reaper_reap(&f, 1, &o, &r), 0);
+	return r;
+}
+
+START_TEST(each_reason_is_read_before_the_kill)
+{
+	pid_t ign = start_child(IGNORES), stop = start_child(STOPS), cgt = start_child(CATCHES);
+	struct reaper_report *r = reap_ours();
 
 	const struct reaper_proc *p = find(r, ign);
 	ck_assert_int_eq(p->why_read, 1);
@@ -138,13 +145,7 @@ START_TEST(a_blocked_sigterm_is_named)
 	char c;
 	ck_assert_int_eq(read(pfd[0], &c, 1), 0); /* EOF: exec'd */
 	close(pfd[0]);
-	struct reaper_finder f = reaper_find_tree(0);
-	struct reaper_opts o;
-	reaper_opts_init(&o);
-	o.holdings = 1;
-	o.grace = 0.2;
-	struct reaper_report *r = NULL;
-	ck_assert_int_eq(reaper_reap(&f, 1, &o, &r), 0);
+	struct reaper_report *r = reap_ours();
 	const struct reaper_proc *p = find(r, pid);
 	ck_assert(p->why & REAPER_WHY_TERM_BLOCKED);
 	ck_assert(!(p->why & (REAPER_WHY_TERM_IGNORED | REAPER_WHY_TERM_CAUGHT)));
@@ -170,13 +171,7 @@ START_TEST(a_traced_leak_names_its_tracer)
 	int status;
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFSTOPPED(status), "the exec stops a traced child (status %#x)", status);
-	struct reaper_finder f = reaper_find_tree(0);
-	struct reaper_opts o;
-	reaper_opts_init(&o);
-	o.holdings = 1;
-	o.grace = 0.2;
-	struct reaper_report *r = NULL;
-	ck_assert_int_eq(reaper_reap(&f, 1, &o, &r), 0);
+	struct reaper_report *r = reap_ours();
 	const struct reaper_proc *p = find(r, pid);
 	ck_assert(p->why & REAPER_WHY_TRACED);
 	ck_assert_int_eq(p->tracer, getpid());
