@@ -141,8 +141,9 @@ static void reap_children(struct run *r)
 			continue; /* a stopped orphan is not gone */
 		if (pid == r->guardian.pid) {
 			/* it ended early (killed from outside): the run goes on unguarded, and its pid,
-			 * free now, is nobody guardian_stop may wait for */
+			 * free now, is nobody guardian_stop may wait for, nor the document's to name */
 			pidref_done(&r->guardian);
+			r->st.guardian_pid = 0;
 			continue;
 		}
 		if (pid == r->cmd.pid && WIFSTOPPED(status)) {
