@@ -15,13 +15,16 @@ from test_cgroup import cgroups_of_run, needs_cgroup
 # waits or exits as the phase wants.
 LEAVER = """
     import os, signal, sys, time
+    r, w = os.pipe2(os.O_CLOEXEC)  # EOF once the daemon has exec'd, SIGTERM ignored
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             os.execve("/bin/sleep", ["sleep", "300"], {})
         os._exit(0)
+    os.close(w)
     os.wait()
+    os.read(r, 1)
     print("ready", flush=True)
     if sys.argv[1] == "wait":
         time.sleep(300)
