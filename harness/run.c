@@ -141,8 +141,9 @@ static void reap_children(struct run *r)
 			continue; /* a stopped orphan is not gone */
 		if (pid == r->guardian.pid) {
 			/* it ended early (killed from outside): the run goes on unguarded, and its pid,
-			 * free now, is nobody guardian_stop may wait for */
+			 * free now, is nobody guardian_stop may wait for, nor the document's to name */
 			pidref_done(&r->guardian);
+			r->st.guardian_pid = 0;
 			continue;
 		}
 		if (pid == r->cmd.pid && WIFSTOPPED(status)) {
@@ -919,6 +920,10 @@ static int set_up(struct run *r)
 	int e, code;
 	if (setup_finders(r) < 0)
 		return die(EXIT_CANNOT_EXEC, "out of memory");
+	/* An inherited SIG_IGN for SIGCHLD lets the kernel collect our children unseen and sends
+	 * no SIGCHLD: --isolate's outer reaper would wait for the inner one forever, and the
+	 * guardian, started before the signals are set up there, would be gone unnoticed. */
+	sigaction(SIGCHLD, &(struct sigaction){ .sa_handler = SIG_DFL }, NULL);
 	if (r->isolate && (code = isolate(r)) != GO_ON)
 		return code;
 	if ((code = take_home(r)) != GO_ON)

@@ -15,7 +15,7 @@ struct run_state {
 	pid_t command_pid;
 	pid_t reaper_pid;     /* 0: getpid() */
 	pid_t ns_reaper_pid, ns_command_pid; /* --isolate: their pids in the run's namespace (0: none) */
-	pid_t guardian_pid;   /* 0: none (PID 1, or it could not be started) */
+	pid_t guardian_pid;   /* 0: none (PID 1, it could not be started, or it ended early) */
 	long active_children, adopted_children;
 	unsigned long orphaned_children_total, reaped_children_total, reaped_orphans_total;
 	int escalated;

@@ -166,6 +166,7 @@ enum reaper_why {
 	REAPER_WHY_WAITS = 1 << 4,        /* asleep in the kernel function named by wchan */
 	REAPER_WHY_OUTPUT = 1 << 5,       /* holds the run's stdout, stderr or terminal */
 	REAPER_WHY_INPUT = 1 << 6,        /* holds the run's stdin (the one holding named in why_text) */
+	REAPER_WHY_TERM_BLOCKED = 1 << 7, /* every thread blocks SIGTERM (SigBlk): it stays pending */
 	REAPER_WHY_READ_SIGNALS = 1 << 30 /* not a reason: the SIGTERM disposition, wchan and tty
 					     were read (status could be), so their absence says
 					     "default", "running", "none" */

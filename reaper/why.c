@@ -12,7 +12,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -51,6 +54,42 @@ static unsigned long long status_mask(const char *status, const char *name)
 	return t ? strtoull(t + strlen(name), NULL, 16) : 0;
 }
 
+/* Whether every thread of p blocks SIGTERM (bit): a process-directed signal goes to any
+ * thread that does not, so one is enough to take it. status is the main thread's; the
+ * others' are read only when there are others. */
+static int term_blocked(int procfd, pid_t pid, const char *status, unsigned long long bit)
+{
+	if (!(status_mask(status, "\nSigBlk:") & bit))
+		return 0;
+	const char *t = strstr(status, "\nThreads:");
+	if (!t || atoi(t + 10) <= 1)
+		return 1;
+	char path[40];
+	snprintf(path, sizeof path, procfd >= 0 ? "%d/task" : "/proc/%d/task", (int)pid);
+	int fd = openat(procfd >= 0 ? procfd : AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	struct sbuf b = { 0 };
+	int all = 1;
+	for (struct dirent *e; all && (e = readdir(d));) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		char what[300];
+		snprintf(what, sizeof what, "task/%s/status", e->d_name);
+		/* a thread gone meanwhile takes nothing; one unreadable may */
+		ssize_t n = procfs_read(procfd, pid, what, &b);
+		if (n > 0 ? !(status_mask(b.p, "\nSigBlk:") & bit) : n != -ENOENT && n != -ESRCH)
+			all = 0;
+	}
+	sbuf_free(&b);
+	closedir(d);
+	return all;
+}
+
 /* What status says of p: SIGTERM's disposition and TracerPid. 1 read, -errno not. */
 static int from_status(struct why *w, int procfd, pid_t pid, uint32_t *why, pid_t *tracer)
 {
@@ -63,6 +102,8 @@ static int from_status(struct why *w, int procfd, pid_t pid, uint32_t *why, pid_
 		*why |= REAPER_WHY_TERM_IGNORED;
 	else if (status_mask(w->buf.p, "\nSigCgt:") & bit)
 		*why |= REAPER_WHY_TERM_CAUGHT;
+	if (!(*why & REAPER_WHY_TERM_IGNORED) && term_blocked(procfd, pid, w->buf.p, bit))
+		*why |= REAPER_WHY_TERM_BLOCKED;
 	const char *t = strstr(w->buf.p, "\nTracerPid:");
 	*tracer = t ? (pid_t)atoi(t + 11) : 0;
 	return 1;
@@ -112,6 +153,8 @@ static void reasons(struct sbuf *b, const struct reaper_proc *p)
 #define SAY(...) (sbuf_puts(b, sep), sbuf_printf(b, __VA_ARGS__), sep = "; ")
 	if (p->why & REAPER_WHY_TERM_IGNORED)
 		SAY("ignores SIGTERM");
+	if (p->why & REAPER_WHY_TERM_BLOCKED)
+		SAY("blocks SIGTERM (every thread): it stays pending");
 	if (p->why & REAPER_WHY_TERM_CAUGHT)
 		SAY("catches SIGTERM (its handler may not exit)");
 	if (p->why & REAPER_WHY_STOPPED)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* check_core_why: why a leak was still running, against real children: one that ignores
- * SIGTERM, one stopped (SIGSTOP), one that catches SIGTERM, one we trace; and the describer on
- * a process that is gone or whose pid is not the one described (a pid that changed hands
- * mid-read): it says so and nothing else, and the report loses nothing else. */
+ * SIGTERM, one stopped (SIGSTOP), one that catches SIGTERM, one that blocks it, one we trace;
+ * and the describer on a process that is gone or whose pid is not the one described (a pid
+ * that changed hands mid-read): it says so and nothing else, and the report loses nothing
+ * else. */
 #define _GNU_SOURCE
 #include "reaper/reaper.h"
 #include "reaper/why.h"
@@ -80,9 +81,9 @@ static const struct reaper_proc *find(const struct reaper_report *r, pid_t pid)
 	return NULL;
 }
 
-START_TEST(each_reason_is_read_before_the_kill)
+/* Reap our children (each a leak: none ends by itself), their holdings and why read. */
+static struct reaper_report *reap_ours(void)
 {
-	pid_t ign = start_child(IGNORES), stop = start_child(STOPS), cgt = start_child(CATCHES);
 	struct reaper_finder f = reaper_find_tree(0);
 	struct reaper_opts o;
 	reaper_opts_init(&o);
@@ -90,6 +91,13 @@ START_TEST(each_reason_is_read_before_the_kill)
 	o.grace = 0.2;
 	struct reaper_report *r = NULL;
 	ck_assert_int_eq(reaper_reap(&f, 1, &o, &r), 0);
+	return r;
+}
+
+START_TEST(each_reason_is_read_before_the_kill)
+{
+	pid_t ign = start_child(IGNORES), stop = start_child(STOPS), cgt = start_child(CATCHES);
+	struct reaper_report *r = reap_ours();
 
 	const struct reaper_proc *p = find(r, ign);
 	ck_assert_int_eq(p->why_read, 1);
@@ -116,6 +124,38 @@ START_TEST(each_reason_is_read_before_the_kill)
 }
 END_TEST
 
+/* A sleep exec'd with SIGTERM blocked (the mask survives exec; its disposition is the
+ * default): SIGTERM waits, pending, for as long as it runs, and the why says it blocks it. */
+START_TEST(a_blocked_sigterm_is_named)
+{
+	int pfd[2];
+	ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		sigset_t term;
+		sigemptyset(&term);
+		sigaddset(&term, SIGTERM);
+		sigprocmask(SIG_BLOCK, &term, NULL);
+		char *argv[] = { "/bin/sleep", "600", NULL }, *env[] = { suite_marker, NULL };
+		execve(argv[0], argv, env);
+		_exit(127);
+	}
+	close(pfd[1]);
+	char c;
+	ck_assert_int_eq(read(pfd[0], &c, 1), 0); /* EOF: exec'd */
+	close(pfd[0]);
+	struct reaper_report *r = reap_ours();
+	const struct reaper_proc *p = find(r, pid);
+	ck_assert(p->why & REAPER_WHY_TERM_BLOCKED);
+	ck_assert(!(p->why & (REAPER_WHY_TERM_IGNORED | REAPER_WHY_TERM_CAUGHT)));
+	ck_assert_msg(!strncmp(p->why_text, "blocks SIGTERM", 14), "%s", p->why_text);
+	ck_assert_int_eq(p->fate, REAPER_KILLED);
+	reaper_report_free(r);
+	ck_assert(!tu_exists(pid, 0));
+}
+END_TEST
+
 /* A child we trace (PTRACE_TRACEME, then its exec stops it): traced by us, in a tracing stop. */
 START_TEST(a_traced_leak_names_its_tracer)
 {
@@ -131,13 +171,7 @@ START_TEST(a_traced_leak_names_its_tracer)
 	int status;
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFSTOPPED(status), "the exec stops a traced child (status %#x)", status);
-	struct reaper_finder f = reaper_find_tree(0);
-	struct reaper_opts o;
-	reaper_opts_init(&o);
-	o.holdings = 1;
-	o.grace = 0.2;
-	struct reaper_report *r = NULL;
-	ck_assert_int_eq(reaper_reap(&f, 1, &o, &r), 0);
+	struct reaper_report *r = reap_ours();
 	const struct reaper_proc *p = find(r, pid);
 	ck_assert(p->why & REAPER_WHY_TRACED);
 	ck_assert_int_eq(p->tracer, getpid());
@@ -255,6 +289,7 @@ int main(void)
 	tcase_add_test(tc, a_process_gone_or_replaced_is_said_so);
 	tcase_add_test(tc, a_traced_leak_names_its_tracer);
 	tcase_add_test(tc, a_terminal_is_named);
+	tcase_add_test(tc, a_blocked_sigterm_is_named);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	tu_add_nothing_left(s, suite_marker);

@@ -381,3 +381,21 @@ def test_isolate_state_names_the_callers_pids_and_the_namespaces(tmp_path):
         assert doc["phase"] == "exited" and (doc["reaper_pid"], doc["command_pid"]) == (init, cmd), doc
     finally:
         end_run(p, outer, fds)
+
+
+def test_isolate_under_an_ignored_sigchld_waits_for_its_run(tmp_path):
+    """A caller that ignores SIGCHLD passes that on through exec; the outer reaper must still
+    see the inner one end (an ignored SIGCHLD is never sent, and the kernel collects the child
+    itself) and pass COMMAND's status on."""
+    p = subprocess.Popen([REAPER, "run", "--isolate", "--", "sh", "-c", "exit 5"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, cwd=str(tmp_path),
+                         preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+    outer = os.pidfd_open(p.pid)
+    try:
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == 5, err
+    finally:
+        if p.poll() is None:
+            signal.pidfd_send_signal(outer, signal.SIGKILL)
+            p.wait(30)
+        os.close(outer)

@@ -94,3 +94,29 @@ def test_guardian_holds_nothing_of_the_run_and_leaves_with_a_normal_end(run, tmp
         assert wait_gone([fd], 30) == []
     finally:
         os.close(fd)
+
+
+def test_a_guardian_killed_early_is_no_longer_named(run):
+    """A guardian killed from outside is collected by reaper and the run goes on: its pid is
+    free for anyone then, so the state document stops naming it, and COMMAND's status is still
+    the run's."""
+    r = run([], script("""
+        import sys
+        print("ready", flush=True)
+        sys.stdin.readline()
+        sys.exit(3)
+    """), stdin=subprocess.PIPE)
+    r.expect("ready")
+    g = r.state()["guardian_pid"]
+    assert g
+    fd = os.pidfd_open(g)
+    try:
+        assert stat(g)["ppid"] == r.p.pid  # ours to kill: reaper's child, the run's guardian
+        signal.pidfd_send_signal(fd, signal.SIGKILL)
+        assert wait_gone([fd], 30) == []
+        r.wait_state(lambda d: d["guardian_pid"] is None, what="the dead guardian unnamed")
+        r.p.stdin.write(b"end\n")
+        r.p.stdin.flush()
+        assert r.wait(30) == 3, r.stderr
+    finally:
+        os.close(fd)
