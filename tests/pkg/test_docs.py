@@ -97,7 +97,7 @@ def test_every_variable_the_check_helper_reads_or_sets_is_in_its_page():
 
 def test_every_variable_the_python_package_uses_is_on_its_page():
     code = set()
-    for p in sorted((ROOT / "harness" / "python" / "reaper").glob("*.py")):
+    for p in sorted((ROOT / "harness" / "python" / "reaper").rglob("*.py")):
         code |= set(re.findall(r'"(REAPER_[A-Z_]+)"', p.read_text()))
     assert {"REAPER_LIBRARY", "REAPER_TEST"} <= code, code
     missing = code - documented((ROOT / "harness" / "python" / "README.md").read_text())
