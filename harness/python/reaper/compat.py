@@ -94,7 +94,9 @@ class CallableFinder:
     def _find(self, ctx, out, cap) -> int:
         try:
             if not self._pending:
-                self._pending = [(int(pid), int(st)) for pid, st in self.func()]
+                # a start time of None: the finder saw the process go (start_time() of a
+                # gone one) between its reads; nothing is left to verify or signal
+                self._pending = [(int(pid), int(st)) for pid, st in self.func() if st is not None]
             idents = self._pending
             if len(idents) > cap:
                 return len(idents)  # called again with room for all of them
