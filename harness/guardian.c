@@ -46,7 +46,7 @@ static int environ_in(uint64_t start, uint64_t end)
 	return 0;
 }
 
-static void guard(int rfd, const char *marker, const char *cgroup, const struct guardian_rules *rules)
+static void guard(int rfd, int ready, const char *marker, const char *cgroup, const struct guardian_rules *rules)
 {
 	setsid();
 	prctl(PR_SET_NAME, "reaper-guard", 0, 0, 0);
@@ -61,6 +61,10 @@ static void guard(int rfd, const char *marker, const char *cgroup, const struct 
 	    environ_in(st.env_start, st.env_end))
 		memset((void *)(uintptr_t)st.env_start, 0, (size_t)(st.env_end - st.env_start));
 	clearenv();
+	/* from here no finder takes us for the run's: the run may start (closed below with the rest) */
+	if (write(ready, "r", 1) < 0) {
+		/* reaper is gone: the read below says so */
+	}
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null >= 0) {
 		dup2(null, 0);
@@ -110,12 +114,18 @@ static void guard(int rfd, const char *marker, const char *cgroup, const struct 
 	_exit(r < 0 ? 1 : 0);
 }
 
+/* How long the run waits for its guardian to clear its environment (one memset away,
+ * unless the machine does not run it for a while) */
+#define READY_WAIT_MS 10000
+
 int guardian_start(const char *marker, const char *cgroup, const struct guardian_rules *rules,
 		   struct pidref *guardian)
 {
 	/* p: reaper -> guardian, its write end held open for the run */
-	int p[2] = { -1, -1 }, e = 0;
+	int p[2] = { -1, -1 }, ready[2] = { -1, -1 }, e = 0;
 	*guardian = PIDREF_NULL;
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		ready[0] = ready[1] = -1;
 	/* Our child, started by one fork and never waited for by the run: nothing waits for it
 	 * to start (a middle process that forks it and exits would be one more process, and one
 	 * more hand-off, on every run) */
@@ -124,12 +134,25 @@ int guardian_start(const char *marker, const char *cgroup, const struct guardian
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		guard(p[0], marker, cgroup, rules);
+		guard(p[0], ready[1], marker, cgroup, rules);
 	}
 	if (g < 0)
 		e = -errno;
 	if (p[0] >= 0)
 		close(p[0]); /* the guardian holds its own copy of the read end */
+	/* Until the guardian has cleared its environment (ours, copied by the fork), a finder of
+	 * the run (a `reaper reap --env` that COMMAND runs) would take it for a leftover: the run
+	 * starts when it says so, or is gone (end of file), within a bound */
+	if (ready[1] >= 0)
+		close(ready[1]);
+	if (ready[0] >= 0) {
+		struct pollfd rp = { .fd = ready[0], .events = POLLIN };
+		char c;
+		if (!e && poll(&rp, 1, READY_WAIT_MS) > 0 && read(ready[0], &c, 1) < 0) {
+			/* the guardian is gone: the run goes on unguarded, as after any early end */
+		}
+		close(ready[0]);
+	}
 	/* Our unwaited child: whatever holds its pid is it. Unpinned (no descriptor to spare),
 	 * it is named and waited for by pid. */
 	struct reaper_stat gst;
