@@ -260,6 +260,48 @@ def test_starts_a_thread_that_never_stops():
     assert running_after(spawner.tag) == [], "a process the thread started outlived pytest"
 
 
+def test_a_program_that_calls_pytest_main_gets_its_process_back(tracked):
+    # a runner or an IDE calls pytest.main() and goes on: when it returns nothing of the
+    # plugin stays (patches, markers in os.environ), a second session checks again, and what
+    # the program starts afterwards is its own, not ended at its exit
+    tracked.makepyfile(test_leaks=f"""
+import subprocess, sys
+def test_leaks():
+    subprocess.Popen([sys.executable, {LEAKER!r}, "left-by-a-test"])
+""")
+    script = tracked.makepyfile(driver="""
+import atexit, concurrent.futures.thread, multiprocessing.forkserver, multiprocessing.popen_forkserver
+import multiprocessing.resource_tracker, os, subprocess, sys
+import pytest
+from reaper.pytest import patches
+later = []
+def at_exit():  # registered first: runs after whatever pytest registered
+    for p in later:
+        print("still running at exit" if p.poll() is None else f"ended before exit: {p.returncode}", flush=True)
+        p.kill()
+        p.wait()
+atexit.register(at_exit)
+def targets():
+    return {".".join(filter(None, (p.module, p.holder, p.attribute))): patches.target(p) for p in patches.PATCHES}
+before, env = targets(), dict(os.environ)
+for run in (1, 2):
+    rc = pytest.main(["-q", "-p", "reaper.pytest_plugin", "--reaper", "--reaper-nested", "--reaper-timeout", "0.2",
+                      "--reaper-grace", "0", "test_leaks.py"])
+    print(f"run {run}: status {int(rc)}", flush=True)
+    print(f"run {run}: patched {[k for k, v in targets().items() if v is not before[k]]}", flush=True)
+    print(f"run {run}: environ {sorted(k for k, v in set(os.environ.items()) ^ set(env.items()) if k != 'PYTEST_CURRENT_TEST')}", flush=True)
+later.append(subprocess.Popen(["sleep", "60"]))
+""")
+    result = tracked.runpython(script)
+    out = result.stdout.str()
+    for run in (1, 2):
+        assert f"run {run}: status 1" in out, out  # the test's leak is found, twice
+        assert f"run {run}: patched []" in out, out
+        assert f"run {run}: environ []" in out, out
+    assert "still running at exit" in out, out
+    assert "ended at pytest's exit" not in result.stderr.str()
+
+
 def test_a_nested_session_leaves_the_check_to_the_enclosing_one(tracked, tmp_path):
     pidfile = tmp_path / "left.pid"
     tracked.makepyfile(test_outer=f"""

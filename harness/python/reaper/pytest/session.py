@@ -42,6 +42,17 @@ def _inline() -> bool:
     return n > 1
 
 
+def _console() -> bool:
+    """Whether pytest runs as a program (``pytest``, ``python -m pytest``: its console entry
+    point), so the process ends when the session does; else a program called ``pytest.main()``
+    and goes on once it returns."""
+    from _pytest.config import console_main
+    code, f = console_main.__code__, sys._getframe(1)
+    while f is not None and f.f_code is not code:
+        f = f.f_back
+    return f is not None
+
+
 class _Session(Checks, Xdist, Reports):
     """The plugin's session: its state, and its hooks (per test: Checks; xdist: Xdist; reports:
     Reports)."""
@@ -155,7 +166,9 @@ class _Session(Checks, Xdist, Reports):
         # worker, whose controller looks for what it left once it reports its end): what its
         # threads start after the check below is still the session's (its cgroup, its marker)
         # and is checked once more at pytest's exit, when no other thread can start anything.
-        own = HOST.users == 1 and not _inline() and not os.environ.get("PYTEST_XDIST_WORKER")
+        # A program that called pytest.main() goes on: everything is undone when it returns, and
+        # what its threads start from then on is the program's.
+        own = HOST.users == 1 and not _inline() and not os.environ.get("PYTEST_XDIST_WORKER") and _console()
         try:
             self._finish(cgroups, drop=not own)
         finally:
