@@ -37,34 +37,64 @@ static void close_fds(unsigned lo, unsigned hi)
 
 extern char **environ;
 
-/* Whether one of our environment's strings lies in [start, end). */
-static int environ_in(uint64_t start, uint64_t end)
+/* Where our environment's exec-time strings lie, [*lo, *hi): what /proc/PID/environ reads.
+ * The kernel lays them out one after the other; environ still points at them in that order
+ * unless something changed it since the exec (then the kernel's own bounds, but only where
+ * libc found our strings: under an emulator such as valgrind they are the host's memory).
+ * 0, or -ENOENT when there is nothing of ours to clear. */
+static int environ_span(char **lo, char **hi)
 {
-	for (char **e = environ; e && *e; e++)
-		if ((uintptr_t)*e >= start && (uintptr_t)*e < end)
-			return 1;
-	return 0;
+	if (!environ || !environ[0])
+		return -ENOENT;
+	char *end = environ[0];
+	size_t i = 0;
+	for (; environ[i] && environ[i] == end; i++)
+		end += strlen(end) + 1;
+	*lo = environ[0];
+	*hi = end;
+	if (!environ[i])
+		return 0;
+	struct reaper_stat st;
+	if (procfs_stat(-1, getpid(), &st) < 0 || !st.env_start || st.env_end <= st.env_start)
+		return -ENOENT;
+	for (i = 0; environ[i]; i++)
+		if ((uintptr_t)environ[i] >= st.env_start && (uintptr_t)environ[i] < st.env_end) {
+			*lo = (char *)(uintptr_t)st.env_start;
+			*hi = (char *)(uintptr_t)st.env_end;
+			return 0;
+		}
+	return -ENOENT;
 }
 
-static void guard(int rfd, int ready, const char *marker, const char *cgroup, const struct guardian_rules *rules)
+/* fork, with the child born with no environment in /proc/PID/environ: a finder of another
+ * reaper (a `reaper reap --env` the command runs, a nested run's --home) must not take the
+ * guardian for what the run left, not even in the moment after the fork, and nobody has to
+ * wait for the child to clear it. Our strings are zeroed for the fork and put back after it;
+ * the child's copy keeps the zeros. */
+static pid_t fork_without_environ(void)
+{
+	char *lo = NULL, *hi = NULL, *saved = NULL;
+	if (environ_span(&lo, &hi) == 0 && (saved = malloc((size_t)(hi - lo)))) {
+		memcpy(saved, lo, (size_t)(hi - lo));
+		memset(lo, 0, (size_t)(hi - lo));
+	}
+	pid_t g = fork();
+	if (g != 0 && saved) {
+		int e = errno;
+		memcpy(lo, saved, (size_t)(hi - lo));
+		free(saved);
+		errno = e;
+	}
+	return g;
+}
+
+static void guard(int rfd, const char *marker, const char *cgroup, const struct guardian_rules *rules)
 {
 	setsid();
 	prctl(PR_SET_NAME, "reaper-guard", 0, 0, 0);
-	/* Carry no environment: ours is the caller's (CI=true, HOME), and a finder of another
-	 * reaper (a `reaper reap --env` the command runs, a nested run's --home) must not take the
-	 * guardian for what the run left. /proc/PID/environ reads the exec-time strings where
-	 * they are: zeroed, they match nothing. They are written only where libc found them (an
-	 * environ string inside the kernel's range): under an emulator such as valgrind the range
-	 * is the host's memory, not ours. */
-	struct reaper_stat st;
-	if (procfs_stat(-1, getpid(), &st) == 0 && st.env_start && st.env_end > st.env_start &&
-	    environ_in(st.env_start, st.env_end))
-		memset((void *)(uintptr_t)st.env_start, 0, (size_t)(st.env_end - st.env_start));
+	/* Carry no environment: ours is the caller's (CI=true, HOME); /proc shows none since the
+	 * fork (fork_without_environ) */
 	clearenv();
-	/* from here no finder takes us for the run's: the run may start (closed below with the rest) */
-	if (write(ready, "r", 1) < 0) {
-		/* reaper is gone: the read below says so */
-	}
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null >= 0) {
 		dup2(null, 0);
@@ -114,45 +144,26 @@ static void guard(int rfd, int ready, const char *marker, const char *cgroup, co
 	_exit(r < 0 ? 1 : 0);
 }
 
-/* How long the run waits for its guardian to clear its environment (one memset away,
- * unless the machine does not run it for a while) */
-#define READY_WAIT_MS 10000
-
 int guardian_start(const char *marker, const char *cgroup, const struct guardian_rules *rules,
 		   struct pidref *guardian)
 {
 	/* p: reaper -> guardian, its write end held open for the run */
-	int p[2] = { -1, -1 }, ready[2] = { -1, -1 }, e = 0;
+	int p[2] = { -1, -1 }, e = 0;
 	*guardian = PIDREF_NULL;
-	if (pipe2(ready, O_CLOEXEC) < 0)
-		ready[0] = ready[1] = -1;
 	/* Our child, started by one fork and never waited for by the run: nothing waits for it
 	 * to start (a middle process that forks it and exits would be one more process, and one
 	 * more hand-off, on every run) */
-	pid_t g = pipe2(p, O_CLOEXEC) < 0 ? -1 : fork();
+	pid_t g = pipe2(p, O_CLOEXEC) < 0 ? -1 : fork_without_environ();
 	if (g == 0) {
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		guard(p[0], ready[1], marker, cgroup, rules);
+		guard(p[0], marker, cgroup, rules);
 	}
 	if (g < 0)
 		e = -errno;
 	if (p[0] >= 0)
 		close(p[0]); /* the guardian holds its own copy of the read end */
-	/* Until the guardian has cleared its environment (ours, copied by the fork), a finder of
-	 * the run (a `reaper reap --env` that COMMAND runs) would take it for a leftover: the run
-	 * starts when it says so, or is gone (end of file), within a bound */
-	if (ready[1] >= 0)
-		close(ready[1]);
-	if (ready[0] >= 0) {
-		struct pollfd rp = { .fd = ready[0], .events = POLLIN };
-		char c;
-		if (!e && poll(&rp, 1, READY_WAIT_MS) > 0 && read(ready[0], &c, 1) < 0) {
-			/* the guardian is gone: the run goes on unguarded, as after any early end */
-		}
-		close(ready[0]);
-	}
 	/* Our unwaited child: whatever holds its pid is it. Unpinned (no descriptor to spare),
 	 * it is named and waited for by pid. */
 	struct reaper_stat gst;
