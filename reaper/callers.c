@@ -17,24 +17,6 @@ void callers_init(struct callers *cl, struct reader *rd, const struct reaper_opt
 	cl->nexclude = o->exclude ? o->nexclude : 0;
 	cl->exclude_pgrp = o->exclude_pgrp;
 	cl->outside_session = o->outside_session;
-	/* a caller started in a session of its own (`setsid reaper ...`) has its shell, the
-	 * shell's other jobs and its pipeline in its parent's: the sessions of its ancestors are
-	 * the caller's too, init's among them when the shell never made one of its own (a CI
-	 * runner's steps often share it; its id reads 0 when its leader is outside the pid
-	 * namespace or is the kernel's first process), and init's when init is the shell */
-	cl->sessions[0] = getsid(0);
-	cl->nsessions = 1;
-	for (pid_t p = rd->self; p > 0;) {
-		struct reaper_stat st;
-		if (procfs_stat(rd->procfd, p, &st) < 0)
-			break;
-		size_t i = 0;
-		while (i < cl->nsessions && cl->sessions[i] != st.session)
-			i++;
-		if (i == cl->nsessions && st.session >= 0 && cl->nsessions < 8)
-			cl->sessions[cl->nsessions++] = st.session;
-		p = st.ppid;
-	}
 	for (int fd = 0; fd <= 2; fd++) {
 		struct stat sb;
 		int fl = fcntl(fd, F_GETFL);
@@ -130,8 +112,33 @@ static int pipeline_partner(const struct callers *cl, const struct reader *rd, s
 	return 0;
 }
 
-static int caller_session(const struct callers *cl, pid_t sid)
+/* A caller started in a session of its own (`setsid reaper ...`) has its shell, the shell's
+ * other jobs and its pipeline in its parent's: the sessions of its ancestors are the caller's
+ * too, init's among them when the shell never made one of its own (a CI runner's steps often
+ * share it; its id reads 0 when its leader is outside the pid namespace or is the kernel's
+ * first process), and init's when init is the shell. Read when the first candidate is judged
+ * (a clean run judges none). */
+static void read_sessions(struct callers *cl, struct reader *rd)
 {
+	cl->sessions[0] = getsid(0);
+	cl->nsessions = 1;
+	for (pid_t p = rd->self; p > 0;) {
+		struct reaper_stat st;
+		if (procfs_stat(rd->procfd, p, &st) < 0)
+			break;
+		size_t i = 0;
+		while (i < cl->nsessions && cl->sessions[i] != st.session)
+			i++;
+		if (i == cl->nsessions && st.session >= 0 && cl->nsessions < 8)
+			cl->sessions[cl->nsessions++] = st.session;
+		p = st.ppid;
+	}
+}
+
+static int caller_session(struct callers *cl, struct reader *rd, pid_t sid)
+{
+	if (!cl->nsessions)
+		read_sessions(cl, rd);
 	for (size_t i = 0; i < cl->nsessions; i++)
 		if (sid == cl->sessions[i])
 			return 1;
@@ -166,7 +173,7 @@ struct pl_proc {
 /* The processes of the caller's sessions that hold a pipe on fd 0-2, but for the caller and
  * its ancestors, each marked when it is a partner; *n gets how many. NULL when none (or out of
  * memory: what was listed until then). */
-static struct pl_proc *session_pipes(const struct callers *cl, struct reader *rd, size_t *n)
+static struct pl_proc *session_pipes(struct callers *cl, struct reader *rd, size_t *n)
 {
 	size_t nanc, cap = 0;
 	const pid_t *anc = reader_callers(rd, &nanc);
@@ -185,7 +192,7 @@ static struct pl_proc *session_pipes(const struct callers *cl, struct reader *rd
 				continue;
 			pid_t pid = atoi(d->d_name);
 			struct reaper_stat st;
-			if (pid == rd->self || procfs_stat(rd->procfd, pid, &st) < 0 || !caller_session(cl, st.session))
+			if (pid == rd->self || procfs_stat(rd->procfd, pid, &st) < 0 || !caller_session(cl, rd, st.session))
 				continue;
 			struct pl_proc p = { .pid = pid, .start_time = st.start_time };
 			int any = 0;
@@ -282,7 +289,7 @@ uint32_t callers_filter(struct callers *cl, struct reader *rd, unsigned pass, co
 			return 0;
 	if (cl->exclude_pgrp > 0 && st->pgrp == cl->exclude_pgrp)
 		return 0;
-	if (caller_session(cl, st->session))
+	if (caller_session(cl, rd, st->session))
 		mask &= ~cl->outside_session;
 	/* a partner's descriptors are read after it was pinned: when the pin still holds after
 	 * the reads they were its own (when it does not, it is gone and nobody's). Looked for in
@@ -291,7 +298,7 @@ uint32_t callers_filter(struct callers *cl, struct reader *rd, unsigned pass, co
 	if (mask && cl->npipes && pipeline_partner(cl, rd, &fp) && pidref_held(ref, rd->procfd) == 0)
 		return 0;
 	/* once the pass has the members, a look at the list is the whole answer */
-	if (mask && cl->npipes && caller_session(cl, st->session) &&
+	if (mask && cl->npipes && caller_session(cl, rd, st->session) &&
 	    (cl->pl_pass == pass + 1 || holds_other_pipe(cl, rd, &fp))) {
 		pipeline_members(cl, rd, pass);
 		for (size_t i = 0; i < cl->npl_members; i++)

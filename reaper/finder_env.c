@@ -79,7 +79,7 @@ static int leader(struct reader *rd, pid_t pid)
  * when it became a candidate, 0 when not (or not yet: pending), -ENOMEM. */
 static int examine(struct env_finders *e, struct scanner *sc, struct candset *cs, pid_t pid, int listed)
 {
-	if (reader_caller(&sc->rd, pid) || scanner_known(sc, cs, pid))
+	if (scanner_known(sc, cs, pid))
 		return 0;
 	ssize_t n = reader_environ(&sc->rd, pid);
 	if (n == -EAGAIN)
@@ -89,7 +89,8 @@ static int examine(struct env_finders *e, struct scanner *sc, struct candset *cs
 		return 0;
 	}
 	uint32_t mask = env_bits(e, sc->rd.buf.p, (size_t)n);
-	if (!mask || (!listed && !leader(&sc->rd, pid)))
+	/* the caller's ancestry is read only for a match (a clean run has none) */
+	if (!mask || (!listed && !leader(&sc->rd, pid)) || reader_caller(&sc->rd, pid))
 		return 0;
 	struct match m = { .pid = pid, .by = &e->k, .mask = mask, .env = sc->rd.buf.p, .envlen = n };
 	size_t idx;

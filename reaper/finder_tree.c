@@ -142,7 +142,9 @@ static int walk(struct tree_finders *t, struct scanner *sc, struct candset *cs, 
 		return 0;
 	for (size_t k = 0; k < nk; k++) {
 		pid_t c = q->kids[k];
-		if (reader_caller(&sc->rd, c))
+		/* a child of the caller is none of the caller's ancestors: the walk from the
+		 * caller needs no ancestry (a clean run reads none) */
+		if (it.pid != sc->rd.self && reader_caller(&sc->rd, c))
 			continue;
 		ssize_t idx = candset_find(cs, c);
 		if (idx >= 0 && scanner_known(sc, cs, c)) {

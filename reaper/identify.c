@@ -29,7 +29,7 @@ static int pin(struct scanner *sc, const struct candset *cs, struct pidref *ref,
 {
 	int r = -EMFILE;
 	*cmdlen = -ENODATA;
-	if (cs->pidfds < sc->pidfd_budget)
+	if (cs->pidfds < scanner_budget(sc))
 		r = pidref_open_stat_read(ref, sc->rd.procfd, pid, st, sc->brief ? "cmdline" : NULL, &sc->rd.aux,
 					  cmdlen);
 	if (r == -EMFILE || r == -ENFILE) {
@@ -119,11 +119,26 @@ static int enlist(struct scanner *sc, struct candset *cs, struct cand *c, size_t
 	return 0;
 }
 
+/* What the reap's options exclude (the run's guardian) is told by its stat alone: no pin for
+ * what is never a candidate. */
+static int excluded(struct scanner *sc, pid_t pid)
+{
+	const struct callers *cl = &sc->callers;
+	for (size_t i = 0; i < cl->nexclude; i++) {
+		struct reaper_stat st;
+		if (cl->exclude[i].pid == pid)
+			return procfs_stat(sc->rd.procfd, pid, &st) == 0 && st.start_time == cl->exclude[i].start_time;
+	}
+	return 0;
+}
+
 int identify(struct scanner *sc, struct candset *cs, struct match *m, size_t *idx)
 {
 	_cleanup_(pidref_done) struct pidref ref = PIDREF_NULL;
 	struct reaper_stat st;
 	ssize_t cmdlen;
+	if (excluded(sc, m->pid))
+		return 0;
 	int r = pin(sc, cs, &ref, m->pid, &st, &cmdlen);
 	if (r < 0) {
 		reader_failed(&sc->rd, r);

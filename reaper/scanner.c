@@ -36,6 +36,15 @@ static size_t count_budget(int procfd)
 	return rl.rlim_cur > open + FD_RESERVE ? (size_t)rl.rlim_cur - open - FD_RESERVE : 0;
 }
 
+size_t scanner_budget(struct scanner *sc)
+{
+	if (!sc->budget_counted) {
+		sc->pidfd_budget = count_budget(sc->rd.procfd);
+		sc->budget_counted = 1;
+	}
+	return sc->pidfd_budget;
+}
+
 /* The caller's zombie children now: the host's, whose statuses are never ours. */
 static int read_host_zombies(struct scanner *sc)
 {
@@ -70,7 +79,6 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 	int r = reader_open(&sc->rd);
 	if (r < 0)
 		return r;
-	sc->pidfd_budget = count_budget(sc->rd.procfd);
 	return read_host_zombies(sc);
 }
 

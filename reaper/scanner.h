@@ -53,8 +53,9 @@ struct scanner {
 	int env_deferred;
 	/* pidfds candidates may hold: the rest are held by pid + start time (polled, and a
 	 * signal to a non-child opens a pidfd just for it), so a pass always has descriptors
-	 * left to read /proc with */
+	 * left to read /proc with; counted when the first one is pinned (scanner_budget) */
 	size_t pidfd_budget;
+	int budget_counted;
 	/* zombie children of the caller when the reap began: exited-and-left by the host, their
 	 * statuses are never ours. A zombie child that appears later (an orphan adopted and dead
 	 * between two passes) is found and collected like any other. */
@@ -70,6 +71,8 @@ struct scanner {
 
 /* Set up the shared part for finders f (validated by their kinds): the reader, the pidfd
  * budget, the host's zombies. 0 or -errno; scanner_done in either case. */
+/* The pidfds candidates may hold (pidfd_budget), counted on the first call. */
+size_t scanner_budget(struct scanner *sc);
 int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 		 const struct reaper_pattern *patterns, size_t npatterns);
 void scanner_done(struct scanner *sc);
