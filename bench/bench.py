@@ -87,6 +87,22 @@ def strace_end(log: str) -> dict:
             "cgroup_reads": sum(1 for ln in opens if "cgroup." in ln)}
 
 
+def strace_start(log: str) -> dict:
+    """From the same log: reaper's syscalls from its exec to the one that starts CMD (the
+    set-up: options, signals, cgroup, origin, guardian), and the files it opens there."""
+    lines = open(log).read().splitlines()
+    me = lines[0].split()[0]
+    cmd = next(ln.split()[0] for ln in lines[1:] if "execve(" in ln and not ln.startswith(me + " "))
+    mine = [ln for ln in lines if ln.startswith(me + " ")]
+    at = next(i for i, ln in enumerate(mine) if ("clone" in ln or "vfork" in ln) and ln.rstrip().endswith("= " + cmd))
+    # the syscalls before it, each once (an unfinished one and its resumption are one)
+    start = [ln for ln in mine[1:at] if not ("resumed>" in ln and "<..." in ln.split()[1])]
+    start = [ln for ln in start if not (("clone" in ln or "vfork" in ln) and "unfinished" in ln and
+                                        "resumed>" in mine[at])]
+    opens = [ln for ln in start if "openat(" in ln and "= -1" not in ln]
+    return {"syscalls": len(start), "opens": len(opens)}
+
+
 def count_procs() -> int:
     return sum(1 for e in os.listdir("/proc") if e.isdigit())
 
@@ -497,6 +513,7 @@ class Bench:
             subprocess.run([strace, "-f", "-qq", "-o", log] + cmds["reaper"].split(), check=True,
                            stdout=subprocess.DEVNULL)
             b["end"] = strace_end(log)
+            b["start"] = strace_start(log)
         else:
             skipped("the syscalls of reaper run's end", "apt-get install strace")
         cg = own_cgroup_dir()
@@ -972,6 +989,10 @@ def headline(res: dict) -> str:
             add("what one `reaper run -- /bin/true` is made of (medians of 50, an empty PID namespace; "
                 "waits: voluntary context switches, each a hand-off that waits for a CPU under load)",
                 counts("reaper"), "; ".join(f"{k}: {counts(k)}" for k in ("tini", "true") if k in b), "-", True)
+        if "start" in b:
+            add("the start of that run: reaper's syscalls from its exec to COMMAND's start (options, signals, "
+                "the cgroup, the origin, the guardian's fork)",
+                f"{b['start']['syscalls']} syscalls, {b['start']['opens']} files opened", "", "-", True)
         if "end" in b:
             e = b["end"]
             add("the end of that run: reaper's syscalls from collecting COMMAND to its exit (the final reap, "

@@ -265,7 +265,8 @@ static void exec_command(struct run *r, char **env, int errfd)
 	 * ignored); only what we changed is put back. */
 	sigaction(SIGPIPE, &r->oldpipe, NULL);
 	sigprocmask(SIG_SETMASK, &r->oldmask, NULL);
-	setrlimit(RLIMIT_NOFILE, &r->nofile);
+	if (r->nofile.rlim_cur != r->nofile.rlim_max)
+		setrlimit(RLIMIT_NOFILE, &r->nofile);
 	struct exec_failure f;
 	exec_search(r->argv, env, &f);
 	if (write(errfd, &f, sizeof f) < 0) {
@@ -938,9 +939,12 @@ static int set_up(struct run *r)
 		return code;
 	if ((e = reaper_adopt()) < 0 && getpid() != 1)
 		warn("warning: cannot become a child subreaper: %s; orphans go to init", strerror(-e));
-	getrlimit(RLIMIT_NOFILE, &r->nofile);
+	/* a pidfd per leftover; COMMAND gets the limit back (exec_command) */
+	if (getrlimit(RLIMIT_NOFILE, &r->nofile) < 0)
+		r->nofile.rlim_cur = r->nofile.rlim_max = 0; /* nothing raised, nothing to give back */
 	struct rlimit raised = { r->nofile.rlim_max, r->nofile.rlim_max };
-	setrlimit(RLIMIT_NOFILE, &raised); /* a pidfd per leftover */
+	if (r->nofile.rlim_cur != r->nofile.rlim_max)
+		setrlimit(RLIMIT_NOFILE, &raised);
 	if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp())
 		r->tty = STDIN_FILENO;
 	return GO_ON;
