@@ -74,17 +74,19 @@ static int environ_span(char **lo, char **hi)
 static pid_t fork_without_environ(void)
 {
 	char *lo = NULL, *hi = NULL, *saved = NULL;
-	if (environ_span(&lo, &hi) == 0 && (saved = malloc((size_t)(hi - lo)))) {
+	int span = environ_span(&lo, &hi) == 0;
+	if (span && (saved = malloc((size_t)(hi - lo)))) {
 		memcpy(saved, lo, (size_t)(hi - lo));
 		memset(lo, 0, (size_t)(hi - lo));
 	}
 	pid_t g = fork();
-	if (g != 0 && saved) {
-		int e = errno;
+	int e = errno;
+	if (saved && g != 0)
 		memcpy(lo, saved, (size_t)(hi - lo));
-		free(saved);
-		errno = e;
-	}
+	else if (span && !saved && g == 0)
+		memset(lo, 0, (size_t)(hi - lo)); /* no copy to spare: the child clears its own at once */
+	free(saved);
+	errno = e;
 	return g;
 }
 
