@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import signal
 import sys
 import threading
 from typing import Dict, List, Optional
@@ -16,9 +15,31 @@ from .. import _site, cgroup, kin
 from .options import MARKER
 from .scope import FORCED, THREAD, _Scope, _env_for, _objects_of
 
+# signal's own functions, without the wrappers that turn their values into enums: the fork
+# handlers call them on every fork, in the parent and in the child, where each conversion of a
+# Python handler raises (and catches) a ValueError, and every page a child writes is copied
+try:
+    from _signal import SIGTERM, SIG_BLOCK, SIG_DFL, SIG_UNBLOCK, getsignal as _getsignal, \
+        pthread_sigmask as _sigmask, signal as _setsignal
+except ImportError:  # another Python than CPython
+    from signal import SIGTERM, SIG_BLOCK, SIG_DFL, SIG_UNBLOCK, getsignal as _getsignal, \
+        pthread_sigmask as _sigmask, signal as _setsignal
+
+_TERM = (SIGTERM,)
+
+
 def _handles_sigterm() -> bool:
     """Whether SIGTERM is the session's (its handler in this process)."""
-    return getattr(getattr(signal.getsignal(signal.SIGTERM), "__func__", None), "session_sigterm", False)
+    return getattr(getattr(_getsignal(SIGTERM), "__func__", None), "session_sigterm", False)
+
+
+def _free(lock):
+    """lock, when no thread holds it (in a forked child: it was free in the parent, or the
+    forking thread holds it and will release it); else None."""
+    if not lock.acquire(False):
+        return None
+    lock.release()
+    return lock
 
 
 class _HostChildren:
@@ -97,10 +118,10 @@ class _HostChildren:
             if pid == 0:  # the child of a fork: none of these are its children
                 self.children = {}
             return
-        st = kin.pstat(pid)
-        if st:
+        start = kin.start_time(pid)
+        if start is not None:
             with self.lock:
-                self.children[pid] = (st.start_time, scope.marker if scope else os.environ.get(MARKER))
+                self.children[pid] = (start, scope.marker if scope else os.environ.get(MARKER))
 
     def settle(self, timeout: float = 30.0) -> None:
         """Wait for the forks under way whose child must be moved out of where this process
@@ -125,16 +146,17 @@ class _HostChildren:
     def after_fork_child(self) -> None:
         # in the child of os.fork/forkpty, before it returns to Python code: the marker and
         # cgroup of the scope it was started for, before it can start anything itself. Only
-        # the forking thread goes on here: a lock another thread held stays held unless new.
-        self.lock = threading.Lock()
-        self.moving = threading.Condition()
+        # the forking thread goes on here: a lock another thread held stays held unless new
+        # (one that is free is kept: each object made here is pages the child copies).
+        self.lock = _free(self.lock) or threading.Lock()
+        self.moving = _free(self.moving) or threading.Condition()
         # the session's SIGTERM handler is pytest's: a child that inherited it would end by
         # SIGTERM only once its Python code runs again, which a wait that began as the signal
         # came (a Pool worker's wait for its queue) never does. SIGTERM was held back over the
         # fork (before_fork): one sent meanwhile is delivered now, at its default.
         if _handles_sigterm():
             try:
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                _setsignal(SIGTERM, SIG_DFL)
             except ValueError:  # not the child's main thread: the handler still ends it
                 pass
         self.release_sigterm()
@@ -167,13 +189,13 @@ class _HostChildren:
             self.hold_at_exit(forever=True)
         self.local.held = False
         if _handles_sigterm():
-            old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-            self.local.held = signal.SIGTERM not in old
+            old = _sigmask(SIG_BLOCK, _TERM)
+            self.local.held = SIGTERM not in old
 
     def release_sigterm(self) -> None:
         if getattr(self.local, "held", False):
             self.local.held = False
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+            _sigmask(SIG_UNBLOCK, _TERM)
 
     def hold_at_exit(self, forever: bool = False) -> None:
         """Once pytest's exit check has begun, no other thread starts anything (what it

@@ -10,6 +10,7 @@ import sys
 import threading
 from typing import Dict, Optional
 
+from .. import _site
 from .options import MARKER
 
 def _swap_env(values: Dict[str, Optional[str]]) -> Dict[str, Optional[str]]:
@@ -114,24 +115,30 @@ def _env_for(env, scope: _Scope):
     (None: os.environ): a marker of this session in it (a test's, copied from os.environ at
     any time) is replaced by scope's, and the test named with it."""
     if env is None:  # _posixsubprocess's "inherit"
-        env = [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in os.environ.items()]
+        env = [k + b"=" + v for k, v in _site._environb().items()]
     ours = scope.env()
     session = ours[MARKER].rsplit("-", 1)[0] + "-"
 
-    def replaced(entries: dict) -> bool:
-        value = entries.get(MARKER)
+    def replaced(value) -> bool:
         return value is not None and value.startswith(session) and value[len(session):].isalnum()
 
     if isinstance(env, (list, tuple)):  # _posixsubprocess: b"NAME=VALUE" entries
-        pairs = [bytes(entry).partition(b"=") for entry in env]
-        if not replaced({os.fsdecode(n): os.fsdecode(v) for n, _, v in pairs}):
+        # the marker's entry found by its bytes: decoding every entry costs more than the fork
+        key = os.fsencode(MARKER) + b"="
+        value = next((os.fsdecode(bytes(e)[len(key):]) for e in env if bytes(e).startswith(key)), None)
+        if not replaced(value):
             return env
-        return [n + b"=" + os.fsencode(ours[os.fsdecode(n)]) if os.fsdecode(n) in ours else n + s + v
-                for n, s, v in pairs]
+        mine = {os.fsencode(k) + b"=": os.fsencode(v) for k, v in ours.items()}
+        out = []
+        for entry in env:
+            n, s, v = bytes(entry).partition(b"=")
+            got = mine.get(n + s)
+            out.append(n + s + got if got is not None else n + s + v)
+        return out
     try:
         out = dict(env)
     except (TypeError, ValueError):
         return env
-    if replaced(out):
+    if replaced(out.get(MARKER)):
         out.update(ours)
     return out

@@ -11,7 +11,7 @@ import sys
 import threading
 
 from .. import _site, kin
-from .host import HOST, SITES
+from .host import HOST, SITES, _free
 from .scope import FORCED, THREAD, _Scope, _swap_env
 
 def _sited(called, fn, pid_of, args, kwargs, env_at):
@@ -44,7 +44,7 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
 
 def _sited_child() -> None:
     # a child forked without exec: what it execs (or starts) carries its site
-    SITES.lock = threading.Lock()
+    SITES.lock = _free(SITES.lock) or threading.Lock()
     site = getattr(SITES.local, "site", None)
     if site is not None and HOST.users:
         SITES.local.site = None
