@@ -1023,8 +1023,13 @@ def test_an_incomplete_check_is_a_warning_and_what_it_found_still_an_error(inner
     inner.makeconftest(INCOMPLETE)
     inner.makepyfile(test_inc=f"""
 import os, subprocess, time
+kept = []
 def test_clean():
-    subprocess.run(["true"], check=True)  # a test that starts nothing is not checked at all
+    # a test that starts nothing is not checked at all, nor one whose children are all gone;
+    # this one's has exited, not yet waited for by its owner: it is checked, and not left
+    p = subprocess.Popen(["true"])
+    os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)
+    kept.append(p)
 def test_fork():
     pid = os.fork()
     if pid == 0:
@@ -1044,6 +1049,45 @@ def test_fork():
     strict = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0",
                      "-W", "error::reaper.pytest_plugin.ReaperIncompleteWarning", "-k", "clean")
     strict.assert_outcomes(passed=1, errors=1)
+
+
+COUNTED = """
+import reaper
+real = reaper.reap_report
+calls = []
+def counted(*args, **kwargs):
+    calls.append(1)
+    return real(*args, **kwargs)
+reaper.reap_report = counted
+"""
+
+
+def test_a_test_whose_children_are_all_gone_is_checked_without_a_scan(tracked):
+    # a scan reads the environment of every process started since the test began, the host's
+    # too; a test that waited for what it started needs none, one that left something does
+    tracked.makeconftest(COUNTED)
+    tracked.makepyfile(test_gone="""
+import os, subprocess, threading
+import conftest
+def test_spawns():
+    subprocess.run(["true"], check=True)
+    t = threading.Thread(target=subprocess.run, args=(["true"],))
+    t.start()
+    t.join()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+def test_after():
+    assert conftest.calls == [], conftest.calls
+def test_leaves():
+    subprocess.Popen(["sleep", "600"])
+def test_after_leaving():
+    assert conftest.calls, "the test that left a process was not scanned"
+""")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=4, errors=1)
+    result.stdout.fnmatch_lines(["*test_gone.py::test_leaves left 1 process running*"])
 
 
 def test_a_child_forked_without_exec_ends_by_sigterm_as_without_the_plugin(inner, tmp_path):
