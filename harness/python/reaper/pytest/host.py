@@ -209,9 +209,11 @@ class _HostChildren:
                 threading.Event().wait()
             raise BlockingIOError(errno.EAGAIN, "pytest is exiting: nothing more is started")
 
-    def fork(self, fn, pid_of, args, kwargs, env_at=None):
+    def fork(self, fn, pid_of, args, kwargs, env_at=None, scope=None):
+        """fn's spawn for scope (None: the caller's, scope_here's)."""
         self.hold_at_exit()
-        scope = self.scope_here()
+        if scope is None:
+            scope = self.scope_here()
         if scope is not None:
             scope.spawned = True
         if self.away(scope):

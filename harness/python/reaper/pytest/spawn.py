@@ -31,7 +31,7 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
         if env_at is not None and len(args) > env_at and \
                 (site.spot or _site.AT in os.environ or _site.IN in os.environ):
             args = args[:env_at] + (_site.with_env(args[env_at], site),) + args[env_at + 1:]
-        result = HOST.fork(fn, pid_of, args, kwargs, env_at)
+        result = HOST.fork(fn, pid_of, args, kwargs, env_at, scope)
         pid = pid_of(result)
         if pid > 0 and site.spot:
             got = HOST.children.get(pid)  # its start time, as the interception read it
