@@ -14,14 +14,18 @@ from .. import _site
 from .options import MARKER
 
 def _swap_env(values: Dict[str, Optional[str]]) -> Dict[str, Optional[str]]:
-    """Set (or unset, for None) each variable; return what was there before."""
+    """Set (or unset, for None) each variable; return what was there before. Read from the
+    bytes os.environ keeps: its mapping methods raise and catch a KeyError for each name it
+    lacks (a forked child swaps its site's in, where every page written is copied)."""
     before = {}
+    data = _site._environb()
     for name, value in values.items():
-        before[name] = os.environ.get(name)
-        if value is None:
-            os.environ.pop(name, None)
-        else:
+        old = data.get(os.fsencode(name))
+        before[name] = None if old is None else os.fsdecode(old)
+        if value is not None:
             os.environ[name] = value
+        elif old is not None:
+            del os.environ[name]
     return before
 
 #: the scope in force where the calling thread was started (set in its context before its run);

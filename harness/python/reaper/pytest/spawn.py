@@ -29,7 +29,7 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
         local.site = site
     try:
         if env_at is not None and len(args) > env_at and \
-                (site.spot or _site.AT in os.environ or _site.IN in os.environ):
+                (site.spot or _site.carried()):
             args = args[:env_at] + (_site.with_env(args[env_at], site),) + args[env_at + 1:]
         result = HOST.fork(fn, pid_of, args, kwargs, env_at, scope)
         pid = pid_of(result)
@@ -201,7 +201,7 @@ def _sited_system(fn):
         scope = HOST.scope_here()
         site = SITES.here(scope.marker if scope else None, "os.system") or _site.Site(None, None, None)
         SITES.local.site = site
-        before = _swap_env(site.env()) if site.spot or _site.AT in os.environ or _site.IN in os.environ else None
+        before = _swap_env(site.env()) if site.spot or _site.carried() else None
         try:
             return fn(*args, **kwargs)
         finally:
