@@ -3,12 +3,19 @@
 #define _GNU_SOURCE
 #include "callers.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/kcmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
 
 void callers_init(struct callers *cl, struct reader *rd, const struct reaper_opts *o)
 {
@@ -31,8 +38,16 @@ void callers_init(struct callers *cl, struct reader *rd, const struct reaper_opt
 	}
 }
 
+void callers_pass_done(struct callers *cl)
+{
+	for (size_t i = 0; i < cl->nseen; i++)
+		close(cl->seen[i].fd);
+	cl->nseen = 0;
+}
+
 void callers_free(struct callers *cl)
 {
+	callers_pass_done(cl);
 	free(cl->pl_members);
 	cl->pl_members = NULL;
 	cl->npl_members = 0;
@@ -71,14 +86,86 @@ static unsigned long fd_pipe(const struct reader *rd, pid_t pid, int fd)
 /* The pipes on one process's fd 0, 1 and 2, each read at its first question. */
 struct fdpipes {
 	pid_t pid;
+	int pidfd; /* -1: none held */
 	unsigned read; /* bit fd: ino[fd] was read */
 	unsigned long ino[3];
+	int acc[3]; /* the access mode of its end, -2 until known */
 };
 
-static unsigned long pipe_on(const struct reader *rd, struct fdpipes *fp, int fd)
+/* The device of anonymous pipes (a named FIFO is on its file system's): 0 when unknown. */
+static dev_t pipe_dev(void)
+{
+	static dev_t dev;
+	int p[2];
+	struct stat sb;
+	if (!dev && pipe2(p, O_CLOEXEC) == 0) {
+		if (fstat(p[0], &sb) == 0)
+			dev = sb.st_dev;
+		close(p[0]);
+		close(p[1]);
+	}
+	return dev;
+}
+
+/* What fp's fd is, told by the copies of files this pass took: the same file as a copy (one
+ * compare, no path to resolve), or a copy of its own taken through the pidfd. 1 when told
+ * (ino and acc set), 0 when the links must be read instead. */
+static int by_copy(struct callers *cl, const struct reader *rd, struct fdpipes *fp, int fd)
+{
+	if (cl->by_link)
+		return 0;
+	size_t n = cl->nseen, h = (size_t)cl->seen_hint[fd];
+	for (size_t k = 0; k < n; k++) {
+		size_t i = k == 0 ? (h < n ? h : 0) : (k <= h && h < n ? k - 1 : k);
+		long r = syscall(SYS_kcmp, rd->self, fp->pid, KCMP_FILE, cl->seen[i].fd, fd);
+		if (r == 0) {
+			fp->ino[fd] = cl->seen[i].ino;
+			fp->acc[fd] = cl->seen[i].acc;
+			cl->seen_hint[fd] = (int)i;
+			return 1;
+		}
+		if (r < 0 && errno == EBADF) {
+			fp->ino[fd] = 0; /* nothing open there */
+			return 1;
+		}
+		if (r < 0) {
+			cl->by_link |= errno == ENOSYS;
+			return 0;
+		}
+	}
+	dev_t pdev = pipe_dev();
+	if (fp->pidfd < 0 || n == sizeof cl->seen / sizeof *cl->seen || !pdev)
+		return 0;
+	int f = (int)syscall(SYS_pidfd_getfd, fp->pidfd, fd, 0);
+	if (f < 0) {
+		if (errno == EBADF) {
+			fp->ino[fd] = 0;
+			return 1;
+		}
+		cl->by_link |= errno == ENOSYS;
+		return 0;
+	}
+	struct stat sb;
+	int fl = fcntl(f, F_GETFL);
+	if (fl < 0 || fstat(f, &sb) < 0) {
+		close(f);
+		return 0;
+	}
+	cl->seen[n].fd = f;
+	cl->seen[n].ino = S_ISFIFO(sb.st_mode) && sb.st_dev == pdev ? (unsigned long)sb.st_ino : 0;
+	cl->seen[n].acc = fl & O_ACCMODE;
+	cl->nseen = n + 1;
+	cl->seen_hint[fd] = (int)n;
+	fp->ino[fd] = cl->seen[n].ino;
+	fp->acc[fd] = cl->seen[n].acc;
+	return 1;
+}
+
+static unsigned long pipe_on(struct callers *cl, const struct reader *rd, struct fdpipes *fp, int fd)
 {
 	if (!(fp->read & (1u << fd))) {
-		fp->ino[fd] = fd_pipe(rd, fp->pid, fd);
+		if (!by_copy(cl, rd, fp, fd))
+			fp->ino[fd] = fd_pipe(rd, fp->pid, fd);
 		fp->read |= 1u << fd;
 	}
 	return fp->ino[fd];
@@ -90,7 +177,7 @@ static unsigned long pipe_on(const struct reader *rd, struct fdpipes *fp, int fd
  * is not. A pipeline member holds the pipe where a pipeline puts it: a reader on its fd 0, a
  * writer on its fd 1 or 2; only those are looked at (one read per process when only the
  * caller's output is a pipe). */
-static int pipeline_partner(const struct callers *cl, const struct reader *rd, struct fdpipes *fp)
+static int pipeline_partner(struct callers *cl, const struct reader *rd, struct fdpipes *fp)
 {
 	int readers = 0, writers = 0;
 	for (size_t i = 0; i < cl->npipes; i++) {
@@ -98,13 +185,13 @@ static int pipeline_partner(const struct callers *cl, const struct reader *rd, s
 		writers |= cl->pipes[i].acc != O_WRONLY;
 	}
 	for (int fd = readers ? 0 : 1; fd <= (writers ? 2 : 0); fd++) {
-		unsigned long ino = pipe_on(rd, fp, fd);
+		unsigned long ino = pipe_on(cl, rd, fp, fd);
 		if (!ino)
 			continue;
 		for (size_t i = 0; i < cl->npipes; i++) {
 			if (cl->pipes[i].ino != ino)
 				continue;
-			int acc = fd_access(rd, fp->pid, fd);
+			int acc = fp->acc[fd] != -2 ? fp->acc[fd] : fd_access(rd, fp->pid, fd);
 			if (acc >= 0 && acc != cl->pipes[i].acc)
 				return 1;
 		}
@@ -210,7 +297,8 @@ static struct pl_proc *session_pipes(struct callers *cl, struct reader *rd, size
 					goto out;
 				v = nv;
 			}
-			struct fdpipes fp = { .pid = pid, .read = 7, .ino = { p.ino[0], p.ino[1], p.ino[2] } };
+			struct fdpipes fp = { .pid = pid, .pidfd = -1, .read = 7, .ino = { p.ino[0], p.ino[1], p.ino[2] },
+					      .acc = { p.acc[0], p.acc[1], p.acc[2] } };
 			p.member = pipeline_partner(cl, rd, &fp);
 			v[(*n)++] = p;
 		}
@@ -266,10 +354,10 @@ static void pipeline_members(struct callers *cl, struct reader *rd, unsigned pas
 
 /* Whether pid, of the caller's sessions, holds a pipe on fd 0-2 that is not the caller's own
  * (only such a process can be a member past the partners). */
-static int holds_other_pipe(const struct callers *cl, const struct reader *rd, struct fdpipes *fp)
+static int holds_other_pipe(struct callers *cl, const struct reader *rd, struct fdpipes *fp)
 {
 	for (int fd = 0; fd <= 2; fd++) {
-		unsigned long ino = pipe_on(rd, fp, fd);
+		unsigned long ino = pipe_on(cl, rd, fp, fd);
 		if (!ino)
 			continue;
 		size_t i = 0;
@@ -294,7 +382,7 @@ uint32_t callers_filter(struct callers *cl, struct reader *rd, unsigned pass, co
 	/* a partner's descriptors are read after it was pinned: when the pin still holds after
 	 * the reads they were its own (when it does not, it is gone and nobody's). Looked for in
 	 * every session: reaper or its partner may have made one of its own (`setsid reaper`). */
-	struct fdpipes fp = { .pid = st->pid };
+	struct fdpipes fp = { .pid = st->pid, .pidfd = ref->fd, .acc = { -2, -2, -2 } };
 	if (mask && cl->npipes && pipeline_partner(cl, rd, &fp) && pidref_held(ref, rd->procfd) == 0)
 		return 0;
 	/* once the pass has the members, a look at the list is the whole answer */

@@ -29,11 +29,26 @@ struct callers {
 	struct reaper_ident *pl_members;
 	size_t npl_members;
 	unsigned pl_pass;
+	/* open files of the processes looked at in this pass, each a copy of ours with what it
+	 * is (a pipe and its end, or no pipe): a process holding the same file on fd 0-2 (a
+	 * suite's leftovers share their stdio) is told by comparing it with the copy, without
+	 * reading its links. Closed when the pass ends (callers_pass_done): never held across a
+	 * wait. */
+	struct {
+		int fd;
+		unsigned long ino; /* 0: no pipe */
+		int acc;
+	} seen[4];
+	size_t nseen;
+	int by_link;     /* the copies cannot be had here (no pidfd_getfd or kcmp): links only */
+	int seen_hint[3]; /* per fd number: the copy that fd last was */
 };
 
 /* What the caller is, as o (the reap's options) and its standard descriptors say. */
 void callers_init(struct callers *cl, struct reader *rd, const struct reaper_opts *o);
 void callers_free(struct callers *cl);
+/* The pass has ended: the copies of other processes' files it took are closed. */
+void callers_pass_done(struct callers *cl);
 /* mask without the finders that may not take the process pinned as ref (its stat st): 0 when
  * it is the caller's (what o named, its job, its pipeline). pass: the scan pass it is judged
  * in (the pipeline beyond the partners is read once per pass). */
