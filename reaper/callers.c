@@ -396,3 +396,23 @@ uint32_t callers_filter(struct callers *cl, struct reader *rd, unsigned pass, co
 	}
 	return mask;
 }
+
+int callers_filter_unstated(struct callers *cl, struct reader *rd, unsigned pass, const struct pidref *ref,
+			    uint32_t *mask)
+{
+	if (cl->nexclude || cl->exclude_pgrp > 0 || cl->outside_session)
+		return -EAGAIN;
+	if (!*mask || !cl->npipes)
+		return 0;
+	struct fdpipes fp = { .pid = ref->pid, .pidfd = ref->fd, .acc = { -2, -2, -2 } };
+	if (pipeline_partner(cl, rd, &fp)) {
+		if (pidref_held(ref, rd->procfd) < 0)
+			return -EAGAIN; /* gone since: told as callers_filter tells it */
+		*mask = 0;
+		return 0;
+	}
+	/* a member past the partners is in the caller's sessions and holds another pipe */
+	if (cl->pl_pass == pass + 1 || holds_other_pipe(cl, rd, &fp))
+		return -EAGAIN;
+	return 0;
+}

@@ -69,6 +69,7 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 {
 	memset(sc, 0, sizeof *sc);
 	sc->rd.procfd = -1;
+	sc->rd.env_fd = -1;
 	sc->outer_procfd = -1;
 	sc->f = f;
 	sc->nf = nf;
