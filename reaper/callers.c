@@ -43,6 +43,7 @@ void callers_pass_done(struct callers *cl)
 	for (size_t i = 0; i < cl->nseen; i++)
 		close(cl->seen[i].fd);
 	cl->nseen = 0;
+	cl->no_copy = 0;
 }
 
 void callers_free(struct callers *cl)
@@ -134,7 +135,7 @@ static int by_copy(struct callers *cl, const struct reader *rd, struct fdpipes *
 		}
 	}
 	dev_t pdev = pipe_dev();
-	if (fp->pidfd < 0 || n == sizeof cl->seen / sizeof *cl->seen || !pdev)
+	if (fp->pidfd < 0 || n == sizeof cl->seen / sizeof *cl->seen || !pdev || cl->no_copy)
 		return 0;
 	int f = (int)syscall(SYS_pidfd_getfd, fp->pidfd, fd, 0);
 	if (f < 0) {
@@ -143,6 +144,7 @@ static int by_copy(struct callers *cl, const struct reader *rd, struct fdpipes *
 			return 1;
 		}
 		cl->by_link |= errno == ENOSYS;
+		cl->no_copy |= errno != ESRCH; /* refused: each try would cost a syscall for nothing */
 		return 0;
 	}
 	struct stat sb;
