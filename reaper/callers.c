@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #ifndef SYS_pidfd_getfd
@@ -93,24 +94,29 @@ struct fdpipes {
 	int acc[3]; /* the access mode of its end, -2 until known */
 };
 
-/* The device of anonymous pipes (a named FIFO is on its file system's): 0 when unknown. */
-static dev_t pipe_dev(void)
+/* What a link of /proc names: a pipe (its inode in *ino), a socket, a file under /dev (where
+ * terminals and /dev/null are), or anything else. */
+enum { LINK_NONE, LINK_PIPE, LINK_SOCKET, LINK_DEV, LINK_OTHER };
+
+static int link_kind(int dirfd, const char *path, unsigned long *ino)
 {
-	static dev_t dev;
-	int p[2];
-	struct stat sb;
-	if (!dev && pipe2(p, O_CLOEXEC) == 0) {
-		if (fstat(p[0], &sb) == 0)
-			dev = sb.st_dev;
-		close(p[0]);
-		close(p[1]);
+	char link[64];
+	*ino = 0;
+	ssize_t n = readlinkat(dirfd, path, link, sizeof link - 1);
+	if (n <= 0)
+		return LINK_NONE;
+	link[n] = 0;
+	if (n > 6 && !strncmp(link, "pipe:[", 6)) {
+		*ino = strtoul(link + 6, NULL, 10);
+		return LINK_PIPE;
 	}
-	return dev;
+	if (n > 8 && !strncmp(link, "socket:[", 8))
+		return LINK_SOCKET;
+	return n > 5 && !strncmp(link, "/dev/", 5) ? LINK_DEV : LINK_OTHER;
 }
 
-/* What fp's fd is, told by the copies of files this pass took: the same file as a copy (one
- * compare, no path to resolve), or a copy of its own taken through the pidfd. 1 when told
- * (ino and acc set), 0 when the links must be read instead. */
+/* What fp's fd is, told by the copies this pass holds: the same file as a copy, one compare
+ * and no path to resolve. 1 when told (ino and acc set), 0 when its link must be read. */
 static int by_copy(struct callers *cl, const struct reader *rd, struct fdpipes *fp, int fd)
 {
 	if (cl->by_link)
@@ -134,40 +140,68 @@ static int by_copy(struct callers *cl, const struct reader *rd, struct fdpipes *
 			return 0;
 		}
 	}
-	dev_t pdev = pipe_dev();
-	if (fp->pidfd < 0 || n == sizeof cl->seen / sizeof *cl->seen || !pdev || cl->no_copy)
+	return 0;
+}
+
+/* A character device (a terminal, /dev/null) at path: told without asking its file system
+ * (a hung FUSE or NFS server would hold a question that goes to it). 1, or 0 with *rdev
+ * untouched. */
+static int char_dev(int dirfd, const char *path, int flags, dev_t *rdev)
+{
+	struct statx sx;
+	if (statx(dirfd, path, flags | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &sx) < 0 || !S_ISCHR(sx.stx_mode))
 		return 0;
+	*rdev = makedev(sx.stx_rdev_major, sx.stx_rdev_minor);
+	return 1;
+}
+
+/* A copy of fp's fd, whose link said kind (ino): kept to tell the processes that share it.
+ * Only a pipe, a socket or a character device (under /dev) is copied: closing one never reaches a file
+ * system (a file's close flushes it, and a hung FUSE or NFS server would hold the close). */
+static void take_copy(struct callers *cl, const struct reader *rd, struct fdpipes *fp, int fd, int kind,
+		      unsigned long ino)
+{
+	char path[64];
+	dev_t dev = 0, own_dev = 0;
+	if (kind == LINK_NONE || kind == LINK_OTHER || cl->by_link || cl->no_copy || fp->pidfd < 0 ||
+	    cl->nseen == sizeof cl->seen / sizeof *cl->seen)
+		return;
+	snprintf(path, sizeof path, "%d/fd/%d", (int)fp->pid, fd);
+	if (kind == LINK_DEV && !char_dev(rd->procfd, path, 0, &dev))
+		return;
 	int f = (int)syscall(SYS_pidfd_getfd, fp->pidfd, fd, 0);
 	if (f < 0) {
-		if (errno == EBADF) {
-			fp->ino[fd] = 0;
-			return 1;
-		}
 		cl->by_link |= errno == ENOSYS;
-		cl->no_copy |= errno != ESRCH; /* refused: each try would cost a syscall for nothing */
-		return 0;
+		cl->no_copy |= errno != ESRCH && errno != EBADF; /* refused: no more tries this pass */
+		return;
 	}
-	struct stat sb;
+	/* the copy is what was looked at (not a file dup'd there since): its own link or type says so */
+	unsigned long own;
 	int fl = fcntl(f, F_GETFL);
-	if (fl < 0 || fstat(f, &sb) < 0) {
+	snprintf(path, sizeof path, "/proc/self/fd/%d", f);
+	int same = kind == LINK_DEV ? char_dev(f, "", AT_EMPTY_PATH, &own_dev) && own_dev == dev
+				      : link_kind(AT_FDCWD, path, &own) == kind && own == ino;
+	if (fl < 0 || !same) {
 		close(f);
-		return 0;
+		return;
 	}
+	size_t n = cl->nseen++;
 	cl->seen[n].fd = f;
-	cl->seen[n].ino = S_ISFIFO(sb.st_mode) && sb.st_dev == pdev ? (unsigned long)sb.st_ino : 0;
+	cl->seen[n].ino = ino;
 	cl->seen[n].acc = fl & O_ACCMODE;
-	cl->nseen = n + 1;
 	cl->seen_hint[fd] = (int)n;
-	fp->ino[fd] = cl->seen[n].ino;
 	fp->acc[fd] = cl->seen[n].acc;
-	return 1;
 }
 
 static unsigned long pipe_on(struct callers *cl, const struct reader *rd, struct fdpipes *fp, int fd)
 {
 	if (!(fp->read & (1u << fd))) {
-		if (!by_copy(cl, rd, fp, fd))
-			fp->ino[fd] = fd_pipe(rd, fp->pid, fd);
+		if (!by_copy(cl, rd, fp, fd)) {
+			char path[64];
+			snprintf(path, sizeof path, "%d/fd/%d", (int)fp->pid, fd);
+			int kind = link_kind(rd->procfd, path, &fp->ino[fd]);
+			take_copy(cl, rd, fp, fd, kind, fp->ino[fd]);
+		}
 		fp->read |= 1u << fd;
 	}
 	return fp->ino[fd];
