@@ -119,7 +119,9 @@ static int link_kind(int dirfd, const char *path, unsigned long *ino)
  * and no path to resolve. 1 when told (ino and acc set), 0 when its link must be read. */
 static int by_copy(struct callers *cl, const struct reader *rd, struct fdpipes *fp, int fd)
 {
-	if (cl->by_link)
+	/* (this fd of the process looked at before was a file: most likely this one is too, and
+	 * a file is never copied: its link is read straight away) */
+	if (cl->by_link || cl->seen_hint[fd] < 0)
 		return 0;
 	size_t n = cl->nseen, h = (size_t)cl->seen_hint[fd];
 	for (size_t k = 0; k < n; k++) {
@@ -200,6 +202,7 @@ static unsigned long pipe_on(struct callers *cl, const struct reader *rd, struct
 			char path[64];
 			snprintf(path, sizeof path, "%d/fd/%d", (int)fp->pid, fd);
 			int kind = link_kind(rd->procfd, path, &fp->ino[fd]);
+			cl->seen_hint[fd] = kind == LINK_OTHER ? -1 : 0;
 			take_copy(cl, rd, fp, fd, kind, fp->ino[fd]);
 		}
 		fp->read |= 1u << fd;

@@ -42,7 +42,7 @@ struct callers {
 	size_t nseen;
 	int by_link;     /* the copies cannot be had here (no pidfd_getfd or kcmp): links only */
 	int no_copy;     /* a copy was refused (ptrace rules, descriptors): no more are tried */
-	int seen_hint[3]; /* per fd number: the copy that fd last was */
+	int seen_hint[3]; /* per fd number: the copy that fd last was (-1: a file, not copied) */
 };
 
 /* What the caller is, as o (the reap's options) and its standard descriptors say. */
