@@ -3,12 +3,20 @@
 #define _GNU_SOURCE
 #include "callers.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/kcmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
+
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
 
 void callers_init(struct callers *cl, struct reader *rd, const struct reaper_opts *o)
 {
@@ -31,8 +39,17 @@ void callers_init(struct callers *cl, struct reader *rd, const struct reaper_opt
 	}
 }
 
+void callers_pass_done(struct callers *cl)
+{
+	for (size_t i = 0; i < cl->nseen; i++)
+		close(cl->seen[i].fd);
+	cl->nseen = 0;
+	cl->no_copy = 0;
+}
+
 void callers_free(struct callers *cl)
 {
+	callers_pass_done(cl);
 	free(cl->pl_members);
 	cl->pl_members = NULL;
 	cl->npl_members = 0;
@@ -71,14 +88,123 @@ static unsigned long fd_pipe(const struct reader *rd, pid_t pid, int fd)
 /* The pipes on one process's fd 0, 1 and 2, each read at its first question. */
 struct fdpipes {
 	pid_t pid;
+	int pidfd; /* -1: none held */
 	unsigned read; /* bit fd: ino[fd] was read */
 	unsigned long ino[3];
+	int acc[3]; /* the access mode of its end, -2 until known */
 };
 
-static unsigned long pipe_on(const struct reader *rd, struct fdpipes *fp, int fd)
+/* What a link of /proc names: a pipe (its inode in *ino), a socket, a file under /dev (where
+ * terminals and /dev/null are), or anything else. */
+enum { LINK_NONE, LINK_PIPE, LINK_SOCKET, LINK_DEV, LINK_OTHER };
+
+static int link_kind(int dirfd, const char *path, unsigned long *ino)
+{
+	char link[64];
+	*ino = 0;
+	ssize_t n = readlinkat(dirfd, path, link, sizeof link - 1);
+	if (n <= 0)
+		return LINK_NONE;
+	link[n] = 0;
+	if (n > 6 && !strncmp(link, "pipe:[", 6)) {
+		*ino = strtoul(link + 6, NULL, 10);
+		return LINK_PIPE;
+	}
+	if (n > 8 && !strncmp(link, "socket:[", 8))
+		return LINK_SOCKET;
+	return n > 5 && !strncmp(link, "/dev/", 5) ? LINK_DEV : LINK_OTHER;
+}
+
+/* What fp's fd is, told by the copies this pass holds: the same file as a copy, one compare
+ * and no path to resolve. 1 when told (ino and acc set), 0 when its link must be read. */
+static int by_copy(struct callers *cl, const struct reader *rd, struct fdpipes *fp, int fd)
+{
+	/* (this fd of the process looked at before was a file: most likely this one is too, and
+	 * a file is never copied: its link is read straight away) */
+	if (cl->by_link || cl->seen_hint[fd] < 0)
+		return 0;
+	size_t n = cl->nseen, h = (size_t)cl->seen_hint[fd];
+	for (size_t k = 0; k < n; k++) {
+		size_t i = k == 0 ? (h < n ? h : 0) : (k <= h && h < n ? k - 1 : k);
+		long r = syscall(SYS_kcmp, rd->self, fp->pid, KCMP_FILE, cl->seen[i].fd, fd);
+		if (r == 0) {
+			fp->ino[fd] = cl->seen[i].ino;
+			fp->acc[fd] = cl->seen[i].acc;
+			cl->seen_hint[fd] = (int)i;
+			return 1;
+		}
+		if (r < 0 && errno == EBADF) {
+			fp->ino[fd] = 0; /* nothing open there */
+			return 1;
+		}
+		if (r < 0) {
+			cl->by_link |= errno == ENOSYS;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* A character device (a terminal, /dev/null) at path: told without asking its file system
+ * (a hung FUSE or NFS server would hold a question that goes to it). 1, or 0 with *rdev
+ * untouched. */
+static int char_dev(int dirfd, const char *path, int flags, dev_t *rdev)
+{
+	struct statx sx;
+	if (statx(dirfd, path, flags | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &sx) < 0 || !S_ISCHR(sx.stx_mode))
+		return 0;
+	*rdev = makedev(sx.stx_rdev_major, sx.stx_rdev_minor);
+	return 1;
+}
+
+/* A copy of fp's fd, whose link said kind (ino): kept to tell the processes that share it.
+ * Only a pipe, a socket or a character device (under /dev) is copied: closing one never reaches a file
+ * system (a file's close flushes it, and a hung FUSE or NFS server would hold the close). */
+static void take_copy(struct callers *cl, const struct reader *rd, struct fdpipes *fp, int fd, int kind,
+		      unsigned long ino)
+{
+	char path[64];
+	dev_t dev = 0, own_dev = 0;
+	if (kind == LINK_NONE || kind == LINK_OTHER || cl->by_link || cl->no_copy || fp->pidfd < 0 ||
+	    cl->nseen == sizeof cl->seen / sizeof *cl->seen)
+		return;
+	snprintf(path, sizeof path, "%d/fd/%d", (int)fp->pid, fd);
+	if (kind == LINK_DEV && !char_dev(rd->procfd, path, 0, &dev))
+		return;
+	int f = (int)syscall(SYS_pidfd_getfd, fp->pidfd, fd, 0);
+	if (f < 0) {
+		cl->by_link |= errno == ENOSYS;
+		cl->no_copy |= errno != ESRCH && errno != EBADF; /* refused: no more tries this pass */
+		return;
+	}
+	/* the copy is what was looked at (not a file dup'd there since): its own link or type says so */
+	unsigned long own;
+	int fl = fcntl(f, F_GETFL);
+	snprintf(path, sizeof path, "/proc/self/fd/%d", f);
+	int same = kind == LINK_DEV ? char_dev(f, "", AT_EMPTY_PATH, &own_dev) && own_dev == dev
+				      : link_kind(AT_FDCWD, path, &own) == kind && own == ino;
+	if (fl < 0 || !same) {
+		close(f);
+		return;
+	}
+	size_t n = cl->nseen++;
+	cl->seen[n].fd = f;
+	cl->seen[n].ino = ino;
+	cl->seen[n].acc = fl & O_ACCMODE;
+	cl->seen_hint[fd] = (int)n;
+	fp->acc[fd] = cl->seen[n].acc;
+}
+
+static unsigned long pipe_on(struct callers *cl, const struct reader *rd, struct fdpipes *fp, int fd)
 {
 	if (!(fp->read & (1u << fd))) {
-		fp->ino[fd] = fd_pipe(rd, fp->pid, fd);
+		if (!by_copy(cl, rd, fp, fd)) {
+			char path[64];
+			snprintf(path, sizeof path, "%d/fd/%d", (int)fp->pid, fd);
+			int kind = link_kind(rd->procfd, path, &fp->ino[fd]);
+			cl->seen_hint[fd] = kind == LINK_OTHER ? -1 : 0;
+			take_copy(cl, rd, fp, fd, kind, fp->ino[fd]);
+		}
 		fp->read |= 1u << fd;
 	}
 	return fp->ino[fd];
@@ -90,7 +216,7 @@ static unsigned long pipe_on(const struct reader *rd, struct fdpipes *fp, int fd
  * is not. A pipeline member holds the pipe where a pipeline puts it: a reader on its fd 0, a
  * writer on its fd 1 or 2; only those are looked at (one read per process when only the
  * caller's output is a pipe). */
-static int pipeline_partner(const struct callers *cl, const struct reader *rd, struct fdpipes *fp)
+static int pipeline_partner(struct callers *cl, const struct reader *rd, struct fdpipes *fp)
 {
 	int readers = 0, writers = 0;
 	for (size_t i = 0; i < cl->npipes; i++) {
@@ -98,13 +224,13 @@ static int pipeline_partner(const struct callers *cl, const struct reader *rd, s
 		writers |= cl->pipes[i].acc != O_WRONLY;
 	}
 	for (int fd = readers ? 0 : 1; fd <= (writers ? 2 : 0); fd++) {
-		unsigned long ino = pipe_on(rd, fp, fd);
+		unsigned long ino = pipe_on(cl, rd, fp, fd);
 		if (!ino)
 			continue;
 		for (size_t i = 0; i < cl->npipes; i++) {
 			if (cl->pipes[i].ino != ino)
 				continue;
-			int acc = fd_access(rd, fp->pid, fd);
+			int acc = fp->acc[fd] != -2 ? fp->acc[fd] : fd_access(rd, fp->pid, fd);
 			if (acc >= 0 && acc != cl->pipes[i].acc)
 				return 1;
 		}
@@ -210,7 +336,8 @@ static struct pl_proc *session_pipes(struct callers *cl, struct reader *rd, size
 					goto out;
 				v = nv;
 			}
-			struct fdpipes fp = { .pid = pid, .read = 7, .ino = { p.ino[0], p.ino[1], p.ino[2] } };
+			struct fdpipes fp = { .pid = pid, .pidfd = -1, .read = 7, .ino = { p.ino[0], p.ino[1], p.ino[2] },
+					      .acc = { p.acc[0], p.acc[1], p.acc[2] } };
 			p.member = pipeline_partner(cl, rd, &fp);
 			v[(*n)++] = p;
 		}
@@ -266,10 +393,10 @@ static void pipeline_members(struct callers *cl, struct reader *rd, unsigned pas
 
 /* Whether pid, of the caller's sessions, holds a pipe on fd 0-2 that is not the caller's own
  * (only such a process can be a member past the partners). */
-static int holds_other_pipe(const struct callers *cl, const struct reader *rd, struct fdpipes *fp)
+static int holds_other_pipe(struct callers *cl, const struct reader *rd, struct fdpipes *fp)
 {
 	for (int fd = 0; fd <= 2; fd++) {
-		unsigned long ino = pipe_on(rd, fp, fd);
+		unsigned long ino = pipe_on(cl, rd, fp, fd);
 		if (!ino)
 			continue;
 		size_t i = 0;
@@ -294,7 +421,7 @@ uint32_t callers_filter(struct callers *cl, struct reader *rd, unsigned pass, co
 	/* a partner's descriptors are read after it was pinned: when the pin still holds after
 	 * the reads they were its own (when it does not, it is gone and nobody's). Looked for in
 	 * every session: reaper or its partner may have made one of its own (`setsid reaper`). */
-	struct fdpipes fp = { .pid = st->pid };
+	struct fdpipes fp = { .pid = st->pid, .pidfd = ref->fd, .acc = { -2, -2, -2 } };
 	if (mask && cl->npipes && pipeline_partner(cl, rd, &fp) && pidref_held(ref, rd->procfd) == 0)
 		return 0;
 	/* once the pass has the members, a look at the list is the whole answer */
@@ -307,4 +434,24 @@ uint32_t callers_filter(struct callers *cl, struct reader *rd, unsigned pass, co
 				return 0;
 	}
 	return mask;
+}
+
+int callers_filter_unstated(struct callers *cl, struct reader *rd, unsigned pass, const struct pidref *ref,
+			    uint32_t *mask)
+{
+	if (cl->nexclude || cl->exclude_pgrp > 0 || cl->outside_session)
+		return -EAGAIN;
+	if (!*mask || !cl->npipes)
+		return 0;
+	struct fdpipes fp = { .pid = ref->pid, .pidfd = ref->fd, .acc = { -2, -2, -2 } };
+	if (pipeline_partner(cl, rd, &fp)) {
+		if (pidref_held(ref, rd->procfd) < 0)
+			return -EAGAIN; /* gone since: told as callers_filter tells it */
+		*mask = 0;
+		return 0;
+	}
+	/* a member past the partners is in the caller's sessions and holds another pipe */
+	if (cl->pl_pass == pass + 1 || holds_other_pipe(cl, rd, &fp))
+		return -EAGAIN;
+	return 0;
 }

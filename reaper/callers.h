@@ -29,15 +29,36 @@ struct callers {
 	struct reaper_ident *pl_members;
 	size_t npl_members;
 	unsigned pl_pass;
+	/* pipes, sockets and terminals (or /dev/null) the processes looked at in this pass hold
+	 * on fd 0-2, each a copy of ours with what it is (a pipe and its end, or no pipe): a
+	 * process holding the same file (a suite's leftovers share their stdio) is told by
+	 * comparing it with the copy, without reading its links. Closed when the pass ends
+	 * (callers_pass_done): never held across a wait. */
+	struct {
+		int fd;
+		unsigned long ino; /* 0: no pipe */
+		int acc;
+	} seen[4];
+	size_t nseen;
+	int by_link;     /* the copies cannot be had here (no pidfd_getfd or kcmp): links only */
+	int no_copy;     /* a copy was refused (ptrace rules, descriptors): no more are tried */
+	int seen_hint[3]; /* per fd number: the copy that fd last was (-1: a file, not copied) */
 };
 
 /* What the caller is, as o (the reap's options) and its standard descriptors say. */
 void callers_init(struct callers *cl, struct reader *rd, const struct reaper_opts *o);
 void callers_free(struct callers *cl);
+/* The pass has ended: the copies of other processes' files it took are closed. */
+void callers_pass_done(struct callers *cl);
 /* mask without the finders that may not take the process pinned as ref (its stat st): 0 when
  * it is the caller's (what o named, its job, its pipeline). pass: the scan pass it is judged
  * in (the pipeline beyond the partners is read once per pass). */
 uint32_t callers_filter(struct callers *cl, struct reader *rd, unsigned pass, const struct pidref *ref,
 			const struct reaper_stat *st, uint32_t mask);
+/* callers_filter for a process pinned as ref whose stat was not read: 0 or -EAGAIN when the
+ * answer needs its stat (an identity or a process group o named, its session: it may be a
+ * member of the pipeline past the partners), *mask narrowed. */
+int callers_filter_unstated(struct callers *cl, struct reader *rd, unsigned pass, const struct pidref *ref,
+			    uint32_t *mask);
 
 #endif

@@ -92,7 +92,8 @@ static int examine(struct env_finders *e, struct scanner *sc, struct candset *cs
 	/* the caller's ancestry is read only for a match (a clean run has none) */
 	if (!mask || (!listed && !leader(&sc->rd, pid)) || reader_caller(&sc->rd, pid))
 		return 0;
-	struct match m = { .pid = pid, .by = &e->k, .mask = mask, .env = sc->rd.buf.p, .envlen = n };
+	struct match m = { .pid = pid, .by = &e->k, .mask = mask, .env = sc->rd.buf.p, .envlen = n,
+			   .env_ino = sc->stat_free ? reader_env_ino(&sc->rd) : 0 };
 	size_t idx;
 	return identify(sc, cs, &m, &idx);
 }

@@ -40,10 +40,15 @@ int finders_scan(struct scanner *sc, struct candset *cs)
 		if (!k || (k->kind == FINDER_ENV && sc->env_deferred))
 			continue;
 		int r = k->scan(k, sc, cs);
-		if (r < 0)
+		if (r < 0) {
+			callers_pass_done(&sc->callers);
+			reader_env_done(&sc->rd);
 			return r;
+		}
 		added += r;
 	}
+	callers_pass_done(&sc->callers);
+	reader_env_done(&sc->rd);
 	if (sc->rd.err)
 		sc->pass.err = sc->rd.err;
 	return added;

@@ -6,7 +6,10 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #define PF_FORKNOEXEC 0x00000040 /* stat flags: forked, has not exec'd since */
 
@@ -132,6 +135,48 @@ static int excluded(struct scanner *sc, pid_t pid)
 	return 0;
 }
 
+/* A listing's marker match without its stat (scanner.stat_free): pinned by its pidfd, its
+ * cmdline read under the pin. The environment was read before the pin: /proc gives each
+ * instance of a process's files an inode number of its own and drops an instance once its
+ * process is gone, so the environ file showing, after the pin, the inode it was read from
+ * proves the pid never changed hands in between (what its start time proves otherwise).
+ * -EAGAIN when it has to be judged the full way (gone or exited, no cmdline to show, a
+ * caller's rule needs its stat, no proof), else as identify. */
+static int identify_stat_free(struct scanner *sc, struct candset *cs, struct match *m, size_t *idx)
+{
+	_cleanup_(pidref_done) struct pidref ref = PIDREF_NULL;
+	ssize_t cmdlen;
+	char path[32];
+	struct stat sb;
+	if (!m->env_ino || m->by->kind != FINDER_ENV || cs->pidfds >= scanner_budget(sc) ||
+	    pidref_open_read(&ref, m->pid, "cmdline", sc->rd.procfd, &sc->rd.aux, &cmdlen) < 0)
+		return -EAGAIN;
+	snprintf(path, sizeof path, "%d/environ", (int)m->pid);
+	if (fstatat(sc->rd.procfd, path, &sb, 0) < 0 || (unsigned long)sb.st_ino != m->env_ino)
+		return -EAGAIN;
+	while (cmdlen > 0 && sc->rd.aux.p[cmdlen - 1] == 0)
+		cmdlen--;
+	if (cmdlen <= 0) /* its comm is shown instead: in its stat */
+		return -EAGAIN;
+	int r = callers_filter_unstated(&sc->callers, &sc->rd, sc->pass.gen, &ref, &m->mask);
+	if (r < 0 || !m->mask)
+		return r;
+	struct cand c = { .gen = sc->pass.gen, .live = 1, .env_read = 1 };
+	struct reaper_proc *pi = &c.info;
+	*pi = (struct reaper_proc){ .pid = m->pid, .matched_by = m->mask, .exit_status = -1, .uid = (uid_t)-1,
+				    .fate = REAPER_ALIVE };
+	pi->outer_pid = pidref_pid_in(&ref, sc->outer_procfd);
+	c.ref = TAKE_PIDREF(ref);
+	struct reaper_stat st = { .pid = m->pid };
+	if (describe_found(sc, pi, &st, m->env, m->envlen) < 0 || describe_pinned(&c, &sc->rd.aux, cmdlen) < 0) {
+		cand_clear(&c);
+		return -ENOMEM;
+	}
+	if ((r = enlist(sc, cs, &c, idx)) < 0)
+		return r;
+	return 1;
+}
+
 int identify(struct scanner *sc, struct candset *cs, struct match *m, size_t *idx)
 {
 	_cleanup_(pidref_done) struct pidref ref = PIDREF_NULL;
@@ -139,6 +184,11 @@ int identify(struct scanner *sc, struct candset *cs, struct match *m, size_t *id
 	ssize_t cmdlen;
 	if (excluded(sc, m->pid))
 		return 0;
+	if (sc->stat_free) {
+		int r = identify_stat_free(sc, cs, m, idx);
+		if (r != -EAGAIN)
+			return r;
+	}
 	int r = pin(sc, cs, &ref, m->pid, &st, &cmdlen);
 	if (r < 0) {
 		reader_failed(&sc->rd, r);

@@ -48,6 +48,11 @@ int pidref_open_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat
 struct sbuf;
 int pidref_open_stat_read(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st, const char *what,
 			  struct sbuf *b, ssize_t *n);
+/* Pin whatever holds pid now by a pidfd alone and read the file what of /proc/PID into b
+ * (*n its length or -errno), proven the pinned process's by the fd not yet readable after
+ * it. No stat is read: the start time stays 0, so pidref_verify fails and nothing may be
+ * signalled through it; for a listing. -ESRCH when gone or exited (pin it the other way). */
+int pidref_open_read(struct pidref *p, pid_t pid, const char *what, int procfd, struct sbuf *b, ssize_t *n);
 /* Pin pid by its stat alone (pid + start time, no pidfd: for when descriptors run out);
  * uses are re-checked the way pidfd-less kernels' are, and a signal to a process that is
  * not the caller's child opens a pidfd just for it. -ESRCH when gone. */

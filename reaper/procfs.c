@@ -202,8 +202,9 @@ int procfs_stat(int procfd, pid_t pid, struct reaper_stat *st)
 	return reaper_parse_stat(buf, (size_t)n, st);
 }
 
-/* All of fd into b (then closed). whole: a short read is the end (see procfs_read). */
-static ssize_t read_all(int fd, int whole, struct sbuf *b)
+/* All of fd into b (then closed, but into *keep when given and the read worked). whole: a
+ * short read is the end (see procfs_read). */
+static ssize_t read_all(int fd, int whole, struct sbuf *b, int *keep)
 {
 	size_t len = 0;
 	for (;;) {
@@ -225,7 +226,10 @@ static ssize_t read_all(int fd, int whole, struct sbuf *b)
 		if (whole && (size_t)n < b->cap - (len - (size_t)n) - 1)
 			break;
 	}
-	close(fd);
+	if (keep)
+		*keep = fd;
+	else
+		close(fd);
 	b->p[len] = 0;
 	b->len = len;
 	return (ssize_t)len;
@@ -239,13 +243,22 @@ ssize_t procfs_read(int procfd, pid_t pid, const char *what, struct sbuf *b)
 	/* environ and cmdline are copied out of the process's memory in a loop that fills the
 	 * whole buffer: a short read is the end, and the read that would return 0 is saved
 	 * (one syscall of three per process on the hot path). Not so for seq_file texts. */
-	return read_all(fd, strcmp(what, "environ") == 0 || strcmp(what, "cmdline") == 0, b);
+	return read_all(fd, strcmp(what, "environ") == 0 || strcmp(what, "cmdline") == 0, b, NULL);
+}
+
+ssize_t procfs_read_keep(int procfd, pid_t pid, const char *what, struct sbuf *b, int *fd)
+{
+	*fd = -1;
+	int f = open_at(procfd, pid, what);
+	if (f < 0)
+		return -errno;
+	return read_all(f, 1, b, fd);
 }
 
 ssize_t procfs_read_file(int procfd, const char *path, struct sbuf *b)
 {
 	int fd = openat(procfd >= 0 ? procfd : AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	return fd < 0 ? -errno : read_all(fd, 0, b);
+	return fd < 0 ? -errno : read_all(fd, 0, b, NULL);
 }
 
 char *procfs_link(int procfd, pid_t pid, const char *what)

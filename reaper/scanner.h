@@ -47,6 +47,11 @@ struct scanner {
 	size_t *pattern_hits;
 	int want_uid; /* the uid of a marker-only match is needed when it is found (foreign) */
 	int brief;    /* a match is described by its cmdline alone (a listing shows no more) */
+	/* a one-pass listing that shows no stat field and judges by none (no identities,
+	 * process group, sessions, patterns, host children or origins to check): a marker
+	 * match is pinned by its pidfd alone, without its stat, when its environment is proven
+	 * its own another way (identify) */
+	int stat_free;
 	int outer_procfd; /* reaper_opts.outer_procfd: where each match's outer_pid is read (-1) */
 	/* with a cgroup finder the reap waits on the cgroup: the /proc-wide marker scan is left
 	 * out of a pass while this is not 0 (1: still to run once, -1: ran) */

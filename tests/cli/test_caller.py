@@ -4,8 +4,10 @@ caller alone (its pipeline, its other jobs, reaper's own guardian), even when a 
 reaper's own environment, and keep their exit status when their output pipe closes. Each
 pipeline runs under bash; PIPESTATUS says how every member ended."""
 import os
+import select
 import signal
 import subprocess
+import time
 import uuid
 
 import pytest
@@ -35,7 +37,7 @@ def sh(script, tmp_path, env=None, timeout=120, wrap=()):
 
 def cleanup_marked(entry):
     """Kill what still carries entry (a NAME=VALUE unique to the test), by pidfd."""
-    fds = pidfds_where(lambda pid: entry.encode() in environ(pid))
+    fds = [fd for _, fd in pidfds_where(lambda pid: entry.encode() in environ(pid))]
     for fd in fds:
         try:
             signal.pidfd_send_signal(fd, signal.SIGKILL)
@@ -259,3 +261,77 @@ def test_pipeline_past_its_reader_is_the_callers(mark, tmp_path):
     assert statuses == [23, 0, 0], err
     rep = load_json(tmp_path / "r.json")
     assert [p["cmdline"].split()[-1] for p in rep["processes"]] == ["time.sleep(600)"], rep["processes"]
+
+
+def test_scan_leaves_its_pipeline_and_lists_the_rest(mark, tmp_path):
+    """`reaper scan | tee log` and `reaper scan | tee log | cat` with the marker exported: tee
+    reads reaper's output, cat reads tee's; neither is listed. Two leftovers sharing one
+    subshell's files are both listed, the second told by the same files as the first."""
+    try:
+        statuses, r = sh(
+            'exec 2>"$T/sh-err"; export %s; ("$PY" -c "import time; time.sleep(600)" & '
+            '"$PY" -c "import time; time.sleep(600)" &) </dev/null >/dev/null 2>&1; until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 2 ]; do :; done; '
+            '"$REAPER" scan --env %s 2>"$T/err" | tee "$T/log" >"$T/out1"; s="${PIPESTATUS[*]}"; '
+            '"$REAPER" scan --env %s 2>>"$T/err" | tee "$T/log" | cat >"$T/out2"; echo "$s ${PIPESTATUS[*]}" >"$STATUS"'
+            % (mark, mark, mark, mark), tmp_path)
+        err = (tmp_path / "err").read_text()
+        assert statuses == [0, 0, 0, 0, 0], err
+        for out in ("out1", "out2"):
+            listed = (tmp_path / out).read_text().splitlines()
+            assert [ln.split()[-1] for ln in listed] == ["time.sleep(600)"] * 2, (out, listed)
+    finally:
+        assert not cleanup_marked(mark), "a leftover would not die"
+
+
+def test_reap_keeps_no_copy_of_a_leftovers_pipe_while_it_waits(mark, tmp_path):
+    """What a match holds on fd 0-2 is read through copies of its files, taken in a pass and
+    closed when it ends: a leftover that exits by itself has closed its pipe for good, and the
+    pipe's reader sees its end while reaper still waits for another leftover."""
+    name, value = mark.split("=", 1)
+    rd, wr = os.pipe()
+    go = tmp_path / "go"
+    first = subprocess.Popen([PY, "-c", "import os, time\nwhile not os.path.exists(%r): time.sleep(0.01)" % str(go)],
+                             env={name: value}, stdin=subprocess.DEVNULL, stdout=wr)
+    os.close(wr)
+    second = subprocess.Popen([PY, "-c", "import time; time.sleep(600)"], env={name: value},
+                              start_new_session=True)
+    reap = subprocess.Popen([REAPER, "reap", "--env", mark, "--timeout", "120", "--grace", "10"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        pidfd = os.pidfd_open(reap.pid)
+        # the reap's first pass has pinned both (and read their descriptors) once it holds
+        # pidfds of them
+        end = time.monotonic() + 60
+        while not {first.pid, second.pid} <= pinned_by(reap.pid) and time.monotonic() < end:
+            time.sleep(0.01)
+        assert {first.pid, second.pid} <= pinned_by(reap.pid), "the reap never found both"
+        go.touch()
+        first.wait(30)
+        ready, _, _ = select.select([rd], [], [], 30)
+        assert ready and os.read(rd, 1) == b"", "the leftover's pipe stayed open after it exited"
+        assert not select.select([pidfd], [], [], 0)[0], "the reap ended before the check"
+    finally:
+        os.close(rd)
+        second.kill()
+        second.wait()
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+        reap.communicate(timeout=120)
+        os.close(pidfd)
+
+
+def pinned_by(pid):
+    """Pids the process pid holds a pidfd of."""
+    out = set()
+    try:
+        fds = os.listdir("/proc/%d/fdinfo" % pid)
+    except OSError:
+        return out
+    for fd in fds:
+        try:
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                out.update(int(ln.split()[1]) for ln in f if ln.startswith("Pid:"))
+        except (OSError, ValueError):
+            continue
+    return out
