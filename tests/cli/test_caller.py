@@ -248,6 +248,21 @@ def test_reap_inside_runs_command_leaves_the_runs_guardian(mode, mark, tmp_path)
     assert load_json(tmp_path / "outer.json")["summary"]["leaks"] == 0, err
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_command_scanning_at_once_never_finds_the_runs_guardian(mode, mark, tmp_path):
+    """COMMAND's first act is a scan for a marker of the caller's environment: the guardian,
+    forked the moment before, already shows no environment in /proc (nobody waits for it to
+    clear one), so none of the scans finds it, nor the run's reaper (their ancestor)."""
+    statuses, r = sh(
+        'export %s; s=""; for i in 1 2 3 4 5 6 7 8; do "$REAPER" run --cgroup %s --timeout 0 --grace 10 -- '
+        '"$REAPER" scan --env %s --report "$T/scan$i.json" 2>>"$T/err"; s="$s $?"; done; '
+        'echo "$s" >"$STATUS"' % (mark, mode, mark), tmp_path)
+    err = (tmp_path / "err").read_text()
+    found = [load_json(tmp_path / ("scan%d.json" % i))["processes"] for i in range(1, 9)]
+    assert found == [[]] * 8, found
+    assert statuses == [1] * 8, err
+
+
 def test_pipeline_past_its_reader_is_the_callers(mark, tmp_path):
     """A script's `reaper reap | tee log | cat` (one process group, no job control): cat holds
     none of reaper's pipes but reads tee's output; it is the pipeline all the same. A leftover
