@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """`reaper run` keeps what its help promises at the edges: --home finds leftovers by HOME=DIR,
 a cancellation during the drain reaches leftovers as itself, an unkillable COMMAND does not
-keep reaper forever, and an inherited SIGCHLD=SIG_IGN does not cost the guardian."""
+keep reaper forever, an inherited SIGCHLD=SIG_IGN does not cost the guardian, and COMMAND
+has the caller's descriptor limit."""
 import json
 import os
 import select
@@ -12,7 +13,7 @@ import time
 import pytest
 
 from conftest import has_marker, script
-from procutil import FIXTURES, PY, alive, wait_gone
+from procutil import FIXTURES, PY, REAPER, alive, wait_gone
 
 
 def kill_by_pidfd(fd):
@@ -213,3 +214,25 @@ def test_inherited_sigchld_ignore_keeps_the_guardian(run):
         assert not wait_gone([gfd], 30), "the guardian did not stop with the run"
     finally:
         os.close(gfd)
+
+
+ISOLATE = pytest.param(["--isolate"], marks=pytest.mark.skipif(os.geteuid() != 0, reason="--isolate here needs root"))
+
+
+@pytest.mark.parametrize("args", [[], ["--cgroup", "off"], ISOLATE], ids=["auto", "off", "isolate"])
+@pytest.mark.parametrize("soft, hard", [(40, 4000), (40, 40)], ids=["soft below hard", "soft at hard"])
+def test_command_gets_the_callers_descriptor_limit(args, soft, hard, tmp_path):
+    """reaper may raise its own descriptor limit for the pidfds of many leftovers, but COMMAND
+    (and what it leaves) has the caller's, soft and hard, whether or not there was room to
+    raise it; the leftovers are ended all the same."""
+    import resource
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[1] < hard:
+        pytest.skip("the hard descriptor limit here is below %d" % hard)
+    env = dict(os.environ, HOME=str(tmp_path))
+    r = subprocess.run([REAPER, "run", *args,
+                        "--timeout", "0", "--grace", "10", "--", "sh", "-c",
+                        'echo $(ulimit -Sn) $(ulimit -Hn); for i in 1 2 3; do sleep 600 & done'],
+                       capture_output=True, text=True, env=env, timeout=120,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard)))
+    assert r.stdout.split() == [str(soft), str(hard)], r.stderr
+    assert r.returncode == 23 and "3 leaked" in r.stderr, r.stderr
