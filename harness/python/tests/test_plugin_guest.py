@@ -1090,6 +1090,73 @@ def test_after_leaving():
     result.stdout.fnmatch_lines(["*test_gone.py::test_leaves left 1 process running*"])
 
 
+SPAWNER = r"""
+import json, subprocess, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    print(subprocess.Popen(req["argv"], env=req["env"]).pid, flush=True)
+"""
+
+
+def test_what_a_test_had_a_wider_fixtures_server_start_with_its_marker_is_its_leak(tracked):
+    # the test waited for its own child; the server (pytest's child since before the test) started
+    # one with the test's environment: found by the marker, as a process an outside daemon starts
+    tracked.makepyfile(test_server=f"""
+import json, os, subprocess, sys, time, pytest
+@pytest.fixture(scope="session")
+def server():
+    p = subprocess.Popen([sys.executable, "-c", {SPAWNER!r}], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    # older than the test by a clock tick: no child of pytest's started since the test began
+    born = int(open(f"/proc/{{p.pid}}/stat").read().rsplit(")", 1)[1].split()[19])
+    deadline = time.monotonic() + 60
+    while time.clock_gettime(time.CLOCK_BOOTTIME) * os.sysconf("SC_CLK_TCK") < born + 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    yield p
+    p.stdin.close()
+    p.wait()
+def test_through_server(server):
+    subprocess.run(["true"], check=True)
+    server.stdin.write(json.dumps({{"argv": ["sleep", "600"], "env": dict(os.environ)}}) + "\\n")
+    server.stdin.flush()
+    assert int(server.stdout.readline()) > 0
+def test_after():
+    pass
+""")
+    result = run_sub(tracked, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(["*test_server.py::test_through_server left 1 process running*", "*sleep 600*"])
+
+
+@pytest.mark.skipif(bool(cgroup_usable()), reason="needs a writable cgroup2")
+def test_a_grandchild_that_moved_itself_to_another_cgroup_is_found_by_its_marker(inner, tmp_path):
+    # its parent was waited for; it left the test's cgroup and pytest's tree (no subreaper with
+    # cgroups): only its marker says whose it is
+    import reaper.cgroup
+    away = reaper.cgroup.create(None, f"away-{os.getpid()}-{time.monotonic_ns()}")
+    inner.makepyfile(test_away=f"""
+import subprocess, time
+def test_moves_out(tmp_path):
+    moved = tmp_path / "moved"
+    subprocess.run(["sh", "-c", f'sh -c "echo \\\\$\\\\$ > {away}/cgroup.procs && echo \\\\$\\\\$ > {{moved}} && exec sleep 600" &'],
+                   check=True)
+    deadline = time.monotonic() + 60
+    while not moved.exists() or not moved.read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+def test_after():
+    pass
+""")
+    try:
+        result = run_sub(inner, *PLUGIN, "--reaper-cgroup", "on", "--reaper-timeout", "0.2", "--reaper-grace", "0")
+        result.assert_outcomes(passed=2, errors=1)
+        result.stdout.fnmatch_lines(["*test_away.py::test_moves_out left 1 process running*", "*sleep 600*"])
+    finally:
+        reaper.cgroup.kill(away)
+        assert reaper.cgroup.wait(away, 30)
+        reaper.cgroup.remove(away)
+
+
 def test_a_child_forked_without_exec_ends_by_sigterm_as_without_the_plugin(inner, tmp_path):
     # the plugin's SIGTERM handler (the session stops, then pytest ends by the signal) is
     # inherited by os.fork() children: in one of them it ends the child as SIGTERM would have,

@@ -239,9 +239,11 @@ class Checks:
         two instead of a scan (a scan reads the environment of every process started since
         the test began, the host's too): no child of pytest's started since it began (what
         the test started and its descendants are below one of them, or, with pytest adopting
-        orphans, one of them themselves), none of the fork server's workers is its, and, with a
-        cgroup, nothing but pytest is in the test's. As in _quiet, with cgroups what the test
-        started stays in its cgroup, whoever adopts it."""
+        orphans, one of them themselves), none of the fork server's workers is its, with a
+        cgroup nothing but pytest is in the test's, and no process started since it began is
+        still running unless it is plainly another's. Markers cross what descent and cgroups
+        track: a process a wider fixture's server started with the test's environment, or one
+        that left the test's cgroup and, without a subreaper, pytest's tree."""
         if _served(test.marker):
             return False
         if self.cgroups:
@@ -250,9 +252,37 @@ class Checks:
         elif not self.adopted:
             return False  # without cgroups, an orphan is found by its marker only
         try:
-            return not any(p.start_time >= self.since for p in kin.children())
+            if any(p.start_time >= self.since for p in kin.children()):
+                return False
+            return self._none_since(test)
         except OSError:
             return False
+
+    def _none_since(self, test: _Scope) -> bool:
+        """Whether every pid given out since the test began is gone, a thread of pytest's, or a
+        process that neither carries the test's marker nor descends from pytest (the host's):
+        what the scan's finders would take, each read once."""
+        last = kin.last_pid()
+        if last == -1 or self.last_pid == -1 or last < self.last_pid or last - self.last_pid > 4096:
+            return False  # the pids wrapped, or so many were given out that the scan costs no more
+        me = os.getpid()
+        entry = f"{MARKER}={test.marker}".encode()
+        for pid in range(self.last_pid + 1, last + 1):
+            st = kin.pstat(pid)
+            if st is None or st.start_time < self.since or os.path.exists(f"/proc/{me}/task/{pid}"):
+                continue
+            env = kin.environ(pid)
+            if env is None or entry in env.split(b"\0"):
+                return False
+            # its ancestry, pinned by nothing: a scan decides when it leads to pytest
+            p, hops = st, 0
+            while p is not None and p.ppid > 1 and hops < 64:
+                if p.ppid == me:
+                    return False
+                p, hops = kin.pstat(p.ppid), hops + 1
+            if p is None or hops >= 64:
+                return False
+        return True
 
     def _check(self, item, test: _Scope, pools: List[str], left: bool = True) -> None:
         mark = item.get_closest_marker("reaper")
