@@ -259,30 +259,31 @@ class Checks:
             return False
 
     def _none_since(self, test: _Scope) -> bool:
-        """Whether every pid given out since the test began is gone, a thread of pytest's, or a
-        process that neither carries the test's marker nor descends from pytest (the host's):
+        """Whether every pid given out since the test began is gone, a zombie, a thread of pytest's,
+        or a process that neither carries the test's marker nor descends from pytest (the host's):
         what the scan's finders would take, each read once."""
         last = kin.last_pid()
         if last == -1 or self.last_pid == -1 or last < self.last_pid or last - self.last_pid > 4096:
             return False  # the pids wrapped, or so many were given out that the scan costs no more
         me = os.getpid()
         entry = f"{MARKER}={test.marker}".encode()
+        live = []
         for pid in range(self.last_pid + 1, last + 1):
             st = kin.pstat(pid)
-            if st is None or st.start_time < self.since or os.path.exists(f"/proc/{me}/task/{pid}"):
+            # a zombie is no leak (nor to the scan); its children have pids of their own
+            if st is None or st.state == "Z" or st.start_time < self.since or os.path.exists(f"/proc/{me}/task/{pid}"):
                 continue
             env = kin.environ(pid)
             if env is None or entry in env.split(b"\0"):
                 return False
-            # its ancestry, pinned by nothing: a scan decides when it leads to pytest
-            p, hops = st, 0
-            while p is not None and p.ppid > 1 and hops < 64:
-                if p.ppid == me:
-                    return False
-                p, hops = kin.pstat(p.ppid), hops + 1
-            if p is None or hops >= 64:
-                return False
-        return True
+            live.append(st)
+        if not live:
+            return True
+        start = kin.start_time(me)
+        if start is None:
+            return False
+        ours = {p.pid for p in kin.trees([(me, start)])}
+        return not any(p.pid in ours or p.ppid in ours for p in live)
 
     def _check(self, item, test: _Scope, pools: List[str], left: bool = True) -> None:
         mark = item.get_closest_marker("reaper")
