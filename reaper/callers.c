@@ -17,6 +17,8 @@
 #ifndef SYS_pidfd_getfd
 #define SYS_pidfd_getfd 438
 #endif
+/* the memory devices' major number (linux/major.h): /dev/null, zero, full, random, urandom */
+#define MEM_MAJOR 1
 
 void callers_init(struct callers *cl, struct reader *rd, const struct reaper_opts *o)
 {
@@ -158,18 +160,21 @@ static int char_dev(int dirfd, const char *path, int flags, dev_t *rdev)
 }
 
 /* A copy of fp's fd, whose link said kind (ino): kept to tell the processes that share it.
- * Only a pipe, a socket or a character device (under /dev) is copied: closing one never reaches a file
- * system (a file's close flushes it, and a hung FUSE or NFS server would hold the close). */
+ * Only a pipe or a memory device (/dev/null, /dev/zero, /dev/urandom) is copied: the close of
+ * a copy may be the file's last (every other holder gone during the pass), and only for these
+ * does a last close do nothing that could wait: a file's close flushes it (a hung FUSE or NFS
+ * server would hold it), a socket's may linger over unsent data, a terminal's drains its
+ * output, a CUSE device's goes to its server. */
 static void take_copy(struct callers *cl, const struct reader *rd, struct fdpipes *fp, int fd, int kind,
 		      unsigned long ino)
 {
 	char path[64];
 	dev_t dev = 0, own_dev = 0;
-	if (kind == LINK_NONE || kind == LINK_OTHER || cl->by_link || cl->no_copy || fp->pidfd < 0 ||
+	if (kind == LINK_NONE || kind == LINK_OTHER || kind == LINK_SOCKET || cl->by_link || cl->no_copy || fp->pidfd < 0 ||
 	    cl->nseen == sizeof cl->seen / sizeof *cl->seen)
 		return;
 	snprintf(path, sizeof path, "%d/fd/%d", (int)fp->pid, fd);
-	if (kind == LINK_DEV && !char_dev(rd->procfd, path, 0, &dev))
+	if (kind == LINK_DEV && (!char_dev(rd->procfd, path, 0, &dev) || major(dev) != MEM_MAJOR))
 		return;
 	int f = (int)syscall(SYS_pidfd_getfd, fp->pidfd, fd, 0);
 	if (f < 0) {

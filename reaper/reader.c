@@ -178,7 +178,7 @@ ssize_t reader_environ(struct reader *rd, pid_t pid)
 {
 	reader_env_done(rd);
 	ssize_t n = procfs_read_keep(rd->procfd, pid, "environ", &rd->buf, &rd->env_fd);
-	if (n <= 0)
+	if (n <= 0 || !rd->keep_env)
 		reader_env_done(rd); /* what is returned comes from other reads, if any */
 	if ((n == 0 || n == -ESRCH) && kernel_thread(rd, pid))
 		return 0;

@@ -21,6 +21,9 @@ struct reader {
 	/* the file it was read from, open until the next read or the end of the pass (-1: none,
 	 * or it took more than one read): which process it was can be told after */
 	int env_fd;
+	int keep_env;     /* env_fd is kept only when this is set (a listing without stat reads):
+			   * otherwise each read closes its file at once, so no descriptor the other
+			   * reads need is held */
 	struct sbuf aux;  /* every other read */
 	/* positive errno once a read could not be made for want of descriptors or memory: what
 	 * was looked for may not all have been seen (the pass clears it) */
