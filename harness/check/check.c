@@ -590,7 +590,8 @@ static void guardian_run(int runner_fd, int wake)
 		fprintf(stderr, "%s\n", msg);
 	}
 	reaper_report_free(rep);
-	if (session_cg[0] && (r = reaper_cgroup_release(session_cg)) < 0)
+	/* (gone already: a runner that called exit() removed it on its way out) */
+	if (session_cg[0] && (r = reaper_cgroup_release(session_cg)) < 0 && r != -ENOENT)
 		fprintf(stderr, "reaper: cannot remove the cgroup %s: %s\n", session_cg, strerror(-r));
 	_exit(0);
 }
