@@ -75,27 +75,6 @@ static int fd_access(const struct reader *rd, pid_t pid, int fd)
 	return flags ? (int)(strtoul(flags + 6, NULL, 8) & O_ACCMODE) : -1;
 }
 
-/* The pipe (its inode) on pid's descriptor fd, 0 when it holds none there. */
-static unsigned long fd_pipe(const struct reader *rd, pid_t pid, int fd)
-{
-	char path[64], link[64];
-	snprintf(path, sizeof path, "%d/fd/%d", (int)pid, fd);
-	ssize_t n = readlinkat(rd->procfd, path, link, sizeof link - 1);
-	if (n <= 6 || strncmp(link, "pipe:[", 6))
-		return 0;
-	link[n] = 0;
-	return strtoul(link + 6, NULL, 10);
-}
-
-/* The pipes on one process's fd 0, 1 and 2, each read at its first question. */
-struct fdpipes {
-	pid_t pid;
-	int pidfd; /* -1: none held */
-	unsigned read; /* bit fd: ino[fd] was read */
-	unsigned long ino[3];
-	int acc[3]; /* the access mode of its end, -2 until known */
-};
-
 /* What a link of /proc names: a pipe (its inode in *ino), a socket, a file under /dev (where
  * terminals and /dev/null are), or anything else. */
 enum { LINK_NONE, LINK_PIPE, LINK_SOCKET, LINK_DEV, LINK_OTHER };
@@ -116,6 +95,24 @@ static int link_kind(int dirfd, const char *path, unsigned long *ino)
 		return LINK_SOCKET;
 	return n > 5 && !strncmp(link, "/dev/", 5) ? LINK_DEV : LINK_OTHER;
 }
+
+/* The pipe (its inode) on pid's descriptor fd, 0 when it holds none there. */
+static unsigned long fd_pipe(const struct reader *rd, pid_t pid, int fd)
+{
+	char path[64];
+	unsigned long ino;
+	snprintf(path, sizeof path, "%d/fd/%d", (int)pid, fd);
+	return link_kind(rd->procfd, path, &ino) == LINK_PIPE ? ino : 0;
+}
+
+/* The pipes on one process's fd 0, 1 and 2, each read at its first question. */
+struct fdpipes {
+	pid_t pid;
+	int pidfd; /* -1: none held */
+	unsigned read; /* bit fd: ino[fd] was read */
+	unsigned long ino[3];
+	int acc[3]; /* the access mode of its end, -2 until known */
+};
 
 /* What fp's fd is, told by the copies this pass holds: the same file as a copy, one compare
  * and no path to resolve. 1 when told (ino and acc set), 0 when its link must be read. */
@@ -170,7 +167,7 @@ static void take_copy(struct callers *cl, const struct reader *rd, struct fdpipe
 {
 	char path[64];
 	dev_t dev = 0, own_dev = 0;
-	if (kind == LINK_NONE || kind == LINK_OTHER || kind == LINK_SOCKET || cl->by_link || cl->no_copy || fp->pidfd < 0 ||
+	if ((kind != LINK_PIPE && kind != LINK_DEV) || cl->by_link || cl->no_copy || fp->pidfd < 0 ||
 	    cl->nseen == sizeof cl->seen / sizeof *cl->seen)
 		return;
 	snprintf(path, sizeof path, "%d/fd/%d", (int)fp->pid, fd);

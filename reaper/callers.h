@@ -29,8 +29,8 @@ struct callers {
 	struct reaper_ident *pl_members;
 	size_t npl_members;
 	unsigned pl_pass;
-	/* pipes, sockets and terminals (or /dev/null) the processes looked at in this pass hold
-	 * on fd 0-2, each a copy of ours with what it is (a pipe and its end, or no pipe): a
+	/* pipes and memory devices (/dev/null) the processes looked at in this pass hold on
+	 * fd 0-2, each a copy of ours with what it is (a pipe and its end, or no pipe): a
 	 * process holding the same file (a suite's leftovers share their stdio) is told by
 	 * comparing it with the copy, without reading its links. Closed when the pass ends
 	 * (callers_pass_done): never held across a wait. */

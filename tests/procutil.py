@@ -103,18 +103,28 @@ def pidfds_where(pred) -> list:
     return out
 
 
-def pinned_here() -> set:
-    """Pids this process holds a pidfd of (its fdinfo names them)."""
+def pinned_by(pid="self") -> set:
+    """Pids the process pid (this one by default) holds a pidfd of (its fdinfo names them);
+    empty when its descriptors cannot be listed (gone)."""
     out = set()
-    for fd in os.listdir("/proc/self/fdinfo"):
+    try:
+        fds = os.listdir(f"/proc/{pid}/fdinfo")
+    except OSError:
+        return out
+    for fd in fds:
         try:
-            with open(f"/proc/self/fdinfo/{fd}") as f:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
                 for line in f:
                     if line.startswith("Pid:"):
                         out.add(int(line.split()[1]))
         except (OSError, ValueError):
             continue
     return out
+
+
+def pinned_here() -> set:
+    """Pids this process holds a pidfd of."""
+    return pinned_by()
 
 
 def when_pinned(pids, then, bound: float = 120.0) -> threading.Thread:

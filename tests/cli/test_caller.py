@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from cli_util import by_pid, load_json
-from procutil import PY, REAPER, alive, pidfds_where, environ, wait_gone
+from procutil import PY, REAPER, alive, pidfds_where, pinned_by, environ, wait_gone
 
 MODES = ["on", "off"]
 if os.geteuid() != 0:
@@ -334,19 +334,3 @@ def test_reap_keeps_no_copy_of_a_leftovers_pipe_while_it_waits(mark, tmp_path):
             first.wait()
         reap.communicate(timeout=120)
         os.close(pidfd)
-
-
-def pinned_by(pid):
-    """Pids the process pid holds a pidfd of."""
-    out = set()
-    try:
-        fds = os.listdir("/proc/%d/fdinfo" % pid)
-    except OSError:
-        return out
-    for fd in fds:
-        try:
-            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
-                out.update(int(ln.split()[1]) for ln in f if ln.startswith("Pid:"))
-        except (OSError, ValueError):
-            continue
-    return out
