@@ -56,6 +56,7 @@ void callers_free(struct callers *cl)
 	cl->pl_members = NULL;
 	cl->npl_members = 0;
 	cl->pl_pass = 0;
+	cl->anc_pass = 0;
 }
 
 /* The access mode (O_RDONLY, O_WRONLY, O_RDWR) of pid's descriptor fd, -1 when unreadable. */
@@ -273,19 +274,37 @@ static int caller_session(struct callers *cl, struct reader *rd, pid_t sid)
 	return 0;
 }
 
+/* The pipes the caller's ancestors hold on fd 0-2, read once per pass (at its first need). */
+static void ancestors_pipes(struct callers *cl, struct reader *rd, unsigned pass)
+{
+	if (cl->anc_pass == pass + 1)
+		return;
+	cl->anc_pass = pass + 1;
+	cl->nanc_pipes = 0;
+	size_t nanc;
+	const pid_t *anc = reader_callers(rd, &nanc);
+	for (size_t a = 1; a < nanc; a++)
+		for (int fd = 0; fd <= 2; fd++) {
+			unsigned long ino = fd_pipe(rd, anc[a], fd);
+			size_t i = 0;
+			while (i < cl->nanc_pipes && cl->anc_pipes[i] != ino)
+				i++;
+			if (ino && i == cl->nanc_pipes && i < sizeof cl->anc_pipes / sizeof *cl->anc_pipes)
+				cl->anc_pipes[cl->nanc_pipes++] = ino;
+		}
+}
+
 /* A pipe the caller or one of its ancestors holds links nothing: what the run left holds it
  * too (inherited), at the same end as the caller. */
-static int callers_pipe(const struct callers *cl, struct reader *rd, unsigned long ino)
+static int callers_pipe(struct callers *cl, struct reader *rd, unsigned pass, unsigned long ino)
 {
 	for (size_t i = 0; i < cl->npipes; i++)
 		if (cl->pipes[i].ino == ino)
 			return 1;
-	size_t nanc;
-	const pid_t *anc = reader_callers(rd, &nanc);
-	for (size_t a = 1; a < nanc; a++)
-		for (int fd = 0; fd <= 2; fd++)
-			if (fd_pipe(rd, anc[a], fd) == ino)
-				return 1;
+	ancestors_pipes(cl, rd, pass);
+	for (size_t i = 0; i < cl->nanc_pipes; i++)
+		if (cl->anc_pipes[i] == ino)
+			return 1;
 	return 0;
 }
 
@@ -350,8 +369,8 @@ out:
 
 /* Whether v[i] holds the other end of a pipe a member holds on fd 0-2 (one the caller's side
  * holds links nothing). */
-static int linked_to_member(const struct callers *cl, struct reader *rd, const struct pl_proc *v, size_t n,
-			    size_t i)
+static int linked_to_member(struct callers *cl, struct reader *rd, unsigned pass, const struct pl_proc *v,
+			    size_t n, size_t i)
 {
 	for (size_t j = 0; j < n; j++) {
 		if (!v[j].member)
@@ -359,7 +378,7 @@ static int linked_to_member(const struct callers *cl, struct reader *rd, const s
 		for (int a = 0; a <= 2; a++)
 			for (int b = 0; b <= 2; b++)
 				if (v[i].ino[a] && v[i].ino[a] == v[j].ino[b] && v[i].acc[a] >= 0 && v[j].acc[b] >= 0 &&
-				    v[i].acc[a] != v[j].acc[b] && !callers_pipe(cl, rd, v[i].ino[a]))
+				    v[i].acc[a] != v[j].acc[b] && !callers_pipe(cl, rd, pass, v[i].ino[a]))
 					return 1;
 	}
 	return 0;
@@ -379,7 +398,7 @@ static void pipeline_members(struct callers *cl, struct reader *rd, unsigned pas
 	for (int grew = 1; grew;) {
 		grew = 0;
 		for (size_t i = 0; i < n; i++)
-			if (!v[i].member && linked_to_member(cl, rd, v, n, i))
+			if (!v[i].member && linked_to_member(cl, rd, pass, v, n, i))
 				v[i].member = grew = 1;
 	}
 	size_t m = 0;
@@ -393,18 +412,14 @@ static void pipeline_members(struct callers *cl, struct reader *rd, unsigned pas
 	free(v);
 }
 
-/* Whether pid, of the caller's sessions, holds a pipe on fd 0-2 that is not the caller's own
- * (only such a process can be a member past the partners). */
-static int holds_other_pipe(struct callers *cl, const struct reader *rd, struct fdpipes *fp)
+/* Whether the process holds a pipe on fd 0-2 that neither the caller nor one of its ancestors
+ * holds: only such a process can be a member past the partners (linked_to_member takes no
+ * other pipe for a link), and it must be of the caller's sessions too. */
+static int holds_other_pipe(struct callers *cl, struct reader *rd, unsigned pass, struct fdpipes *fp)
 {
 	for (int fd = 0; fd <= 2; fd++) {
 		unsigned long ino = pipe_on(cl, rd, fp, fd);
-		if (!ino)
-			continue;
-		size_t i = 0;
-		while (i < cl->npipes && cl->pipes[i].ino != ino)
-			i++;
-		if (i == cl->npipes)
+		if (ino && !callers_pipe(cl, rd, pass, ino))
 			return 1;
 	}
 	return 0;
@@ -428,7 +443,7 @@ uint32_t callers_filter(struct callers *cl, struct reader *rd, unsigned pass, co
 		return 0;
 	/* once the pass has the members, a look at the list is the whole answer */
 	if (mask && cl->npipes && caller_session(cl, rd, st->session) &&
-	    (cl->pl_pass == pass + 1 || holds_other_pipe(cl, rd, &fp))) {
+	    (cl->pl_pass == pass + 1 || holds_other_pipe(cl, rd, pass, &fp))) {
 		pipeline_members(cl, rd, pass);
 		for (size_t i = 0; i < cl->npl_members; i++)
 			if (cl->pl_members[i].pid == st->pid && cl->pl_members[i].start_time == st->start_time &&
@@ -453,7 +468,7 @@ int callers_filter_unstated(struct callers *cl, struct reader *rd, unsigned pass
 		return 0;
 	}
 	/* a member past the partners is in the caller's sessions and holds another pipe */
-	if (cl->pl_pass == pass + 1 || holds_other_pipe(cl, rd, &fp))
+	if (cl->pl_pass == pass + 1 || holds_other_pipe(cl, rd, pass, &fp))
 		return -EAGAIN;
 	return 0;
 }

@@ -29,6 +29,10 @@ struct callers {
 	struct reaper_ident *pl_members;
 	size_t npl_members;
 	unsigned pl_pass;
+	/* the pipes the caller's ancestors hold on fd 0-2, read in pass anc_pass - 1 (0: never) */
+	unsigned long anc_pipes[3 * sizeof ((struct reader *)0)->anc / sizeof(pid_t)];
+	size_t nanc_pipes;
+	unsigned anc_pass;
 	/* pipes and memory devices (/dev/null) the processes looked at in this pass hold on
 	 * fd 0-2, each a copy of ours with what it is (a pipe and its end, or no pipe): a
 	 * process holding the same file (a suite's leftovers share their stdio) is told by
