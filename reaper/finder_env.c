@@ -75,9 +75,10 @@ static int leader(struct reader *rd, pid_t pid)
 	return t && atoi(t + 6) == (int)pid;
 }
 
-/* The finders' look at one pid (listed: by the listing of /proc, which lists no threads): 1
- * when it became a candidate, 0 when not (or not yet: pending), -ENOMEM. */
-static int examine(struct env_finders *e, struct scanner *sc, struct candset *cs, pid_t pid, int listed)
+/* The finders' look at one pid (listed: the inode of its directory as the listing of /proc
+ * gave it, which lists no threads; 0 when not listed): 1 when it became a candidate, 0 when
+ * not (or not yet: pending), -ENOMEM. */
+static int examine(struct env_finders *e, struct scanner *sc, struct candset *cs, pid_t pid, unsigned long listed)
 {
 	if (scanner_known(sc, cs, pid))
 		return 0;
@@ -92,8 +93,7 @@ static int examine(struct env_finders *e, struct scanner *sc, struct candset *cs
 	/* the caller's ancestry is read only for a match (a clean run has none) */
 	if (!mask || (!listed && !leader(&sc->rd, pid)) || reader_caller(&sc->rd, pid))
 		return 0;
-	struct match m = { .pid = pid, .by = &e->k, .mask = mask, .env = sc->rd.buf.p, .envlen = n,
-			   .env_ino = sc->stat_free ? reader_env_ino(&sc->rd) : 0 };
+	struct match m = { .pid = pid, .by = &e->k, .mask = mask, .env = sc->rd.buf.p, .envlen = n, .dir_ino = listed };
 	size_t idx;
 	return identify(sc, cs, &m, &idx);
 }
@@ -153,7 +153,7 @@ static int env_scan(struct finder_kind *k, struct scanner *sc, struct candset *c
 			pid_t pid = (pid_t)atoi(d->d_name);
 			if (win && !origin_in_window(&w, pid))
 				continue;
-			if ((r = examine(e, sc, cs, pid, 1)) < 0)
+			if ((r = examine(e, sc, cs, pid, (unsigned long)d->d_ino)) < 0)
 				return r;
 			added += r;
 		}

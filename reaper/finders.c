@@ -42,13 +42,11 @@ int finders_scan(struct scanner *sc, struct candset *cs)
 		int r = k->scan(k, sc, cs);
 		if (r < 0) {
 			callers_pass_done(&sc->callers);
-			reader_env_done(&sc->rd);
 			return r;
 		}
 		added += r;
 	}
 	callers_pass_done(&sc->callers);
-	reader_env_done(&sc->rd);
 	if (sc->rd.err)
 		sc->pass.err = sc->rd.err;
 	return added;

@@ -136,23 +136,24 @@ static int excluded(struct scanner *sc, pid_t pid)
 }
 
 /* A listing's marker match without its stat (scanner.stat_free): pinned by its pidfd, its
- * cmdline read under the pin. The environment was read before the pin: /proc gives each
- * instance of a process's files an inode number of its own and drops an instance once its
- * process is gone, so the environ file showing, after the pin, the inode it was read from
- * proves the pid never changed hands in between (what its start time proves otherwise).
- * -EAGAIN when it has to be judged the full way (gone or exited, no cmdline to show, a
- * caller's rule needs its stat, no proof), else as identify. */
+ * cmdline read under the pin. The environment was read before the pin, after the listing of
+ * /proc gave the inode of the pid's directory: /proc gives each instance of a process's
+ * directory an inode number of its own and drops an instance once its process is gone, so the
+ * directory showing the same inode after the pin proves the pid never changed hands since the
+ * listing (what its start time proves otherwise): one stat of the directory, nothing kept
+ * open. -EAGAIN when it has to be judged the full way (gone or exited, no cmdline to show, a
+ * caller's rule needs its stat, not listed, no proof), else as identify. */
 static int identify_stat_free(struct scanner *sc, struct candset *cs, struct match *m, size_t *idx)
 {
 	_cleanup_(pidref_done) struct pidref ref = PIDREF_NULL;
 	ssize_t cmdlen;
 	char path[32];
 	struct stat sb;
-	if (!m->env_ino || m->by->kind != FINDER_ENV || cs->pidfds >= scanner_budget(sc) ||
+	if (!m->dir_ino || m->by->kind != FINDER_ENV || cs->pidfds >= scanner_budget(sc) ||
 	    pidref_open_read(&ref, m->pid, "cmdline", sc->rd.procfd, &sc->rd.aux, &cmdlen) < 0)
 		return -EAGAIN;
-	snprintf(path, sizeof path, "%d/environ", (int)m->pid);
-	if (fstatat(sc->rd.procfd, path, &sb, 0) < 0 || (unsigned long)sb.st_ino != m->env_ino)
+	snprintf(path, sizeof path, "%d", (int)m->pid);
+	if (fstatat(sc->rd.procfd, path, &sb, 0) < 0 || (unsigned long)sb.st_ino != m->dir_ino)
 		return -EAGAIN;
 	while (cmdlen > 0 && sc->rd.aux.p[cmdlen - 1] == 0)
 		cmdlen--;

@@ -16,7 +16,9 @@ struct match {
 	uint32_t mask;          /* those finders */
 	const char *env;        /* its environment as the finder read it (NULL: not read) */
 	ssize_t envlen;         /* its length, or the read's -errno */
-	unsigned long env_ino;  /* the inode it was read from (reader_env_ino; 0: unknown) */
+	/* the inode of its /proc directory as the listing of /proc gave it, before its
+	 * environment was read (0: not listed) */
+	unsigned long dir_ino;
 	uint64_t want;          /* the start time it must have (0: any) */
 	pid_t parent;           /* the process whose children listed it (0: none) */
 	const struct pidref *pref; /* that process, pinned (NULL: the caller itself) */

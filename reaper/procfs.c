@@ -246,15 +246,6 @@ ssize_t procfs_read(int procfd, pid_t pid, const char *what, struct sbuf *b)
 	return read_all(fd, strcmp(what, "environ") == 0 || strcmp(what, "cmdline") == 0, b, NULL);
 }
 
-ssize_t procfs_read_keep(int procfd, pid_t pid, const char *what, struct sbuf *b, int *fd)
-{
-	*fd = -1;
-	int f = open_at(procfd, pid, what);
-	if (f < 0)
-		return -errno;
-	return read_all(f, 1, b, fd);
-}
-
 ssize_t procfs_read_file(int procfd, const char *path, struct sbuf *b)
 {
 	int fd = openat(procfd >= 0 ? procfd : AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);

@@ -41,9 +41,6 @@ int procfs_stat(int procfd, pid_t pid, struct reaper_stat *st);
 /* Read all of /proc/PID/WHAT (what may be "environ", "cmdline", "task/T/children", ...) into
  * b, replacing what it held. Returns the length (b->p is NUL-terminated after it) or -errno. */
 ssize_t procfs_read(int procfd, pid_t pid, const char *what, struct sbuf *b);
-/* procfs_read of environ or cmdline, the file left open in *fd when the read worked (else
- * -1): what it was read from can be told after. */
-ssize_t procfs_read_keep(int procfd, pid_t pid, const char *what, struct sbuf *b, int *fd);
 /* Read all of a /proc file that is not a process's (path relative to procfd, e.g. "stat"). */
 ssize_t procfs_read_file(int procfd, const char *path, struct sbuf *b);
 /* The pids of a whitespace-separated list (task/T/children, cgroup.procs; text NUL-terminated

@@ -18,7 +18,6 @@ int reader_open(struct reader *rd)
 {
 	memset(rd, 0, sizeof *rd);
 	rd->procfd = -1;
-	rd->env_fd = -1;
 	rd->ticks = sysconf(_SC_CLK_TCK);
 	rd->self = getpid();
 	int r = procfs_open();
@@ -35,22 +34,8 @@ int reader_open(struct reader *rd)
 	return 0;
 }
 
-void reader_env_done(struct reader *rd)
-{
-	if (rd->env_fd >= 0)
-		close(rd->env_fd);
-	rd->env_fd = -1;
-}
-
-unsigned long reader_env_ino(const struct reader *rd)
-{
-	struct stat sb;
-	return rd->env_fd >= 0 && fstat(rd->env_fd, &sb) == 0 ? (unsigned long)sb.st_ino : 0;
-}
-
 void reader_close(struct reader *rd)
 {
-	reader_env_done(rd);
 	if (rd->dir)
 		closedir(rd->dir);
 	if (rd->procfd >= 0)
@@ -60,7 +45,6 @@ void reader_close(struct reader *rd)
 	free(rd->kthreads);
 	memset(rd, 0, sizeof *rd);
 	rd->procfd = -1;
-	rd->env_fd = -1;
 }
 
 void reader_failed(struct reader *rd, ssize_t r)
@@ -176,10 +160,7 @@ static ssize_t environ_via_thread(struct reader *rd, pid_t pid)
 
 ssize_t reader_environ(struct reader *rd, pid_t pid)
 {
-	reader_env_done(rd);
-	ssize_t n = procfs_read_keep(rd->procfd, pid, "environ", &rd->buf, &rd->env_fd);
-	if (n <= 0 || !rd->keep_env)
-		reader_env_done(rd); /* what is returned comes from other reads, if any */
+	ssize_t n = procfs_read(rd->procfd, pid, "environ", &rd->buf);
 	if ((n == 0 || n == -ESRCH) && kernel_thread(rd, pid))
 		return 0;
 	if (n == -EACCES) {

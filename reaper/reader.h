@@ -18,12 +18,6 @@ struct reader {
 	pid_t self;
 	long ticks;       /* clock ticks a second (start times are in them) */
 	struct sbuf buf;  /* the environment last read (reader_environ) */
-	/* the file it was read from, open until the next read or the end of the pass (-1: none,
-	 * or it took more than one read): which process it was can be told after */
-	int env_fd;
-	int keep_env;     /* env_fd is kept only when this is set (a listing without stat reads):
-			   * otherwise each read closes its file at once, so no descriptor the other
-			   * reads need is held */
 	struct sbuf aux;  /* every other read */
 	/* positive errno once a read could not be made for want of descriptors or memory: what
 	 * was looked for may not all have been seen (the pass clears it) */
@@ -40,11 +34,6 @@ struct reader {
 /* Open /proc for a reader (rd is cleared first). 0 or -errno. */
 int reader_open(struct reader *rd);
 void reader_close(struct reader *rd);
-/* The inode the environment last read came from (0: unknown). /proc gives every instance of
- * a process's files an inode number of its own: the same number later is the same process. */
-unsigned long reader_env_ino(const struct reader *rd);
-/* The file of the environment last read is closed (the pass has ended). */
-void reader_env_done(struct reader *rd);
 /* Note a failed read (r: its -errno): a lack of descriptors or memory is remembered. */
 void reader_failed(struct reader *rd, ssize_t r);
 /* 1 when pid is the caller or one of its ancestors (never candidates). */

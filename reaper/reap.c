@@ -622,7 +622,6 @@ static int reap_as(const struct reaper_finder *finders, size_t n, const struct r
 			  !rp.sc.callers.nexclude && rp.sc.callers.exclude_pgrp <= 0 && !rp.sc.callers.outside_session;
 	for (size_t i = 0; i < n; i++)
 		rp.sc.stat_free &= !finders[i].origin;
-	rp.sc.rd.keep_env = rp.sc.stat_free;
 	if ((r = open_epoll(&rp)) < 0 || (r = watch_cgroups(&rp)) < 0)
 		goto out;
 	enum outcome w;

@@ -11,9 +11,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-/* descriptors a pass keeps for its own reads: 8, the environment last read (reader.env_fd)
- * and the copies of files the callers' rules take (callers.seen) */
-#define FD_RESERVE (8 + 1 + sizeof ((struct callers *)0)->seen / sizeof *((struct callers *)0)->seen)
+/* descriptors a pass keeps for its own reads: 8, and the copies of files the callers' rules
+ * take (callers.seen) */
+#define FD_RESERVE (8 + sizeof ((struct callers *)0)->seen / sizeof *((struct callers *)0)->seen)
 
 /* How many pidfds candidates may hold: the descriptor limit less what is open now and a
  * reserve for the pass's own reads. */
@@ -71,7 +71,6 @@ int scanner_init(struct scanner *sc, const struct reaper_finder *f, size_t nf,
 {
 	memset(sc, 0, sizeof *sc);
 	sc->rd.procfd = -1;
-	sc->rd.env_fd = -1;
 	sc->outer_procfd = -1;
 	sc->f = f;
 	sc->nf = nf;
