@@ -19,6 +19,9 @@ struct cand {
 	unsigned unexeced : 1;  /* pinned between its fork and its exec: comm and environ its parent's */
 	unsigned described : 1; /* cmdline, exe, cwd, uid and test were read (describe_cand) */
 	unsigned cmd_pinned : 1; /* its cmdline was read under its pin (by the pass gen) */
+	/* its cmdline, exe, cwd and uid were read under its pin (by the pass gen), before the
+	 * stat that showed it had not exec'd */
+	unsigned details_pinned : 1;
 	unsigned gen;           /* the pass (scanner.pass.gen) that pinned it */
 };
 

@@ -206,6 +206,20 @@ int describe_pinned(struct cand *c, struct sbuf *b, ssize_t n)
 	return 0;
 }
 
+int describe_pinned_details(struct cand *c, struct sbuf *b, ssize_t n, char **exe, char **cwd)
+{
+	char *cmd = cmdline_text(b, n, c->info.comm);
+	if (!cmd || !*exe || !*cwd) {
+		free(cmd);
+		return -ENOMEM;
+	}
+	free(c->info.cmdline), free(c->info.exe), free(c->info.cwd);
+	c->info.cmdline = cmd, c->info.exe = *exe, c->info.cwd = *cwd;
+	*exe = *cwd = NULL;
+	c->details_pinned = c->described = 1;
+	return 0;
+}
+
 /* What describe_cand reads of the process now, kept only when all of it was read while the
  * pid was still this process's. */
 struct now {
@@ -261,6 +275,10 @@ int describe_cand(struct scanner *sc, struct cand *c)
 		return 0;
 	if (sc->brief)
 		return describe_cmdline(sc, c);
+	/* read under the pin of the pass that just ran, before a stat that said it had still not
+	 * exec'd: of the process as its environment showed it, and as recent as that stat */
+	if (c->details_pinned && c->gen == sc->pass.gen)
+		return 0;
 	/* Pinned by the pass that just ran, after its exec: its stat and (when read then) its
 	 * environment are that recent. Pinned between its fork and its exec (showing its
 	 * parent's comm and environment, its parent's test): its stat is read after the rest,

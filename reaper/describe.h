@@ -25,5 +25,9 @@ int describe_cand(struct scanner *sc, struct cand *c);
  * a describe_cand in the same pass then does not read again; nothing when n is -ENODATA
  * (not read under the pin). 0 or -ENOMEM. */
 int describe_pinned(struct cand *c, struct sbuf *b, ssize_t n);
+/* What c's pin read before the stat that showed it had not exec'd (its cmdline in b, n; its
+ * exe and cwd, which c takes): c is described, and a describe_cand in the same pass reads
+ * nothing again. 0 or -ENOMEM. */
+int describe_pinned_details(struct cand *c, struct sbuf *b, ssize_t n, char **exe, char **cwd);
 
 #endif

@@ -25,16 +25,47 @@ static int pattern_match(struct scanner *sc, const struct reaper_proc *info)
 	return 0;
 }
 
-/* Pin pid: a pidfd while the budget allows, else pid + start time. A listing shows its
- * cmdline: read under the same pin (*cmdlen, -ENODATA when not). */
+/* What a pin reads of a match before its stat: a listing's cmdline; a report's cmdline, exe,
+ * cwd and uid when the match is likely not to have exec'd (details: the one pinned before had
+ * not), which a stat after them that says it still has not proves of the process as its
+ * environment showed it, with no stat to read again when it is described. */
+struct pinned {
+	struct scanner *sc;
+	pid_t pid;
+	int details;
+	int pinned;     /* what was read is the pinned process's (pidref_open_stat_read) */
+	ssize_t cmdlen; /* its cmdline in sc->rd.aux or -errno; -ENODATA: not read under the pin */
+	char *exe, *cwd;
+	uid_t uid;
+};
+
+static void pinned_reads(void *ctx)
+{
+	struct pinned *pr = ctx;
+	struct reader *rd = &pr->sc->rd;
+	pr->cmdlen = procfs_read(rd->procfd, pr->pid, "cmdline", &rd->aux);
+	if (pr->details) {
+		pr->exe = procfs_link(rd->procfd, pr->pid, "exe");
+		pr->cwd = procfs_link(rd->procfd, pr->pid, "cwd");
+		pr->uid = reader_owner(rd, pr->pid);
+	}
+}
+
+static void pinned_done(struct pinned *pr)
+{
+	free(pr->exe), free(pr->cwd);
+}
+
+/* Pin pid: a pidfd while the budget allows (pr read under it), else pid + start time. */
 static int pin(struct scanner *sc, const struct candset *cs, struct pidref *ref, pid_t pid, struct reaper_stat *st,
-	       ssize_t *cmdlen)
+	       struct pinned *pr)
 {
 	int r = -EMFILE;
-	*cmdlen = -ENODATA;
 	if (cs->pidfds < scanner_budget(sc))
-		r = pidref_open_stat_read(ref, sc->rd.procfd, pid, st, sc->brief ? "cmdline" : NULL, &sc->rd.aux,
-					  cmdlen);
+		r = pidref_open_stat_read(ref, sc->rd.procfd, pid, st, sc->brief || pr->details ? pinned_reads : NULL,
+					  pr, &pr->pinned);
+	if (!pr->pinned)
+		pr->cmdlen = -ENODATA;
 	if (r == -EMFILE || r == -ENFILE) {
 		if (cs->pidfds < sc->pidfd_budget)
 			sc->pass.starved = 1;
@@ -182,7 +213,6 @@ int identify(struct scanner *sc, struct candset *cs, struct match *m, size_t *id
 {
 	_cleanup_(pidref_done) struct pidref ref = PIDREF_NULL;
 	struct reaper_stat st;
-	ssize_t cmdlen;
 	if (excluded(sc, m->pid))
 		return 0;
 	if (sc->stat_free) {
@@ -190,11 +220,17 @@ int identify(struct scanner *sc, struct candset *cs, struct match *m, size_t *id
 		if (r != -EAGAIN)
 			return r;
 	}
-	int r = pin(sc, cs, &ref, m->pid, &st, &cmdlen);
+	/* (a match by its environment only: one by a tree or a cgroup has it read when described) */
+	_cleanup_(pinned_done) struct pinned pr = { .sc = sc, .pid = m->pid, .cmdlen = -ENODATA, .uid = (uid_t)-1,
+						    .details = !sc->brief && sc->pin_details && m->env && m->envlen >= 0 };
+	int r = pin(sc, cs, &ref, m->pid, &st, &pr);
 	if (r < 0) {
 		reader_failed(&sc->rd, r);
 		return r == -ENOMEM ? r : 0;
 	}
+	int details = pr.pinned && pr.details && (st.flags & PF_FORKNOEXEC);
+	if (!sc->brief)
+		sc->pin_details = (st.flags & PF_FORKNOEXEC) != 0;
 	if ((r = judge(sc, m, &ref, &st)) < 0 || !m->mask)
 		return r;
 	struct cand c = { .gen = sc->pass.gen };
@@ -203,16 +239,21 @@ int identify(struct scanner *sc, struct candset *cs, struct match *m, size_t *id
 	pi->outer_pid = pidref_pid_in(&ref, sc->outer_procfd);
 	/* as root, a match by a marker alone is another user's or not at once (foreign); the uid
 	 * read is its own only if the pin still holds after the read (-1: gone, nobody's) */
-	pi->uid = sc->want_uid && m->by->kind == FINDER_ENV ? reader_owner(&sc->rd, m->pid) : (uid_t)-1;
-	if (pi->uid != (uid_t)-1 && pidref_held(&ref, sc->rd.procfd) < 0)
-		pi->uid = (uid_t)-1;
+	if (details) {
+		pi->uid = pr.uid; /* read under the pin */
+	} else {
+		pi->uid = sc->want_uid && m->by->kind == FINDER_ENV ? reader_owner(&sc->rd, m->pid) : (uid_t)-1;
+		if (pi->uid != (uid_t)-1 && pidref_held(&ref, sc->rd.procfd) < 0)
+			pi->uid = (uid_t)-1;
+	}
 	pi->host_child = st.ppid == sc->rd.self && pid_in_list(sc->host, sc->nhost, m->pid);
 	/* an environment read in this pass names its test; the others are read when described */
 	c.env_read = m->env && m->envlen >= 0;
 	c.unexeced = (st.flags & PF_FORKNOEXEC) != 0;
 	pi->environ_unreadable = m->env && (m->envlen == -EACCES || m->envlen == -EPERM);
 	c.ref = TAKE_PIDREF(ref);
-	if (describe_found(sc, pi, &st, m->env, m->envlen) < 0 || describe_pinned(&c, &sc->rd.aux, cmdlen) < 0 ||
+	if (describe_found(sc, pi, &st, m->env, m->envlen) < 0 || describe_pinned(&c, &sc->rd.aux, sc->brief ? pr.cmdlen : -ENODATA) < 0 ||
+	    (details && describe_pinned_details(&c, &sc->rd.aux, pr.cmdlen, &pr.exe, &pr.cwd) < 0) ||
 	    /* patterns judge the cmdline and exe: described now */
 	    (sc->npatterns && describe_cand(sc, &c) == -ENOMEM)) {
 		cand_clear(&c);

@@ -68,12 +68,11 @@ int pidref_pin_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat 
 	return 0;
 }
 
-int pidref_open_stat_read(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st, const char *what,
-			  struct sbuf *b, ssize_t *n)
+int pidref_open_stat_read(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st, void (*reads)(void *),
+			  void *ctx, int *pinned)
 {
 	*p = PIDREF_NULL;
-	if (what)
-		*n = -ENODATA;
+	*pinned = 0;
 	int fd = open_pidfd(pid);
 	if (fd == -ENOSYS) {
 		int r = procfs_stat(procfd, pid, st);
@@ -81,19 +80,19 @@ int pidref_open_stat_read(struct pidref *p, int procfd, pid_t pid, struct reaper
 	}
 	if (fd < 0)
 		return fd;
+	if (reads)
+		reads(ctx);
 	int r = procfs_stat(procfd, pid, st);
 	if (r < 0) {
 		close(fd);
 		return r == -ENOENT ? -ESRCH : r;
 	}
-	ssize_t got = what ? procfs_read(procfd, pid, what, b) : -ENODATA;
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	if (poll(&pfd, 1, 0) == 0) {
 		p->pid = pid;
 		p->start_time = st->start_time;
 		p->fd = fd;
-		if (what)
-			*n = got;
+		*pinned = reads != NULL;
 		return 0;
 	}
 	/* exited: st was read before the fd below is opened, the classic order (and what was
@@ -122,7 +121,8 @@ int pidref_open_read(struct pidref *p, pid_t pid, const char *what, int procfd, 
 
 int pidref_open_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st)
 {
-	return pidref_open_stat_read(p, procfd, pid, st, NULL, NULL, NULL);
+	int pinned;
+	return pidref_open_stat_read(p, procfd, pid, st, NULL, NULL, &pinned);
 }
 
 /* 1 while the pidfd says the process (every thread of it) has not exited: then its pid

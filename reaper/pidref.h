@@ -41,17 +41,18 @@ int pidref_open(struct pidref *p, int procfd, pid_t pid, uint64_t start_time);
  * (a zombie) is checked the pidref_open way. -ESRCH when gone; -EMFILE etc. */
 struct reaper_stat;
 int pidref_open_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st);
-/* pidref_open_stat that also reads the file what of /proc/PID into b between the stat and
- * the check, so the one check proves both reads the pinned process's: *n gets the read's
- * length or -errno, -ENODATA when it was not read under the pin (no pidfd, or the holder
- * had exited: read it again through the pin). */
-struct sbuf;
-int pidref_open_stat_read(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st, const char *what,
-			  struct sbuf *b, ssize_t *n);
+/* pidref_open_stat that also calls reads(ctx) between the pidfd's open and the stat, so the
+ * one check after the stat proves what it read the pinned process's, and the stat later than
+ * it (a stat that says the process has not exec'd says it had not when they were read):
+ * *pinned is 1 when so, 0 when what it read is not known to be the pinned process's (no
+ * pidfd, or the holder had exited: read it again through the pin). */
+int pidref_open_stat_read(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st, void (*reads)(void *),
+			  void *ctx, int *pinned);
 /* Pin whatever holds pid now by a pidfd alone and read the file what of /proc/PID into b
  * (*n its length or -errno), proven the pinned process's by the fd not yet readable after
  * it. No stat is read: the start time stays 0, so pidref_verify fails and nothing may be
  * signalled through it; for a listing. -ESRCH when gone or exited (pin it the other way). */
+struct sbuf;
 int pidref_open_read(struct pidref *p, pid_t pid, const char *what, int procfd, struct sbuf *b, ssize_t *n);
 /* Pin pid by its stat alone (pid + start time, no pidfd: for when descriptors run out);
  * uses are re-checked the way pidfd-less kernels' are, and a signal to a process that is
