@@ -47,6 +47,8 @@ void callers_pass_done(struct callers *cl)
 		close(cl->seen[i].fd);
 	cl->nseen = 0;
 	cl->no_copy = 0;
+	cl->nmounts = 0;
+	memset(cl->file_far, 0, sizeof cl->file_far);
 }
 
 void callers_free(struct callers *cl)
@@ -59,11 +61,13 @@ void callers_free(struct callers *cl)
 	cl->anc_pass = 0;
 }
 
-/* The access mode (O_RDONLY, O_WRONLY, O_RDWR) of pid's descriptor fd, -1 when unreadable. */
-static int fd_access(const struct reader *rd, pid_t pid, int fd)
+/* The access mode (O_RDONLY, O_WRONLY, O_RDWR) of the descriptor whose fdinfo is at path
+ * (under /proc), -1 when unreadable; *mnt_id (when not NULL) the mount its file is on (-1). */
+static int fdinfo_of(const struct reader *rd, const char *path, int *mnt_id)
 {
-	char path[64], buf[256];
-	snprintf(path, sizeof path, "%d/fdinfo/%d", (int)pid, fd);
+	char buf[256];
+	if (mnt_id)
+		*mnt_id = -1;
 	int f = openat(rd->procfd, path, O_RDONLY | O_CLOEXEC);
 	if (f < 0)
 		return -1;
@@ -72,8 +76,50 @@ static int fd_access(const struct reader *rd, pid_t pid, int fd)
 	if (n <= 0)
 		return -1;
 	buf[n] = 0;
-	const char *flags = strstr(buf, "flags:");
+	const char *flags = strstr(buf, "flags:"), *mnt = strstr(buf, "mnt_id:");
+	if (mnt_id && mnt)
+		*mnt_id = atoi(mnt + 7);
 	return flags ? (int)(strtoul(flags + 6, NULL, 8) & O_ACCMODE) : -1;
+}
+
+/* The access mode (O_RDONLY, O_WRONLY, O_RDWR) of pid's descriptor fd, -1 when unreadable. */
+static int fd_access(const struct reader *rd, pid_t pid, int fd)
+{
+	char path[64];
+	snprintf(path, sizeof path, "%d/fdinfo/%d", (int)pid, fd);
+	return fdinfo_of(rd, path, NULL);
+}
+
+/* Whether a file's close on the mount mnt_id never waits for anything but this machine: a
+ * local disk or memory file system (a FUSE, network or cluster one flushes to its server, who
+ * may never answer). Told by the mount table, never by asking the file system. */
+static int local_mount(struct callers *cl, const struct reader *rd, int mnt_id)
+{
+	static const char *const local[] = { "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "tmpfs", "ramfs",
+					     /* (an upper layer is never a network one) */ "overlay" };
+	for (size_t i = 0; i < cl->nmounts; i++)
+		if (cl->mounts[i].mnt_id == mnt_id)
+			return cl->mounts[i].local;
+	int is_local = 0;
+	FILE *f = NULL;
+	int fd = mnt_id >= 0 ? openat(rd->procfd, "self/mountinfo", O_RDONLY | O_CLOEXEC) : -1;
+	if (fd >= 0 && !(f = fdopen(fd, "r")))
+		close(fd);
+	char line[1024];
+	while (f && fgets(line, sizeof line, f)) {
+		const char *sep = strstr(line, " - ");
+		if (atoi(line) != mnt_id || !sep)
+			continue;
+		size_t tl = strcspn(sep + 3, " \n");
+		for (size_t i = 0; i < sizeof local / sizeof *local; i++)
+			is_local |= strlen(local[i]) == tl && !strncmp(sep + 3, local[i], tl);
+		break;
+	}
+	if (f)
+		fclose(f);
+	if (cl->nmounts < sizeof cl->mounts / sizeof *cl->mounts)
+		cl->mounts[cl->nmounts++] = (__typeof__(cl->mounts[0])){ mnt_id, is_local };
+	return is_local;
 }
 
 /* What a link of /proc names: a pipe (its inode in *ino), a socket, a file under /dev (where
@@ -158,34 +204,48 @@ static int char_dev(int dirfd, const char *path, int flags, dev_t *rdev)
 }
 
 /* A copy of fp's fd, whose link said kind (ino): kept to tell the processes that share it.
- * Only a pipe or a memory device (/dev/null, /dev/zero, /dev/urandom) is copied: the close of
- * a copy may be the file's last (every other holder gone during the pass), and only for these
- * does a last close do nothing that could wait: a file's close flushes it (a hung FUSE or NFS
- * server would hold it), a socket's may linger over unsent data, a terminal's drains its
- * output, a CUSE device's goes to its server. */
+ * Only a pipe, a memory device (/dev/null, /dev/zero, /dev/urandom) or a file on a local file
+ * system is copied: the close of a copy may be the file's last (every other holder gone
+ * during the pass), and only for these does a close do nothing that could wait: a file's
+ * close on a FUSE or network file system goes to its server (a hung one would hold it), a
+ * socket's may linger over unsent data, a terminal's drains its output, a CUSE device's goes
+ * to its server. A file's mount is read (its fdinfo, the mount table) before it is copied. */
 static void take_copy(struct callers *cl, const struct reader *rd, struct fdpipes *fp, int fd, int kind,
 		      unsigned long ino)
 {
 	char path[64];
 	dev_t dev = 0, own_dev = 0;
-	if ((kind != LINK_PIPE && kind != LINK_DEV) || cl->by_link || cl->no_copy || fp->pidfd < 0 ||
-	    cl->nseen == sizeof cl->seen / sizeof *cl->seen)
+	int mnt;
+	if ((kind != LINK_PIPE && kind != LINK_DEV && (kind != LINK_OTHER || cl->file_far[fd])) || cl->by_link ||
+	    cl->no_copy || fp->pidfd < 0 || cl->nseen == sizeof cl->seen / sizeof *cl->seen)
 		return;
 	snprintf(path, sizeof path, "%d/fd/%d", (int)fp->pid, fd);
 	if (kind == LINK_DEV && (!char_dev(rd->procfd, path, 0, &dev) || major(dev) != MEM_MAJOR))
 		return;
+	if (kind == LINK_OTHER) {
+		snprintf(path, sizeof path, "%d/fdinfo/%d", (int)fp->pid, fd);
+		if (fdinfo_of(rd, path, &mnt) < 0 || !local_mount(cl, rd, mnt)) {
+			cl->file_far[fd] = 1;
+			return;
+		}
+	}
 	int f = (int)syscall(SYS_pidfd_getfd, fp->pidfd, fd, 0);
 	if (f < 0) {
 		cl->by_link |= errno == ENOSYS;
 		cl->no_copy |= errno != ESRCH && errno != EBADF; /* refused: no more tries this pass */
 		return;
 	}
-	/* the copy is what was looked at (not a file dup'd there since): its own link or type says so */
+	/* the copy is what was looked at (not a file dup'd there since): its own link or type
+	 * says so; a file's, that it is one on a local file system too */
 	unsigned long own;
 	int fl = fcntl(f, F_GETFL);
 	snprintf(path, sizeof path, "/proc/self/fd/%d", f);
 	int same = kind == LINK_DEV ? char_dev(f, "", AT_EMPTY_PATH, &own_dev) && own_dev == dev
 				      : link_kind(AT_FDCWD, path, &own) == kind && own == ino;
+	if (same && kind == LINK_OTHER) {
+		snprintf(path, sizeof path, "self/fdinfo/%d", f);
+		same = fdinfo_of(rd, path, &mnt) >= 0 && local_mount(cl, rd, mnt);
+	}
 	if (fl < 0 || !same) {
 		close(f);
 		return;
@@ -205,7 +265,7 @@ static unsigned long pipe_on(struct callers *cl, const struct reader *rd, struct
 			char path[64];
 			snprintf(path, sizeof path, "%d/fd/%d", (int)fp->pid, fd);
 			int kind = link_kind(rd->procfd, path, &fp->ino[fd]);
-			cl->seen_hint[fd] = kind == LINK_OTHER ? -1 : 0;
+			cl->seen_hint[fd] = kind == LINK_OTHER && cl->file_far[fd] ? -1 : 0;
 			take_copy(cl, rd, fp, fd, kind, fp->ino[fd]);
 		}
 		fp->read |= 1u << fd;

@@ -42,11 +42,20 @@ struct callers {
 		int fd;
 		unsigned long ino; /* 0: no pipe */
 		int acc;
-	} seen[4];
+	} seen[6];
 	size_t nseen;
 	int by_link;     /* the copies cannot be had here (no pidfd_getfd or kcmp): links only */
 	int no_copy;     /* a copy was refused (ptrace rules, descriptors): no more are tried */
 	int seen_hint[3]; /* per fd number: the copy that fd last was (-1: a file, not copied) */
+	/* per fd number: a file there was on a file system whose close may wait: no file there
+	 * is copied again in the pass */
+	int file_far[3];
+	/* the mounts looked up in the pass: whether a file's close there never waits */
+	struct {
+		int mnt_id;
+		int local;
+	} mounts[8];
+	size_t nmounts;
 };
 
 /* What the caller is, as o (the reap's options) and its standard descriptors say. */
