@@ -857,15 +857,24 @@ START_TEST(callers_own_never_candidates)
 	ck_assert_int_eq(tu_kill_wait(&mine), 0);
 	ck_assert_int_eq(tu_kill_wait(&group), 0);
 
-	/* our stdout is a pipe: its reader is our pipeline, its other writer is not */
+	/* our stdout is a pipe: its reader is our pipeline, its other writer is not; two
+	 * leftovers that hold a file on fd 0 and 1 (found first: the file is copied, the second
+	 * is told by it) are not either, nor is the reader told by that copy */
+	char path[] = "/tmp/reaper-core-caller-file-XXXXXX";
+	int file = mkstemp(path);
+	ck_assert_int_ge(file, 0);
+	unlink(path);
 	int pfd[2], saved = dup(1);
 	ck_assert_int_eq(pipe2(pfd, O_CLOEXEC), 0);
 	ck_assert_int_ge(saved, 0);
 	dup2(pfd[1], 1);
-	struct tu_proc reader, writer;
+	struct tu_proc reader, writer, filer[2];
+	for (int i = 0; i < 2; i++)
+		marked_sleep(&filer[i], w.env, 0, file, file);
+	close(file);
 	marked_sleep(&reader, w.env, 0, pfd[0], -1);
 	marked_sleep(&writer, w.env, 0, -1, pfd[1]);
-	await_marked(w.home, 2);
+	await_marked(w.home, 4);
 	int e = reaper_reap(w.f, 1, NULL, &r);
 	dup2(saved, 1);
 	close(saved);
@@ -874,9 +883,13 @@ START_TEST(callers_own_never_candidates)
 	ck_assert_int_eq(e, 0);
 	ck_assert_ptr_null(proc_of(r, reader.pid));
 	ck_assert_int_eq(must_have(r, writer.pid)->fate, REAPER_KILLED);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(must_have(r, filer[i].pid)->fate, REAPER_KILLED);
 	ck_assert(tu_alive(reader.pid, reader.start_time));
 	reaper_report_free(r);
 	tu_proc_close(&writer);
+	for (int i = 0; i < 2; i++)
+		tu_proc_close(&filer[i]);
 	ck_assert_int_eq(tu_kill_wait(&reader), 0);
 }
 END_TEST
