@@ -90,13 +90,14 @@ static int fd_access(const struct reader *rd, pid_t pid, int fd)
 	return fdinfo_of(rd, path, NULL);
 }
 
-/* Whether a file's close on the mount mnt_id never waits for anything but this machine: a
+/* Whether a file's close on the mount mnt_id never waits for anything but this machine: 1 on a
  * local disk or memory file system (a FUSE, network or cluster one flushes to its server, who
- * may never answer). Told by the mount table, never by asking the file system. */
+ * may never answer), 2 on an overlay (a file open for writing is its upper layer's, never a
+ * network one; one open for reading may be a lower layer's, which can be anything), 0 else.
+ * Told by the mount table, never by asking the file system. */
 static int local_mount(struct callers *cl, const struct reader *rd, int mnt_id)
 {
-	static const char *const local[] = { "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "tmpfs", "ramfs",
-					     /* (an upper layer is never a network one) */ "overlay" };
+	static const char *const local[] = { "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "tmpfs", "ramfs", "overlay" };
 	for (size_t i = 0; i < cl->nmounts; i++)
 		if (cl->mounts[i].mnt_id == mnt_id)
 			return cl->mounts[i].local;
@@ -105,21 +106,32 @@ static int local_mount(struct callers *cl, const struct reader *rd, int mnt_id)
 	int fd = mnt_id >= 0 ? openat(rd->procfd, "self/mountinfo", O_RDONLY | O_CLOEXEC) : -1;
 	if (fd >= 0 && !(f = fdopen(fd, "r")))
 		close(fd);
-	char line[1024];
-	while (f && fgets(line, sizeof line, f)) {
+	char *line = NULL;
+	size_t cap = 0;
+	while (f && getline(&line, &cap, f) > 0) {
 		const char *sep = strstr(line, " - ");
 		if (atoi(line) != mnt_id || !sep)
 			continue;
 		size_t tl = strcspn(sep + 3, " \n");
 		for (size_t i = 0; i < sizeof local / sizeof *local; i++)
-			is_local |= strlen(local[i]) == tl && !strncmp(sep + 3, local[i], tl);
+			if (strlen(local[i]) == tl && !strncmp(sep + 3, local[i], tl))
+				is_local = strcmp(local[i], "overlay") ? 1 : 2;
 		break;
 	}
+	free(line);
 	if (f)
 		fclose(f);
 	if (cl->nmounts < sizeof cl->mounts / sizeof *cl->mounts)
 		cl->mounts[cl->nmounts++] = (__typeof__(cl->mounts[0])){ mnt_id, is_local };
 	return is_local;
+}
+
+/* Whether the descriptor whose fdinfo is at path is a file whose close never waits for
+ * anything but this machine (local_mount). */
+static int local_file(struct callers *cl, const struct reader *rd, const char *path)
+{
+	int mnt, acc = fdinfo_of(rd, path, &mnt), where = acc >= 0 ? local_mount(cl, rd, mnt) : 0;
+	return where == 1 || (where == 2 && acc != O_RDONLY);
 }
 
 /* What a link of /proc names: a pipe (its inode in *ino), a socket, a file under /dev (where
@@ -215,7 +227,6 @@ static void take_copy(struct callers *cl, const struct reader *rd, struct fdpipe
 {
 	char path[64];
 	dev_t dev = 0, own_dev = 0;
-	int mnt;
 	if ((kind != LINK_PIPE && kind != LINK_DEV && (kind != LINK_OTHER || cl->file_far[fd])) || cl->by_link ||
 	    cl->no_copy || fp->pidfd < 0 || cl->nseen == sizeof cl->seen / sizeof *cl->seen)
 		return;
@@ -224,7 +235,7 @@ static void take_copy(struct callers *cl, const struct reader *rd, struct fdpipe
 		return;
 	if (kind == LINK_OTHER) {
 		snprintf(path, sizeof path, "%d/fdinfo/%d", (int)fp->pid, fd);
-		if (fdinfo_of(rd, path, &mnt) < 0 || !local_mount(cl, rd, mnt)) {
+		if (!local_file(cl, rd, path)) {
 			cl->file_far[fd] = 1;
 			return;
 		}
@@ -244,7 +255,7 @@ static void take_copy(struct callers *cl, const struct reader *rd, struct fdpipe
 				      : link_kind(AT_FDCWD, path, &own) == kind && own == ino;
 	if (same && kind == LINK_OTHER) {
 		snprintf(path, sizeof path, "self/fdinfo/%d", f);
-		same = fdinfo_of(rd, path, &mnt) >= 0 && local_mount(cl, rd, mnt);
+		same = local_file(cl, rd, path);
 	}
 	if (fl < 0 || !same) {
 		close(f);
