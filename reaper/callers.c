@@ -538,8 +538,19 @@ int callers_filter_unstated(struct callers *cl, struct reader *rd, unsigned pass
 		*mask = 0;
 		return 0;
 	}
-	/* a member past the partners is in the caller's sessions and holds another pipe */
-	if (cl->pl_pass == pass + 1 || holds_other_pipe(cl, rd, pass, &fp))
+	/* a member past the partners is in the caller's sessions and holds another pipe: then its
+	 * session is asked (the pidfd, still open after, proves the answer its own) and the
+	 * members of the pass are the whole answer; one is told by its start time the full way */
+	if (cl->pl_pass != pass + 1 && !holds_other_pipe(cl, rd, pass, &fp))
+		return 0;
+	pid_t sid = getsid(ref->pid);
+	if (sid < 0 || pidref_held(ref, rd->procfd) < 0)
 		return -EAGAIN;
+	if (!caller_session(cl, rd, sid))
+		return 0;
+	pipeline_members(cl, rd, pass);
+	for (size_t i = 0; i < cl->npl_members; i++)
+		if (cl->pl_members[i].pid == ref->pid)
+			return -EAGAIN;
 	return 0;
 }

@@ -69,8 +69,8 @@ void callers_pass_done(struct callers *cl);
 uint32_t callers_filter(struct callers *cl, struct reader *rd, unsigned pass, const struct pidref *ref,
 			const struct reaper_stat *st, uint32_t mask);
 /* callers_filter for a process pinned as ref whose stat was not read: 0 or -EAGAIN when the
- * answer needs its stat (an identity or a process group o named, its session: it may be a
- * member of the pipeline past the partners), *mask narrowed. */
+ * answer needs its stat (an identity or a process group o named, a member of the pipeline
+ * past the partners by its pid), *mask narrowed. */
 int callers_filter_unstated(struct callers *cl, struct reader *rd, unsigned pass, const struct pidref *ref,
 			    uint32_t *mask);
 

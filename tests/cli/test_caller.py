@@ -281,11 +281,13 @@ def test_pipeline_past_its_reader_is_the_callers(mark, tmp_path):
 def test_scan_leaves_its_pipeline_and_lists_the_rest(mark, tmp_path):
     """`reaper scan | tee log` and `reaper scan | tee log | cat` with the marker exported: tee
     reads reaper's output, cat reads tee's; neither is listed. Two leftovers sharing one
-    subshell's files are both listed, the second told by the same files as the first."""
+    subshell's files are both listed, the second told by the same files as the first, and so
+    are two linked by a pipe of their own (of the caller's session, not of its pipeline)."""
     try:
         statuses, r = sh(
             'exec 2>"$T/sh-err"; export %s; ("$PY" -c "import time; time.sleep(600)" & '
-            '"$PY" -c "import time; time.sleep(600)" &) </dev/null >/dev/null 2>&1; until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 2 ]; do :; done; '
+            '"$PY" -c "import time; time.sleep(600)" & "$PY" -c "import time; time.sleep(600)" | cat &) '
+            '</dev/null >/dev/null 2>&1; until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 4 ]; do :; done; '
             '"$REAPER" scan --env %s 2>"$T/err" | tee "$T/log" >"$T/out1"; s="${PIPESTATUS[*]}"; '
             '"$REAPER" scan --env %s 2>>"$T/err" | tee "$T/log" | cat >"$T/out2"; echo "$s ${PIPESTATUS[*]}" >"$STATUS"'
             % (mark, mark, mark, mark), tmp_path)
@@ -293,7 +295,7 @@ def test_scan_leaves_its_pipeline_and_lists_the_rest(mark, tmp_path):
         assert statuses == [0, 0, 0, 0, 0], err
         for out in ("out1", "out2"):
             listed = (tmp_path / out).read_text().splitlines()
-            assert [ln.split()[-1] for ln in listed] == ["time.sleep(600)"] * 2, (out, listed)
+            assert sorted(ln.split()[-1] for ln in listed) == ["cat"] + ["time.sleep(600)"] * 3, (out, listed)
     finally:
         assert not cleanup_marked(mark), "a leftover would not die"
 
