@@ -222,7 +222,8 @@ int identify(struct scanner *sc, struct candset *cs, struct match *m, size_t *id
 	}
 	/* (a match by its environment only: one by a tree or a cgroup has it read when described) */
 	_cleanup_(pinned_done) struct pinned pr = { .sc = sc, .pid = m->pid, .cmdlen = -ENODATA, .uid = (uid_t)-1,
-						    .details = !sc->brief && sc->pin_details && m->env && m->envlen >= 0 };
+						    .details = !sc->brief && sc->describe_now && sc->pin_details &&
+								m->env && m->envlen >= 0 };
 	int r = pin(sc, cs, &ref, m->pid, &st, &pr);
 	if (r < 0) {
 		reader_failed(&sc->rd, r);

@@ -609,6 +609,7 @@ static int reap_as(const struct reaper_finder *finders, size_t n, const struct r
 	/* the uid says whether a match is foreign: a listing shows foreign ones all the same */
 	rp.sc.want_uid = rp.guard_users && !brief;
 	rp.sc.brief = brief;
+	rp.sc.describe_now = (opts->report_only && opts->timeout <= 0) || opts->npatterns;
 	rp.sc.ctx = &rp;
 	if (opts->nhost_children && !opts->host_children) {
 		r = -EINVAL;

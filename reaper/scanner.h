@@ -52,8 +52,11 @@ struct scanner {
 	 * match is pinned by its pidfd alone, without its stat, when its environment is proven
 	 * its own another way (identify) */
 	int stat_free;
-	/* the match pinned last had not exec'd: the next one's details are read under its pin,
-	 * before its stat (identify), as a suite's forked copies are alike */
+	/* every match is described in the pass that finds it (a scan that only reports, or one
+	 * whose patterns judge it): its details may be read when it is pinned */
+	int describe_now;
+	/* the match pinned last had not exec'd: with describe_now, the next one's details are
+	 * read under its pin, before its stat (identify), as a suite's forked copies are alike */
 	int pin_details;
 	int outer_procfd; /* reaper_opts.outer_procfd: where each match's outer_pid is read (-1) */
 	/* with a cgroup finder the reap waits on the cgroup: the /proc-wide marker scan is left
