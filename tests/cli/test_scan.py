@@ -73,6 +73,27 @@ def test_scan_listing_shows_what_the_json_report_tells(spawn, home):
     assert a.alive and parent.alive and child.alive
 
 
+def test_scan_reports_forked_copies_as_their_parent(spawn, home):
+    """Copies forked and never exec'd (a suite's workers) are reported as their parent: its
+    cmdline, comm, exe, cwd and uid (the later ones read under their pin, before their stat)."""
+    ready = os.path.join(home, "forked")
+    parent = spawn.orphan([PY, "-c", "import os, time\nos.chdir('/tmp')\npids = []\nfor _ in range(3):\n"
+                           "    pid = os.fork()\n    if pid == 0:\n        time.sleep(600)\n        os._exit(0)\n"
+                           "    pids.append(str(pid))\nopen(%r + '.tmp', 'w').write(' '.join(pids)); "
+                           "os.rename(%r + '.tmp', %r)\ntime.sleep(600)\n" % (ready, ready, ready)], ready=ready)
+    kids = [spawn.adopt(int(p)) for p in open(ready).read().split()]
+    told = reaper("scan", "--home", home, "--json")
+    assert told.returncode == 0, told.stderr
+    procs = by_pid(json.loads(told.stdout.decode("utf-8")))
+    assert set(procs) == {parent.pid} | {k.pid for k in kids}
+    assert procs[parent.pid]["cwd"] == "/tmp"
+    for k in kids:
+        assert procs[k.pid]["ppid"] == parent.pid
+        for key in ("cmdline", "comm", "exe", "cwd", "uid"):
+            assert procs[k.pid][key] == procs[parent.pid][key], (key, procs[k.pid], procs[parent.pid])
+    assert parent.alive and all(k.alive for k in kids)
+
+
 def test_scan_by_env_and_tree(spawn, home):
     a = spawn.sleeper(env={"MY_MARK": "42"})
     b = spawn.sleeper()
