@@ -276,7 +276,10 @@ static unsigned long pipe_on(struct callers *cl, const struct reader *rd, struct
 			char path[64];
 			snprintf(path, sizeof path, "%d/fd/%d", (int)fp->pid, fd);
 			int kind = link_kind(rd->procfd, path, &fp->ino[fd]);
-			cl->seen_hint[fd] = kind == LINK_OTHER && cl->file_far[fd] ? -1 : 0;
+			/* what is not copied now (a socket, a terminal, a far file, no room or no
+			 * pidfd) most likely is not at this fd of the next process either: its link is
+			 * read at once there, with no compares that cannot match */
+			cl->seen_hint[fd] = -1;
 			take_copy(cl, rd, fp, fd, kind, fp->ino[fd]);
 		}
 		fp->read |= 1u << fd;

@@ -46,7 +46,7 @@ struct callers {
 	size_t nseen;
 	int by_link;     /* the copies cannot be had here (no pidfd_getfd or kcmp): links only */
 	int no_copy;     /* a copy was refused (ptrace rules, descriptors): no more are tried */
-	int seen_hint[3]; /* per fd number: the copy that fd last was (-1: a file, not copied) */
+	int seen_hint[3]; /* per fd number: the copy that fd last was (-1: it was not copied) */
 	/* per fd number: a file there was on a file system whose close may wait: no file there
 	 * is copied again in the pass */
 	int file_far[3];
