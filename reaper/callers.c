@@ -177,8 +177,8 @@ struct fdpipes {
  * and no path to resolve. 1 when told (ino and acc set), 0 when its link must be read. */
 static int by_copy(struct callers *cl, const struct reader *rd, struct fdpipes *fp, int fd)
 {
-	/* (this fd of the process looked at before was a file: most likely this one is too, and
-	 * a file is never copied: its link is read straight away) */
+	/* (this fd of the process looked at before was not copied: most likely this one will not
+	 * be either, and its link is read straight away) */
 	if (cl->by_link || cl->seen_hint[fd] < 0)
 		return 0;
 	size_t n = cl->nseen, h = (size_t)cl->seen_hint[fd];

@@ -33,11 +33,11 @@ struct callers {
 	unsigned long anc_pipes[3 * sizeof ((struct reader *)0)->anc / sizeof(pid_t)];
 	size_t nanc_pipes;
 	unsigned anc_pass;
-	/* pipes and memory devices (/dev/null) the processes looked at in this pass hold on
-	 * fd 0-2, each a copy of ours with what it is (a pipe and its end, or no pipe): a
-	 * process holding the same file (a suite's leftovers share their stdio) is told by
-	 * comparing it with the copy, without reading its links. Closed when the pass ends
-	 * (callers_pass_done): never held across a wait. */
+	/* pipes, memory devices (/dev/null) and files on local file systems the processes looked
+	 * at in this pass hold on fd 0-2, each a copy of ours with what it is (a pipe and its
+	 * end, or no pipe): a process holding the same file (a suite's leftovers share their
+	 * stdio) is told by comparing it with the copy, without reading its links. Closed when
+	 * the pass ends (callers_pass_done): never held across a wait. */
 	struct {
 		int fd;
 		unsigned long ino; /* 0: no pipe */
