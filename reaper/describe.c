@@ -153,7 +153,8 @@ int describe_found(struct scanner *sc, struct reaper_proc *pi, const struct reap
 		   ssize_t envlen)
 {
 	size_t vlen = 0;
-	const char *test = env && envlen > 0 ? test_in(env, (size_t)envlen, &vlen) : NULL;
+	/* (a listing shows no test) */
+	const char *test = !sc->brief && env && envlen > 0 ? test_in(env, (size_t)envlen, &vlen) : NULL;
 	pi->test = test ? strndup(test, vlen) : strdup("");
 	pi->comm = strdup(st->comm);
 	pi->cmdline = bracketed(st->comm);

@@ -178,13 +178,11 @@ static int identify_stat_free(struct scanner *sc, struct candset *cs, struct mat
 {
 	_cleanup_(pidref_done) struct pidref ref = PIDREF_NULL;
 	ssize_t cmdlen;
-	char path[32];
-	struct stat sb;
+	unsigned long ino;
 	if (!m->dir_ino || m->by->kind != FINDER_ENV || cs->pidfds >= scanner_budget(sc) ||
 	    pidref_open_read(&ref, m->pid, "cmdline", sc->rd.procfd, &sc->rd.aux, &cmdlen) < 0)
 		return -EAGAIN;
-	snprintf(path, sizeof path, "%d", (int)m->pid);
-	if (fstatat(sc->rd.procfd, path, &sb, 0) < 0 || (unsigned long)sb.st_ino != m->dir_ino)
+	if (procfs_ino(sc->rd.procfd, m->pid, "", &ino) < 0 || ino != m->dir_ino)
 		return -EAGAIN;
 	while (cmdlen > 0 && sc->rd.aux.p[cmdlen - 1] == 0)
 		cmdlen--;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -244,6 +245,17 @@ ssize_t procfs_read(int procfd, pid_t pid, const char *what, struct sbuf *b)
 	 * whole buffer: a short read is the end, and the read that would return 0 is saved
 	 * (one syscall of three per process on the hot path). Not so for seq_file texts. */
 	return read_all(fd, strcmp(what, "environ") == 0 || strcmp(what, "cmdline") == 0, b, NULL);
+}
+
+int procfs_ino(int procfd, pid_t pid, const char *what, unsigned long *ino)
+{
+	char path[64];
+	struct stat sb;
+	pid_path(path, procfd, pid, what);
+	if (fstatat(procfd >= 0 ? procfd : AT_FDCWD, path, &sb, 0) < 0)
+		return -errno;
+	*ino = (unsigned long)sb.st_ino;
+	return 0;
 }
 
 ssize_t procfs_read_file(int procfd, const char *path, struct sbuf *b)

@@ -41,6 +41,8 @@ int procfs_stat(int procfd, pid_t pid, struct reaper_stat *st);
 /* Read all of /proc/PID/WHAT (what may be "environ", "cmdline", "task/T/children", ...) into
  * b, replacing what it held. Returns the length (b->p is NUL-terminated after it) or -errno. */
 ssize_t procfs_read(int procfd, pid_t pid, const char *what, struct sbuf *b);
+/* The inode number of /proc/PID/what ("" for the directory itself); 0, or -errno. */
+int procfs_ino(int procfd, pid_t pid, const char *what, unsigned long *ino);
 /* Read all of a /proc file that is not a process's (path relative to procfd, e.g. "stat"). */
 ssize_t procfs_read_file(int procfd, const char *path, struct sbuf *b);
 /* The pids of a whitespace-separated list (task/T/children, cgroup.procs; text NUL-terminated
