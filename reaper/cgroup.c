@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -329,10 +328,12 @@ pid_t reaper_cgroup_fork(const char *path)
 	return e ? -e : pid;
 }
 
-/* clone3 whose child runs fn(arg) on the stack the arguments give and exits with its value;
- * the parent gets the child's pid, or -1 with errno. The child cannot return from the system
- * call (its stack is not ours), so the call is made here, where the child's first step is the
- * call to fn: x86-64 only (elsewhere cgroup_vfork says ENOSYS, and the callers fork). */
+/* clone3 whose child runs fn(arg) and exits with its value; the parent gets the child's pid,
+ * or -1 with errno. With no stack in the arguments the child runs on ours, below where we
+ * stopped (CLONE_VFORK: we do not run until it has exec'd or exited), as a vfork child does:
+ * it cannot return from the system call (the frame is ours), so the call is made here, where
+ * its first steps are to leave our red zone alone and call fn. x86-64 only (elsewhere
+ * cgroup_vfork says ENOSYS, and the callers fork). */
 #if defined(__x86_64__) && defined(SYS_clone3)
 static long clone3_call(struct clone_args *a, int (*fn)(void *), void *arg)
 {
@@ -342,7 +343,9 @@ static long clone3_call(struct clone_args *a, int (*fn)(void *), void *arg)
 	__asm__ volatile("syscall\n\t"
 			 "test %%rax, %%rax\n\t"
 			 "jnz 1f\n\t"
-			 "xor %%ebp, %%ebp\n\t" /* the child: no frame above fn's */
+			 "sub $128, %%rsp\n\t" /* the child: below our red zone */
+			 "and $-16, %%rsp\n\t"
+			 "xor %%ebp, %%ebp\n\t" /* no frame above fn's */
 			 "mov %%r13, %%rdi\n\t"
 			 "call *%%r12\n\t"
 			 "mov %%eax, %%edi\n\t"
@@ -360,40 +363,20 @@ static long clone3_call(struct clone_args *a, int (*fn)(void *), void *arg)
 	return r;
 }
 
-/* The child's stack: as large as our main thread's may grow (what runs on it may put its
- * whole argument list there, as an exec through /bin/sh does), at least 256 KiB, at most
- * 64 MiB; reserved, not committed (only the pages it touches cost), with a guard page. */
-static size_t vfork_stack_size(void)
-{
-	struct rlimit rl;
-	size_t least = 256 * 1024, most = 64 * 1024 * 1024;
-	if (getrlimit(RLIMIT_STACK, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > most)
-		return most;
-	return rl.rlim_cur < least ? least : (size_t)rl.rlim_cur;
-}
-
+/* On our own stack, as vfork: a stack of its own (mapped, its pages faulted in by the child,
+ * unmapped again with a TLB flush of every CPU the child ran on) cost the start of every
+ * COMMAND more than the clone itself, and ours grows as far as anything run on it needs. */
 pid_t cgroup_vfork(const char *path, int (*fn)(void *), void *arg)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), size = vfork_stack_size() / page * page; /* its top aligned */
-	char *stack = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-	/* no room for it (an address-space limit, strict overcommit): a fork needs none */
-	if (stack == MAP_FAILED)
-		return -ENOSYS;
-	int dfd = mprotect(stack, page, PROT_NONE) == 0 ? open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-	long pid = -1;
-	if (dfd >= 0) {
-		struct clone_args a = { .flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP,
-					.exit_signal = SIGCHLD,
-					.stack = (uint64_t)(uintptr_t)(stack + page),
-					.stack_size = size,
-					.cgroup = (uint64_t)dfd };
-		pid = clone3_call(&a, fn, arg);
-	}
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	struct clone_args a = { .flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP,
+				.exit_signal = SIGCHLD,
+				.cgroup = (uint64_t)dfd };
+	long pid = clone3_call(&a, fn, arg);
 	int e = pid < 0 ? errno : 0;
-	if (dfd >= 0)
-		close(dfd);
-	munmap(stack, size + page);
+	close(dfd);
 	/* no clone3, none with CLONE_INTO_CGROUP, or a tool that refuses it: say ENOSYS */
 	if (e == EINVAL || e == E2BIG || e == EPERM)
 		e = ENOSYS;
