@@ -12,6 +12,7 @@
 #include "isolate.h"
 #include "msg.h"
 #include "options.h"
+#include "slice.h"
 #include "state.h"
 #include "reaper/cgroup.h"
 #include "reaper/marker.h"
@@ -59,6 +60,8 @@ struct run {
 	sigset_t mask, oldmask;
 	struct sigaction oldpipe;   /* SIGPIPE as we got it: COMMAND gets it back */
 	struct rlimit nofile;
+	struct slice_attr sched;    /* our scheduling as we got it: COMMAND gets it back */
+	int sched_short;            /* we asked for short slices (slice.h) */
 	int sfd, procfd, tty;       /* tty: fd of the controlling terminal we are foreground of, or -1 */
 	struct pidref cmd;
 	int cmd_status, cmd_done;
@@ -267,6 +270,8 @@ static void exec_command(struct run *r, char **env, int errfd)
 	sigprocmask(SIG_SETMASK, &r->oldmask, NULL);
 	if (r->nofile.rlim_cur != r->nofile.rlim_max)
 		setrlimit(RLIMIT_NOFILE, &r->nofile);
+	if (r->sched_short)
+		slice_restore(&r->sched);
 	struct exec_failure f;
 	exec_search(r->argv, env, &f);
 	if (write(errfd, &f, sizeof f) < 0) {
@@ -921,6 +926,8 @@ static int set_up(struct run *r)
 	int e, code;
 	if (setup_finders(r) < 0)
 		return die(EXIT_CANNOT_EXEC, "out of memory");
+	/* before the guardian's fork: it inherits them */
+	r->sched_short = slice_shorten(&r->sched);
 	/* An inherited SIG_IGN for SIGCHLD lets the kernel collect our children unseen and sends
 	 * no SIGCHLD: --isolate's outer reaper would wait for the inner one forever, and the
 	 * guardian, started before the signals are set up there, would be gone unnoticed. */
