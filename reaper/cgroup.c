@@ -94,6 +94,67 @@ static const char *below_root(const char *cg, const char *root)
 	return cg + rl;
 }
 
+/* Is our own pid in the cgroup.procs of dir (the processes directly in it)? 1, 0, or -errno. */
+static int lists_self(const char *dir)
+{
+	char file[PATH_MAX], b[4096];
+	if ((size_t)snprintf(file, sizeof file, "%s/cgroup.procs", dir) >= sizeof file)
+		return -ENAMETOOLONG;
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char self[24];
+	int sl = snprintf(self, sizeof self, "%d", (int)getpid()), found = 0;
+	size_t have = 0; /* the start of a pid cut by the end of the last read */
+	ssize_t n;
+	while (!found && ((n = read(fd, b + have, sizeof b - have - 1)) > 0 || (n < 0 && errno == EINTR))) {
+		if (n < 0)
+			continue;
+		size_t len = have + (size_t)n;
+		b[len] = 0;
+		char *line = b, *nl;
+		for (; (nl = strchr(line, '\n')); line = nl + 1)
+			if (nl - line == sl && !memcmp(line, self, (size_t)sl))
+				found = 1;
+		have = len - (size_t)(line - b);
+		memmove(b, line, have);
+	}
+	int e = n < 0 ? errno : 0;
+	close(fd);
+	return e ? -e : found;
+}
+
+/* Our cgroup (cg, as /proc/self/cgroup shows it) on a cgroup2 mount at one of the usual places
+ * (/sys/fs/cgroup unified, /sys/fs/cgroup/unified hybrid), known without reading mountinfo
+ * (the kernel formats every mount for it). Only a writable mount that shows the hierarchy from
+ * our cgroup namespace's root is taken; that is proven, not assumed: the directory lists us, or,
+ * for the root of the initial namespace (not listed: its cgroup.procs is every process of the
+ * host), it is a hierarchy's root (no cgroup.events there). 0, or -ENOENT: ask mountinfo. */
+#define CGROUP_INIT_NS_INO 0xEFFFFFFBu /* the kernel's PROC_CGROUP_INIT_INO */
+static int current_fast(const char *cg, char *buf, size_t len)
+{
+	static const char *const mounts[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+	for (size_t i = 0; i < sizeof mounts / sizeof *mounts; i++) {
+		struct statfs sf;
+		if (statfs(mounts[i], &sf) < 0 || sf.f_type != CGROUP2_SUPER_MAGIC)
+			continue;
+		if (sf.f_flags & ST_RDONLY)
+			return -ENOENT; /* a writable one elsewhere may show the same cgroup */
+		int w = snprintf(buf, len, "%s%s", mounts[i], strcmp(cg, "/") ? cg : "");
+		if (w < 0 || (size_t)w >= len)
+			return -ENOENT;
+		if (strcmp(cg, "/"))
+			return lists_self(buf) == 1 ? 0 : -ENOENT;
+		struct stat ns;
+		if (stat("/proc/self/ns/cgroup", &ns) < 0 || ns.st_ino != CGROUP_INIT_NS_INO)
+			return -ENOENT;
+		char events[PATH_MAX];
+		snprintf(events, sizeof events, "%s/cgroup.events", buf);
+		return access(events, F_OK) < 0 && errno == ENOENT ? 0 : -ENOENT;
+	}
+	return -ENOENT;
+}
+
 int reaper_cgroup_current(char *buf, size_t len)
 {
 	return reaper_cgroup_of(0, buf, len);
@@ -124,6 +185,10 @@ int reaper_cgroup_of(pid_t pid, char *buf, size_t len)
 	if (!cg || cg[0] != '/' || strstr(cg, "/..")) {
 		free(text);
 		return r;
+	}
+	if (!pid && current_fast(cg, buf, len) == 0) {
+		free(text);
+		return 0;
 	}
 	char *mi = NULL;
 	if ((n = slurp(AT_FDCWD, "/proc/self/mountinfo", &mi)) < 0) {
@@ -197,12 +262,11 @@ int reaper_cgroup_usable(const char *dir)
 		return r;
 	if (access(dir, W_OK) < 0)
 		return -errno;
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	r = faccessat(dfd, "cgroup.procs", W_OK, 0) < 0 ? -errno : 0;
-	close(dfd);
-	return r;
+	/* by its path: no descriptor of the directory to open and close for one question */
+	char procs[PATH_MAX];
+	if ((size_t)snprintf(procs, sizeof procs, "%s/cgroup.procs", dir) >= sizeof procs)
+		return -ENAMETOOLONG;
+	return access(procs, W_OK) < 0 ? -errno : 0;
 }
 
 int reaper_cgroup_create(const char *parent, const char *name, char *buf, size_t len)
@@ -445,23 +509,21 @@ int reaper_cgroup_procs(const char *path, pid_t **pids, size_t *n)
 
 int cgroup_events_open(const char *path)
 {
-	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	int fd = openat(dfd, "cgroup.events", O_RDONLY | O_CLOEXEC);
-	int r = fd < 0 ? -errno : fd;
-	close(dfd);
-	return r;
+	/* one open of the file, not the directory's and then the file's in it */
+	char file[PATH_MAX];
+	if ((size_t)snprintf(file, sizeof file, "%s/cgroup.events", path) >= sizeof file)
+		return -ENAMETOOLONG;
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
 int cgroup_events_read(int fd, int *populated, int *frozen)
 {
 	char b[256];
-	/* reading from the start also re-arms the POLLPRI notification */
-	if (lseek(fd, 0, SEEK_SET) < 0)
-		return -errno;
+	/* reading from the start also re-arms the POLLPRI notification: one pread, not a seek
+	 * and a read */
 	ssize_t n;
-	while ((n = read(fd, b, sizeof b - 1)) < 0 && errno == EINTR)
+	while ((n = pread(fd, b, sizeof b - 1, 0)) < 0 && errno == EINTR)
 		;
 	if (n < 0)
 		return -errno;
