@@ -22,6 +22,26 @@
 /* The first number of a small /proc file (after skip, when given), as a long long. */
 static int read_number(int procfd, const char *path, const char *after, long long *v)
 {
+	if (!after) {
+		/* a one-number file (ns_last_pid, pid_max): one read into the stack, no buffer to
+		 * allocate and no second read for its end; the number is whole once its newline
+		 * is there */
+		char b[64];
+		int fd = openat(procfd, path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		ssize_t n;
+		while ((n = read(fd, b, sizeof b - 1)) < 0 && errno == EINTR)
+			;
+		int e = n < 0 ? errno : 0;
+		close(fd);
+		if (e)
+			return -e;
+		b[n] = 0;
+		char *end = NULL;
+		*v = strtoll(b, &end, 10);
+		return end != b && *end == '\n' ? 0 : -EINVAL;
+	}
 	struct sbuf b = { 0 };
 	ssize_t n = procfs_read_file(procfd, path, &b);
 	const char *p = n > 0 ? b.p : NULL;
