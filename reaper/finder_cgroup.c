@@ -18,23 +18,20 @@ struct cgroup_finders {
 	size_t cap;
 	pid_t *again; /* members listed again to check one pinned late */
 	size_t again_cap;
-	int events[32]; /* each finder's cgroup.events, opened at its first pass (-1: not yet,
-			 * -2: cannot be: the cgroup is walked) */
 };
 
 /* Finder i's cgroup is empty now: cgroup.events says "populated 0" (nothing in it or below).
  * One read instead of a walk (a descriptor, a listing and a read per cgroup below): what a
- * clean run's cgroup is at its end. */
-static int cgroup_empty(struct cgroup_finders *g, size_t i)
+ * clean run's cgroup is at its end. No descriptor is kept for it: a reap short of them needs
+ * every one for the walk and its pidfds. 1 empty, 0 not or not known (then it is walked). */
+static int cgroup_empty(const char *path)
 {
-	if (g->events[i] == -1) {
-		int fd = cgroup_events_open(g->f[i].cgroup);
-		if (fd == -ENOMEM)
-			return fd;
-		g->events[i] = fd >= 0 ? fd : -2;
-	}
-	int pop = 1;
-	return g->events[i] >= 0 && cgroup_events_read(g->events[i], &pop, NULL) == 0 && !pop;
+	int fd = cgroup_events_open(path);
+	if (fd < 0)
+		return 0;
+	int pop = 1, r = cgroup_events_read(fd, &pop, NULL);
+	close(fd);
+	return r == 0 && !pop;
 }
 
 static int cgroup_scan(struct finder_kind *k, struct scanner *sc, struct candset *cs)
@@ -45,12 +42,9 @@ static int cgroup_scan(struct finder_kind *k, struct scanner *sc, struct candset
 		if (!(k->mask & (1u << i)))
 			continue;
 		size_t n = 0;
-		int r = cgroup_empty(g, i);
-		if (r < 0)
-			return r;
-		if (r)
+		if (cgroup_empty(g->f[i].cgroup))
 			continue;
-		r = cgroup_members(g->f[i].cgroup, &g->pids, &n, &g->cap);
+		int r = cgroup_members(g->f[i].cgroup, &g->pids, &n, &g->cap);
 		if (r == -ENOMEM)
 			return r;
 		/* a listing cut short for want of descriptors: the pass may have missed members */
@@ -84,9 +78,6 @@ static int cgroup_recheck(struct finder_kind *k, struct scanner *sc, struct matc
 static void cgroup_done(struct finder_kind *k)
 {
 	struct cgroup_finders *g = (struct cgroup_finders *)k;
-	for (size_t i = 0; i < 32; i++)
-		if (g->events[i] >= 0)
-			close(g->events[i]);
 	free(g->pids);
 	free(g->again);
 	free(g);
@@ -111,8 +102,6 @@ int finder_cgroup_new(struct scanner *sc, struct finder_kind **out)
 				     .recheck = cgroup_recheck, .done = cgroup_done };
 	g->f = sc->f;
 	g->nf = sc->nf;
-	for (size_t i = 0; i < 32; i++)
-		g->events[i] = -1;
 	*out = &g->k;
 	return 0;
 }
