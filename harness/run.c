@@ -520,18 +520,18 @@ static int plan_cgroup(struct run *r, char *own, size_t len)
 	return e;
 }
 
-/* auto and on: the run gets its own cgroup below reaper's (own, as planned; e: why it could
+/* auto and on: the run gets its own cgroup below reaper's (r->cgroup, as planned; e: why it could
  * not be planned), and COMMAND starts in it. auto falls back to the marker and descent (said
  * once); on fails. -1: on was impossible. */
-static int setup_cgroup(struct run *r, const char *own, int e)
+static int setup_cgroup(struct run *r, int e)
 {
 	r->st.tracking = r->out.tracking = "proc";
 	if (!wants_cgroup(r))
 		return 0;
-	char name[64];
-	snprintf(name, sizeof name, "reaper-run-%s", r->st.run_id);
-	if (e == 0)
-		e = reaper_cgroup_create(own, name, r->cgroup, sizeof r->cgroup);
+	/* planned: reaper's cgroup is a writable cgroup2 directory (reaper_cgroup_usable) and
+	 * r->cgroup a name in it; a mkdir is all reaper_cgroup_create would add to that */
+	if (e == 0 && mkdir(r->cgroup, 0755) < 0)
+		e = -errno;
 	if (e < 0) {
 		char why[PATH_MAX + 128];
 		cgroup_why(e, why, sizeof why);
@@ -885,7 +885,7 @@ static int own_cgroup(struct run *r)
 	if (getpid() != 1 && (!r->isolate || r->cgroup[0]))
 		r->guardian_fd = guardian_start(r->run_marker, r->cgroup, &rules, &r->guardian);
 	r->st.guardian_pid = r->guardian.pid;
-	return setup_cgroup(r, own, planned) < 0 ? EXIT_CANNOT_EXEC : GO_ON;
+	return setup_cgroup(r, planned) < 0 ? EXIT_CANNOT_EXEC : GO_ON;
 }
 
 /* --isolate: the cgroup and the guardian are the outer reaper's, made before the namespace
