@@ -885,6 +885,14 @@ static int own_cgroup(struct run *r)
 	if (getpid() != 1 && (!r->isolate || r->cgroup[0]))
 		r->guardian_fd = guardian_start(r->run_marker, r->cgroup, &rules, &r->guardian);
 	r->st.guardian_pid = r->guardian.pid;
+	/* The guardian (which took the origin as it was: its own reap needs one) got the pid
+	 * given out last now, as far as the run is concerned: nothing of the run has started
+	 * yet, so the pids up to it are nobody's the marker scan needs to read (the guardian's
+	 * own environ, say, read by every run's end for nothing). Pids go out in turn, so its
+	 * pid is at or past the origin's; the fork count stays the origin's (a window judged by
+	 * more forks than it holds is only judged the stricter). */
+	if (r->finders[0].origin && r->guardian.pid > 0 && r->origin.pidns)
+		r->origin.last_pid = r->guardian.pid;
 	return setup_cgroup(r, planned) < 0 ? EXIT_CANNOT_EXEC : GO_ON;
 }
 
