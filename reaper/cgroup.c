@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* cgroup: cgroup v2 membership the kernel keeps through fork, exec, setsid, env -i and
- * zombie leaders. Finding the caller's cgroup (mountinfo + /proc/self/cgroup), creating,
+ * zombie leaders. Finding the caller's cgroup (/proc/self/cgroup + the usual mount or mountinfo), creating,
  * entering, forking into, enumerating, waiting on (cgroup.events), freezing, killing and
  * removing a cgroup. See reaper.h for the contracts. */
 #define _GNU_SOURCE
