@@ -563,6 +563,12 @@ static void drop_cgroup(struct run *r)
 {
 	if (!r->cgroup[0])
 		return;
+	/* the end of a clean run: the cgroup we made is empty, and goes by one rmdir (what
+	 * reaper_cgroup_remove checks first, that the path is a cgroup, was so when we made it) */
+	if (rmdir(r->cgroup) == 0) {
+		r->cgroup[0] = 0;
+		return;
+	}
 	int e = reaper_cgroup_release(r->cgroup);
 	if (e < 0)
 		warn("warning: cannot remove the run's cgroup %s: %s", r->cgroup, strerror(-e));
