@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* guardian: makes a run's processes die with reaper even when reaper is SIGKILLed.
  *
- * A small process, our child detached into its own session (so job-control and process-group
+ * A small process, our child in a process group of its own (so job-control and process-group
  * signals meant for the run miss it), holds the read end of a pipe whose only write end
  * reaper holds. When reaper dies, the kernel closes that end; the guardian sees EOF
  * and reaps by the run's REAPER_RUN marker (identity-verified, SIGKILL). A normal stop writes

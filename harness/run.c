@@ -12,6 +12,7 @@
 #include "isolate.h"
 #include "msg.h"
 #include "options.h"
+#include "slice.h"
 #include "state.h"
 #include "reaper/cgroup.h"
 #include "reaper/marker.h"
@@ -59,6 +60,8 @@ struct run {
 	sigset_t mask, oldmask;
 	struct sigaction oldpipe;   /* SIGPIPE as we got it: COMMAND gets it back */
 	struct rlimit nofile;
+	struct slice_attr sched;    /* our scheduling as we got it: COMMAND gets it back */
+	int sched_short;            /* we asked for short slices (slice.h) */
 	int sfd, procfd, tty;       /* tty: fd of the controlling terminal we are foreground of, or -1 */
 	struct pidref cmd;
 	int cmd_status, cmd_done;
@@ -267,6 +270,8 @@ static void exec_command(struct run *r, char **env, int errfd)
 	sigprocmask(SIG_SETMASK, &r->oldmask, NULL);
 	if (r->nofile.rlim_cur != r->nofile.rlim_max)
 		setrlimit(RLIMIT_NOFILE, &r->nofile);
+	if (r->sched_short)
+		slice_restore(&r->sched);
 	struct exec_failure f;
 	exec_search(r->argv, env, &f);
 	if (write(errfd, &f, sizeof f) < 0) {
@@ -515,18 +520,18 @@ static int plan_cgroup(struct run *r, char *own, size_t len)
 	return e;
 }
 
-/* auto and on: the run gets its own cgroup below reaper's (own, as planned; e: why it could
+/* auto and on: the run gets its own cgroup below reaper's (r->cgroup, as planned; e: why it could
  * not be planned), and COMMAND starts in it. auto falls back to the marker and descent (said
  * once); on fails. -1: on was impossible. */
-static int setup_cgroup(struct run *r, const char *own, int e)
+static int setup_cgroup(struct run *r, int e)
 {
 	r->st.tracking = r->out.tracking = "proc";
 	if (!wants_cgroup(r))
 		return 0;
-	char name[64];
-	snprintf(name, sizeof name, "reaper-run-%s", r->st.run_id);
-	if (e == 0)
-		e = reaper_cgroup_create(own, name, r->cgroup, sizeof r->cgroup);
+	/* planned: reaper's cgroup is a writable cgroup2 directory (reaper_cgroup_usable) and
+	 * r->cgroup a name in it; a mkdir is all reaper_cgroup_create would add to that */
+	if (e == 0 && mkdir(r->cgroup, 0755) < 0)
+		e = -errno;
 	if (e < 0) {
 		char why[PATH_MAX + 128];
 		cgroup_why(e, why, sizeof why);
@@ -558,6 +563,12 @@ static void drop_cgroup(struct run *r)
 {
 	if (!r->cgroup[0])
 		return;
+	/* the end of a clean run: the cgroup we made is empty, and goes by one rmdir (what
+	 * reaper_cgroup_remove checks first, that the path is a cgroup, was so when we made it) */
+	if (rmdir(r->cgroup) == 0) {
+		r->cgroup[0] = 0;
+		return;
+	}
 	int e = reaper_cgroup_release(r->cgroup);
 	if (e < 0)
 		warn("warning: cannot remove the run's cgroup %s: %s", r->cgroup, strerror(-e));
@@ -880,7 +891,15 @@ static int own_cgroup(struct run *r)
 	if (getpid() != 1 && (!r->isolate || r->cgroup[0]))
 		r->guardian_fd = guardian_start(r->run_marker, r->cgroup, &rules, &r->guardian);
 	r->st.guardian_pid = r->guardian.pid;
-	return setup_cgroup(r, own, planned) < 0 ? EXIT_CANNOT_EXEC : GO_ON;
+	/* The guardian (which took the origin as it was: its own reap needs one) got the pid
+	 * given out last now, as far as the run is concerned: nothing of the run has started
+	 * yet, so the pids up to it are nobody's the marker scan needs to read (the guardian's
+	 * own environ, say, read by every run's end for nothing). Pids go out in turn, so its
+	 * pid is at or past the origin's; the fork count stays the origin's (a window judged by
+	 * more forks than it holds is only judged the stricter). */
+	if (r->finders[0].origin && r->guardian.pid > 0 && r->origin.pidns)
+		r->origin.last_pid = r->guardian.pid;
+	return setup_cgroup(r, planned) < 0 ? EXIT_CANNOT_EXEC : GO_ON;
 }
 
 /* --isolate: the cgroup and the guardian are the outer reaper's, made before the namespace
@@ -921,6 +940,8 @@ static int set_up(struct run *r)
 	int e, code;
 	if (setup_finders(r) < 0)
 		return die(EXIT_CANNOT_EXEC, "out of memory");
+	/* before the guardian's fork: it inherits them */
+	r->sched_short = slice_shorten(&r->sched);
 	/* An inherited SIG_IGN for SIGCHLD lets the kernel collect our children unseen and sends
 	 * no SIGCHLD: --isolate's outer reaper would wait for the inner one forever, and the
 	 * guardian, started before the signals are set up there, would be gone unnoticed. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* cgroup: cgroup v2 membership the kernel keeps through fork, exec, setsid, env -i and
- * zombie leaders. Finding the caller's cgroup (mountinfo + /proc/self/cgroup), creating,
+ * zombie leaders. Finding the caller's cgroup (/proc/self/cgroup + the usual mount or mountinfo), creating,
  * entering, forking into, enumerating, waiting on (cgroup.events), freezing, killing and
  * removing a cgroup. See reaper.h for the contracts. */
 #define _GNU_SOURCE
@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -95,6 +94,70 @@ static const char *below_root(const char *cg, const char *root)
 	return cg + rl;
 }
 
+/* Is our own pid in the cgroup.procs of dir (the processes directly in it)? 1, 0, or -errno. */
+static int lists_self(const char *dir)
+{
+	char file[PATH_MAX], b[4096];
+	if ((size_t)snprintf(file, sizeof file, "%s/cgroup.procs", dir) >= sizeof file)
+		return -ENAMETOOLONG;
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char self[24];
+	int sl = snprintf(self, sizeof self, "%d", (int)getpid()), found = 0;
+	size_t have = 0; /* the start of a pid cut by the end of the last read */
+	ssize_t n;
+	while (!found && ((n = read(fd, b + have, sizeof b - have - 1)) > 0 || (n < 0 && errno == EINTR))) {
+		if (n < 0)
+			continue;
+		size_t len = have + (size_t)n;
+		b[len] = 0;
+		char *line = b, *nl;
+		for (; (nl = strchr(line, '\n')); line = nl + 1)
+			if (nl - line == sl && !memcmp(line, self, (size_t)sl))
+				found = 1;
+		have = len - (size_t)(line - b);
+		memmove(b, line, have);
+	}
+	int e = n < 0 ? errno : 0;
+	close(fd);
+	return e ? -e : found;
+}
+
+/* Our cgroup (cg, as /proc/self/cgroup shows it) on a cgroup2 mount at one of the usual places
+ * (/sys/fs/cgroup unified, /sys/fs/cgroup/unified hybrid), known without reading mountinfo
+ * (the kernel formats every mount for it). Only a writable mount that shows the hierarchy from
+ * our cgroup namespace's root is taken; that is proven, not assumed: the directory lists us, or,
+ * for the root of the initial namespace (not listed: its cgroup.procs is every process of the
+ * host), it is a hierarchy's root (no cgroup.events there). 0, or -ENOENT: ask mountinfo. */
+#define CGROUP_INIT_NS_INO 0xEFFFFFFBu /* the kernel's PROC_CGROUP_INIT_INO */
+static int current_fast(const char *cg, char *buf, size_t len)
+{
+	static const char *const mounts[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+	for (size_t i = 0; i < sizeof mounts / sizeof *mounts; i++) {
+		struct statfs sf;
+		if (statfs(mounts[i], &sf) < 0 || sf.f_type != CGROUP2_SUPER_MAGIC)
+			continue;
+		if (sf.f_flags & ST_RDONLY)
+			return -ENOENT; /* a writable one elsewhere may show the same cgroup */
+		int w = snprintf(buf, len, "%s%s", mounts[i], strcmp(cg, "/") ? cg : "");
+		if (w < 0 || (size_t)w >= len)
+			return -ENOENT;
+		if (strcmp(cg, "/"))
+			return lists_self(buf) == 1 ? 0 : -ENOENT;
+		/* the link's text names the namespace's inode: a third of the cost of a stat */
+		char ns[64], init[32];
+		ssize_t n = readlink("/proc/self/ns/cgroup", ns, sizeof ns - 1);
+		int il = snprintf(init, sizeof init, "cgroup:[%u]", CGROUP_INIT_NS_INO);
+		if (n != il || memcmp(ns, init, (size_t)il))
+			return -ENOENT;
+		char events[PATH_MAX];
+		snprintf(events, sizeof events, "%s/cgroup.events", buf);
+		return access(events, F_OK) < 0 && errno == ENOENT ? 0 : -ENOENT;
+	}
+	return -ENOENT;
+}
+
 int reaper_cgroup_current(char *buf, size_t len)
 {
 	return reaper_cgroup_of(0, buf, len);
@@ -125,6 +188,10 @@ int reaper_cgroup_of(pid_t pid, char *buf, size_t len)
 	if (!cg || cg[0] != '/' || strstr(cg, "/..")) {
 		free(text);
 		return r;
+	}
+	if (!pid && current_fast(cg, buf, len) == 0) {
+		free(text);
+		return 0;
 	}
 	char *mi = NULL;
 	if ((n = slurp(AT_FDCWD, "/proc/self/mountinfo", &mi)) < 0) {
@@ -198,12 +265,11 @@ int reaper_cgroup_usable(const char *dir)
 		return r;
 	if (access(dir, W_OK) < 0)
 		return -errno;
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	r = faccessat(dfd, "cgroup.procs", W_OK, 0) < 0 ? -errno : 0;
-	close(dfd);
-	return r;
+	/* by its path: no descriptor of the directory to open and close for one question */
+	char procs[PATH_MAX];
+	if ((size_t)snprintf(procs, sizeof procs, "%s/cgroup.procs", dir) >= sizeof procs)
+		return -ENAMETOOLONG;
+	return access(procs, W_OK) < 0 ? -errno : 0;
 }
 
 int reaper_cgroup_create(const char *parent, const char *name, char *buf, size_t len)
@@ -329,10 +395,12 @@ pid_t reaper_cgroup_fork(const char *path)
 	return e ? -e : pid;
 }
 
-/* clone3 whose child runs fn(arg) on the stack the arguments give and exits with its value;
- * the parent gets the child's pid, or -1 with errno. The child cannot return from the system
- * call (its stack is not ours), so the call is made here, where the child's first step is the
- * call to fn: x86-64 only (elsewhere cgroup_vfork says ENOSYS, and the callers fork). */
+/* clone3 whose child runs fn(arg) and exits with its value; the parent gets the child's pid,
+ * or -1 with errno. With no stack in the arguments the child runs on ours, below where we
+ * stopped (CLONE_VFORK: we do not run until it has exec'd or exited), as a vfork child does:
+ * it cannot return from the system call (the frame is ours), so the call is made here, where
+ * its first steps are to leave our red zone alone and call fn. x86-64 only (elsewhere
+ * cgroup_vfork says ENOSYS, and the callers fork). */
 #if defined(__x86_64__) && defined(SYS_clone3)
 static long clone3_call(struct clone_args *a, int (*fn)(void *), void *arg)
 {
@@ -342,7 +410,9 @@ static long clone3_call(struct clone_args *a, int (*fn)(void *), void *arg)
 	__asm__ volatile("syscall\n\t"
 			 "test %%rax, %%rax\n\t"
 			 "jnz 1f\n\t"
-			 "xor %%ebp, %%ebp\n\t" /* the child: no frame above fn's */
+			 "sub $128, %%rsp\n\t" /* the child: below our red zone */
+			 "and $-16, %%rsp\n\t"
+			 "xor %%ebp, %%ebp\n\t" /* no frame above fn's */
 			 "mov %%r13, %%rdi\n\t"
 			 "call *%%r12\n\t"
 			 "mov %%eax, %%edi\n\t"
@@ -360,40 +430,20 @@ static long clone3_call(struct clone_args *a, int (*fn)(void *), void *arg)
 	return r;
 }
 
-/* The child's stack: as large as our main thread's may grow (what runs on it may put its
- * whole argument list there, as an exec through /bin/sh does), at least 256 KiB, at most
- * 64 MiB; reserved, not committed (only the pages it touches cost), with a guard page. */
-static size_t vfork_stack_size(void)
-{
-	struct rlimit rl;
-	size_t least = 256 * 1024, most = 64 * 1024 * 1024;
-	if (getrlimit(RLIMIT_STACK, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > most)
-		return most;
-	return rl.rlim_cur < least ? least : (size_t)rl.rlim_cur;
-}
-
+/* On our own stack, as vfork: a stack of its own (mapped, its pages faulted in by the child,
+ * unmapped again with a TLB flush of every CPU the child ran on) cost the start of every
+ * COMMAND more than the clone itself, and ours grows as far as anything run on it needs. */
 pid_t cgroup_vfork(const char *path, int (*fn)(void *), void *arg)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), size = vfork_stack_size() / page * page; /* its top aligned */
-	char *stack = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-	/* no room for it (an address-space limit, strict overcommit): a fork needs none */
-	if (stack == MAP_FAILED)
-		return -ENOSYS;
-	int dfd = mprotect(stack, page, PROT_NONE) == 0 ? open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-	long pid = -1;
-	if (dfd >= 0) {
-		struct clone_args a = { .flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP,
-					.exit_signal = SIGCHLD,
-					.stack = (uint64_t)(uintptr_t)(stack + page),
-					.stack_size = size,
-					.cgroup = (uint64_t)dfd };
-		pid = clone3_call(&a, fn, arg);
-	}
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	struct clone_args a = { .flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP,
+				.exit_signal = SIGCHLD,
+				.cgroup = (uint64_t)dfd };
+	long pid = clone3_call(&a, fn, arg);
 	int e = pid < 0 ? errno : 0;
-	if (dfd >= 0)
-		close(dfd);
-	munmap(stack, size + page);
+	close(dfd);
 	/* no clone3, none with CLONE_INTO_CGROUP, or a tool that refuses it: say ENOSYS */
 	if (e == EINVAL || e == E2BIG || e == EPERM)
 		e = ENOSYS;
@@ -462,23 +512,21 @@ int reaper_cgroup_procs(const char *path, pid_t **pids, size_t *n)
 
 int cgroup_events_open(const char *path)
 {
-	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	int fd = openat(dfd, "cgroup.events", O_RDONLY | O_CLOEXEC);
-	int r = fd < 0 ? -errno : fd;
-	close(dfd);
-	return r;
+	/* one open of the file, not the directory's and then the file's in it */
+	char file[PATH_MAX];
+	if ((size_t)snprintf(file, sizeof file, "%s/cgroup.events", path) >= sizeof file)
+		return -ENAMETOOLONG;
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
 int cgroup_events_read(int fd, int *populated, int *frozen)
 {
 	char b[256];
-	/* reading from the start also re-arms the POLLPRI notification */
-	if (lseek(fd, 0, SEEK_SET) < 0)
-		return -errno;
+	/* reading from the start also re-arms the POLLPRI notification: one pread, not a seek
+	 * and a read */
 	ssize_t n;
-	while ((n = read(fd, b, sizeof b - 1)) < 0 && errno == EINTR)
+	while ((n = pread(fd, b, sizeof b - 1, 0)) < 0 && errno == EINTR)
 		;
 	if (n < 0)
 		return -errno;

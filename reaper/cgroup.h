@@ -36,10 +36,9 @@ int cgroup_write(const char *path, const char *file, const char *val);
 /* 1 when the calling process's cgroup is path or below it, 0 when not, -errno. */
 int cgroup_holds_self(const char *path);
 /* Start fn(arg) in a child that begins inside the cgroup at path and runs on our memory (and
- * a stack of its own) until it execs or exits; we resume then, as after vfork: no copy of our
- * memory for a child that only execs. Its pid, or -errno; -ENOSYS where this cannot be done
- * (no clone3 or no CLONE_INTO_CGROUP, another architecture, valgrind, seccomp, no room for
- * the stack under an address-space limit): fork then. */
+ * our stack) until it execs or exits; we resume then, as after vfork: no copy of our memory
+ * for a child that only execs. Its pid, or -errno; -ENOSYS where this cannot be done (no
+ * clone3 or no CLONE_INTO_CGROUP, another architecture, valgrind, seccomp): fork then. */
 pid_t cgroup_vfork(const char *path, int (*fn)(void *), void *arg);
 
 #endif

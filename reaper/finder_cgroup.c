@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 struct cgroup_finders {
 	struct finder_kind k;
@@ -19,6 +20,20 @@ struct cgroup_finders {
 	size_t again_cap;
 };
 
+/* Finder i's cgroup is empty now: cgroup.events says "populated 0" (nothing in it or below).
+ * One read instead of a walk (a descriptor, a listing and a read per cgroup below): what a
+ * clean run's cgroup is at its end. No descriptor is kept for it: a reap short of them needs
+ * every one for the walk and its pidfds. 1 empty, 0 not or not known (then it is walked). */
+static int cgroup_empty(const char *path)
+{
+	int fd = cgroup_events_open(path);
+	if (fd < 0)
+		return 0;
+	int pop = 1, r = cgroup_events_read(fd, &pop, NULL);
+	close(fd);
+	return r == 0 && !pop;
+}
+
 static int cgroup_scan(struct finder_kind *k, struct scanner *sc, struct candset *cs)
 {
 	struct cgroup_finders *g = (struct cgroup_finders *)k;
@@ -27,6 +42,8 @@ static int cgroup_scan(struct finder_kind *k, struct scanner *sc, struct candset
 		if (!(k->mask & (1u << i)))
 			continue;
 		size_t n = 0;
+		if (cgroup_empty(g->f[i].cgroup))
+			continue;
 		int r = cgroup_members(g->f[i].cgroup, &g->pids, &n, &g->cap);
 		if (r == -ENOMEM)
 			return r;

@@ -258,6 +258,20 @@ static int marker_scan(struct reap *rp)
 	return r;
 }
 
+/* Every cgroup finder's cgroup is empty now (cgroup.events, already open for the wait, says
+ * "populated 0"; one gone has nothing either): a scan can find nothing in them. */
+static int cgroups_empty(struct reap *rp)
+{
+	for (size_t i = 0; i < rp->sc.nf; i++) {
+		if (!(scanner_mask(&rp->sc, FINDER_CGROUP) & (1u << i)) || rp->cgev[i] < 0)
+			continue;
+		int pop = 1;
+		if (cgroup_events_read(rp->cgev[i], &pop, NULL) < 0 || pop)
+			return 0;
+	}
+	return 1;
+}
+
 /* Act on what epoll returned: exits, a cgroup's change (look again now), the host's event.
  * Returns what the host's event asks for (ACT_TERM, ACT_KILL), else DONE: wait on. */
 static enum outcome take_events(struct reap *rp, const struct epoll_event *evs, int n, double *next_scan)
@@ -294,7 +308,11 @@ static enum outcome wait_until(struct reap *rp, double deadline)
 	for (;;) {
 		double t = monotonic_now();
 		if (rp->cs.live == 0 || t >= next_scan) {
-			int r = scan(rp);
+			/* Nothing known is alive and the cgroups are empty (the end of a clean run):
+			 * the marker scan that would follow a scan finding nothing is the scan itself
+			 * (it runs every finder), instead of a second pass over the same finders. */
+			int r = rp->cs.live == 0 && rp->sc.env_deferred == 1 && cgroups_empty(rp) ? marker_scan(rp)
+												     : scan(rp);
 			if (r < 0) {
 				rp->err = r;
 				return FAILED;

@@ -456,8 +456,10 @@ REAPER_EXPORT void reaper_orphans_close(struct reaper_orphans *o);
  * gone), -ENOTDIR path is not a cgroup2 directory, -EROFS the cgroup2 mount is read-only,
  * -EACCES / -EPERM no permission, -ENAMETOOLONG / -ENOSPC a buffer too small. */
 
-/* The directory of the calling process's cgroup v2, from /proc/self/cgroup and
- * /proc/self/mountinfo, into buf. */
+/* The directory of the calling process's cgroup v2, from /proc/self/cgroup and the cgroup2
+ * mount that shows it, into buf: a writable one at /sys/fs/cgroup or /sys/fs/cgroup/unified
+ * when it provably does, else the most specific one /proc/self/mountinfo names (a writable
+ * one over a read-only one). */
 REAPER_EXPORT int reaper_cgroup_current(char *buf, size_t len);
 /* The same for the process at pid (0: the caller); -ESRCH when there is none. */
 REAPER_EXPORT int reaper_cgroup_of(pid_t pid, char *buf, size_t len);

@@ -113,6 +113,8 @@ START_TEST(current_create_enter_remove)
 		return;
 	char cur[PATH_MAX], prev[PATH_MAX], in[PATH_MAX], sub[PATH_MAX];
 	ck_assert_int_eq(reaper_cgroup_current(cur, sizeof cur), 0);
+	ck_assert_int_eq(reaper_cgroup_of(getpid(), in, sizeof in), 0);
+	ck_assert_str_eq(in, cur);
 	ck_assert_msg(!strncmp(cg, cur, strlen(cur)) && cg[strlen(cur)] == '/', "%s not below %s", cg, cur);
 	ck_assert_int_eq(reaper_cgroup_create(cg, "sub", sub, sizeof sub), 0);
 	ck_assert_int_eq(reaper_cgroup_create(cg, "sub", in, sizeof in), -EEXIST);
@@ -127,6 +129,11 @@ START_TEST(current_create_enter_remove)
 	ck_assert_str_eq(prev, cur);
 	ck_assert_int_eq(reaper_cgroup_current(in, sizeof in), 0);
 	ck_assert_str_eq(in, sub);
+	/* the usual mount's way (no mountinfo) and mountinfo's (another pid's cgroup is found by
+	 * it) name the same directory, below the root and at it */
+	char via[PATH_MAX];
+	ck_assert_int_eq(reaper_cgroup_of(getpid(), via, sizeof via), 0);
+	ck_assert_str_eq(via, in);
 	ck_assert_int_eq(reaper_cgroup_populated(cg), 1);
 	/* the caller inside: nothing is killed */
 	ck_assert_int_eq(reaper_cgroup_kill(cg), -EDEADLK);

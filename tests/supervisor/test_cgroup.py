@@ -88,6 +88,44 @@ def report(tmp_path):
         return json.load(f)
 
 
+# a child that leaves the run's cgroup for the one above (reaper's) and drops the marker: at the
+# end the run's cgroup is empty, and only descent finds it
+LEAVE = """
+    import os, sys
+    r, w = os.pipe()
+    os.set_inheritable(w, True)
+    if os.fork() == 0:
+        with open(%r + "/cgroup.procs", "w") as f:
+            f.write(str(os.getpid()))
+        null = os.open("/dev/null", os.O_RDWR)
+        for i in (0, 1, 2):
+            os.dup2(null, i)
+        os.execve("%s", ["%s", "-c", "import os, sys, time\\n"
+                  "st = open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19]\\n"
+                  "os.write(int(sys.argv[1]), ('%%d %%s\\\\n' %% (os.getpid(), st)).encode())\\n"
+                  "time.sleep(300)", str(w)], {})
+    os.close(w)
+    line = os.read(r, 100).decode()
+    print("left", line.strip(), flush=True)
+"""
+
+
+@needs_cgroup
+def test_a_leftover_that_left_the_cgroup_and_its_marker_is_found_by_descent(run, tmp_path):
+    """The run's cgroup is empty at the end (the reap's one scan runs with the marker finders):
+    what left it, without the marker, is still found as a descendant and ended."""
+    r = run(["--cgroup", "on", "--timeout", "0.2", "--grace", "0", "--report", str(tmp_path / "r.json")],
+            script(LEAVE % (OWN, PY, PY)))
+    assert r.wait(60) == 23, r.stderr
+    pid, st = map(int, r.out.split("left ")[1].split()[:2])
+    assert gone(pid, st)
+    doc = r.state()
+    assert not cgroups_of_run(doc["run_id"]), "the run's cgroup is still there"
+    leak = [p for p in report(tmp_path)["processes"] if p["pid"] == pid]
+    assert leak and leak[0]["fate"] == "killed", leak
+    assert "descendant" in " ".join(leak[0]["found_by"]) and "cgroup" not in leak[0]["found_by"], leak
+
+
 @needs_cgroup
 def test_cgroup_on_finds_env_i_setsid_double_fork_and_removes_its_cgroup(run, tmp_path):
     r = run(["--cgroup", "on", "--timeout", "0.2", "--grace", "0", "--report", str(tmp_path / "r.json")],

@@ -2,7 +2,7 @@
 """`reaper run` keeps what its help promises at the edges: --home finds leftovers by HOME=DIR,
 a cancellation during the drain reaches leftovers as itself, an unkillable COMMAND does not
 keep reaper forever, an inherited SIGCHLD=SIG_IGN does not cost the guardian, and COMMAND
-has the caller's descriptor limit."""
+has the caller's descriptor limit and scheduling."""
 import json
 import os
 import select
@@ -236,3 +236,37 @@ def test_command_gets_the_callers_descriptor_limit(args, soft, hard, tmp_path):
                        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard)))
     assert r.stdout.split() == [str(soft), str(hard)], r.stderr
     assert r.returncode == 23 and "3 leaked" in r.stderr, r.stderr
+
+
+# what a process says of its own scheduling: policy, nice value, and the time slice the kernel
+# gives it where /proc/PID/sched shows one (reaper asks for short slices for itself only)
+SCHEDULING = """
+import os
+sl = "-"
+try:
+    with open("/proc/self/sched") as f:
+        sl = next((l.split(":")[1].strip() for l in f if l.startswith("se.slice")), "-")
+except OSError:
+    pass
+print(os.sched_getscheduler(0), os.nice(0), sl)
+"""
+
+
+@pytest.mark.parametrize("args", [[], ["--cgroup", "off"], ["--isolate"]], ids=["auto", "cgroup-off", "isolate"])
+def test_command_has_the_callers_scheduling(args, tmp_path):
+    """reaper may ask for short time slices for itself, but COMMAND runs with the caller's
+    scheduling: its policy, its nice value and its slice are what the same program gets
+    started by the caller directly (also when started by --isolate's namespace init)."""
+    if args == ["--isolate"] and os.geteuid() != 0:
+        pytest.skip("as root: the PID namespace without a user namespace")
+    def batch_nice():
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+        os.nice(3)
+    env = dict(os.environ, HOME=str(tmp_path))
+    direct = subprocess.run([PY, "-c", SCHEDULING], capture_output=True, text=True, env=env, timeout=60,
+                            preexec_fn=batch_nice)
+    r = subprocess.run([REAPER, "run", *args, "--", PY, "-c", SCHEDULING], capture_output=True, text=True,
+                       env=env, timeout=120, preexec_fn=batch_nice)
+    assert r.returncode == 0, r.stderr
+    assert direct.stdout.split()[:2] == [str(os.SCHED_BATCH), str(os.nice(0) + 3)], direct.stdout
+    assert r.stdout.split() == direct.stdout.split(), r.stderr

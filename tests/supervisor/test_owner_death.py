@@ -68,7 +68,8 @@ def test_sigkilled_reaper_takes_its_run_along_and_spares_another_run(run):
 
 
 def test_guardian_holds_nothing_of_the_run_and_leaves_with_a_normal_end(run, tmp_path):
-    """The guardian is reaper's child in its own session (one fork, no middle process),
+    """The guardian is reaper's child leading a process group of its own, outside reaper's and
+    COMMAND's (one fork, no middle process),
     holds no descriptor of the run (a reader of COMMAND's output must not wait for it), sits
     in /, and exits, collected, when the run ends normally."""
     r = run([], script("""
@@ -82,7 +83,8 @@ def test_guardian_holds_nothing_of_the_run_and_leaves_with_a_normal_end(run, tmp
     assert g and g != r.p.pid
     fd = os.pidfd_open(g)
     try:
-        assert stat(g)["session"] == g  # its own session
+        assert stat(g)["pgrp"] == g  # its own group: group signals for the run miss it
+        assert stat(g)["pgrp"] not in (stat(r.p.pid)["pgrp"], stat(cmd)["pgrp"])
         assert stat(g)["ppid"] == r.p.pid  # started by one fork
         assert os.readlink("/proc/%d/cwd" % g) == "/"
         ours = {os.readlink("/proc/%d/fd/%s" % (cmd, n)) for n in ("0", "1", "2")}
