@@ -9,6 +9,7 @@ import errno
 import os
 import sys
 import threading
+import time
 from typing import Dict, List, Optional
 
 from .. import _site, cgroup, kin
@@ -26,6 +27,20 @@ except ImportError:  # another Python than CPython
         pthread_sigmask as _sigmask, signal as _setsignal
 
 _TERM = (SIGTERM,)
+
+# A child's start time (/proc/PID/stat field 22) is the boot-time clock at its fork, in clock
+# ticks: read before and after the fork, the two agree but when a tick ended meanwhile. Reading
+# /proc/PID/stat of a child just started costs some 80 us (it is still being set up on another
+# CPU), and a forked child shares this process's pages while the read's objects are made.
+try:
+    _BOOTTIME = time.CLOCK_BOOTTIME
+    _NS_PER_TICK = 10**9 // os.sysconf("SC_CLK_TCK")
+except (AttributeError, ValueError, OSError):
+    _BOOTTIME = None
+
+
+def _tick() -> int:
+    return time.clock_gettime_ns(_BOOTTIME) // _NS_PER_TICK if _BOOTTIME is not None else -1
 
 
 def _handles_sigterm() -> bool:
@@ -113,12 +128,13 @@ class _HostChildren:
             f = f.f_back
         return None
 
-    def add(self, pid: int, scope: Optional[_Scope] = None) -> None:
+    def add(self, pid: int, scope: Optional[_Scope] = None, before: int = -1) -> None:
+        """pid, started by this process; before: _tick() before it was forked."""
         if pid <= 0:
             if pid == 0:  # the child of a fork: none of these are its children
                 self.children = {}
             return
-        start = kin.start_time(pid)
+        start = before if before >= 0 and _tick() == before else kin.start_time(pid)
         if start is not None:
             with self.lock:
                 self.children[pid] = (start, scope.marker if scope else os.environ.get(MARKER))
@@ -222,8 +238,9 @@ class _HostChildren:
             return self._fork_away(fn, pid_of, args, kwargs, env_at, scope)
         if scope is not None:
             scope.enter()
+        before = _tick()
         result = fn(*args, **kwargs)
-        self.add(pid_of(result), scope)
+        self.add(pid_of(result), scope, before)
         return result
 
     def _fork_inherit(self, fn, pid_of, args, kwargs, env_at, scope):
@@ -239,8 +256,9 @@ class _HostChildren:
         if env_at is not None and len(args) > env_at:
             args = args[:env_at] + (_env_for(args[env_at], scope),) + args[env_at + 1:]
         try:
+            before = _tick()
             result = fn(*args, **kwargs)
-            self.add(pid_of(result), scope)
+            self.add(pid_of(result), scope, before)
             return result
         finally:
             self.local.forking, self.local.inherit = None, False
@@ -261,14 +279,15 @@ class _HostChildren:
         if env_at is not None and len(args) > env_at:
             args = args[:env_at] + (_env_for(args[env_at], scope),) + args[env_at + 1:]
         try:
+            before = _tick()
             result = fn(*args, **kwargs)
             pid = pid_of(result)
-            st = kin.pstat(pid) if pid > 0 and scope.cgroup else None
-            if st:
+            self.add(pid, scope, before)
+            got = self.children.get(pid) if pid > 0 and scope.cgroup else None
+            if got:
                 # a child that runs no Python code (exec) moves here, with what it forked
                 # meanwhile where this process was
-                _move_tree(scope.cgroup, st.ident, {here, cgroup.of(0)} - {scope.cgroup, None})
-            self.add(pid, scope)
+                _move_tree(scope.cgroup, (pid, got[0]), {here, cgroup.of(0)} - {scope.cgroup, None})
             return result
         finally:
             self.local.forking = None
