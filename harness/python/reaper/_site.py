@@ -222,6 +222,32 @@ def _environb() -> Dict[bytes, bytes]:
     return {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}  # os.environ replaced
 
 
+def env_entries(site: Site) -> Tuple[Tuple[bytes, Optional[bytes]], ...]:
+    """site's environment entries, encoded as os.environ keeps them (None: removed)."""
+    return tuple((os.fsencode(k), None if v is None else os.fsencode(v)) for k, v in site.env().items())
+
+
+def set_entries(entries: Tuple[Tuple[bytes, Optional[bytes]], ...]) -> None:
+    """os.environ (and the C environment) with entries (from env_entries) in it, at the least
+    cost: written to the dict os.environ keeps as its own __setitem__ would."""
+    data = _environb()
+    own = data is _ENV_DATA
+    for key, value in entries:
+        if value is None:
+            if key in data:
+                if own:
+                    os.unsetenv(key)
+                    del data[key]
+                else:
+                    del os.environ[os.fsdecode(key)]
+        elif data.get(key) != value:
+            if own:
+                os.putenv(key, value)
+                data[key] = value
+            else:
+                os.environ[os.fsdecode(key)] = os.fsdecode(value)
+
+
 def carried() -> bool:
     """Whether this process's environment holds a site (one an ancestor's spawn gave it)."""
     data = _environb()

@@ -28,9 +28,13 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
         site = SITES.here(marker, called) or _site.Site(None, None, None)
         local.site = site
     try:
-        if env_at is not None and len(args) > env_at and \
-                (site.spot or _site.carried()):
-            args = args[:env_at] + (_site.with_env(args[env_at], site),) + args[env_at + 1:]
+        if site.spot or _site.carried():
+            if env_at is None:
+                # a child forked without exec: what it execs (or starts) carries its site; the
+                # entries made here, where the child's at-fork handler only has to set them
+                local.child_env = _site.env_entries(site)
+            elif len(args) > env_at:
+                args = args[:env_at] + (_site.with_env(args[env_at], site),) + args[env_at + 1:]
         result = HOST.fork(fn, pid_of, args, kwargs, env_at, scope)
         pid = pid_of(result)
         if pid > 0 and site.spot:
@@ -41,14 +45,24 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
     finally:
         if outer is None:
             local.site = None
+        if env_at is None:
+            local.child_env = None
+
 
 def _sited_child() -> None:
-    # a child forked without exec: what it execs (or starts) carries its site
-    SITES.lock = _free(SITES.lock) or threading.Lock()
-    site = getattr(SITES.local, "site", None)
-    if site is not None and HOST.users:
-        SITES.local.site = None
-        _swap_env(site.env())
+    # in a child forked without exec, before it returns to Python code; each object made or
+    # written here is a page the child copies
+    if not SITES.lock.acquire(False):
+        SITES.lock = threading.Lock()  # another thread held it at the fork
+    else:
+        SITES.lock.release()
+    local = SITES.local
+    if getattr(local, "site", None) is not None and HOST.users:
+        entries = local.child_env
+        local.site = local.child_env = None
+        if entries is not None:
+            _site.set_entries(entries)
+
 
 def install(session: _Scope) -> bool:
     """A session begins: the fork hooks registered, the threads already running made the
