@@ -10,7 +10,7 @@ import sys
 import threading
 from typing import Dict, Optional
 
-from .. import _site
+from .. import _siteenv
 from .options import MARKER
 
 def _swap_env(values: Dict[str, Optional[str]]) -> Dict[str, Optional[str]]:
@@ -18,7 +18,7 @@ def _swap_env(values: Dict[str, Optional[str]]) -> Dict[str, Optional[str]]:
     bytes os.environ keeps: its mapping methods raise and catch a KeyError for each name it
     lacks (a forked child swaps its site's in, where every page written is copied)."""
     before = {}
-    data = _site._environb()
+    data = _siteenv._environb()
     for name, value in values.items():
         old = data.get(os.fsencode(name))
         before[name] = None if old is None else os.fsdecode(old)
@@ -119,7 +119,7 @@ def _env_for(env, scope: _Scope):
     (None: os.environ): a marker of this session in it (a test's, copied from os.environ at
     any time) is replaced by scope's, and the test named with it."""
     if env is None:  # _posixsubprocess's "inherit"
-        env = [k + b"=" + v for k, v in _site._environb().items()]
+        env = [k + b"=" + v for k, v in _siteenv._environb().items()]
     ours = scope.env()
     session = ours[MARKER].rsplit("-", 1)[0] + "-"
 

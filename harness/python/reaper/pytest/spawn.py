@@ -10,7 +10,7 @@ import os
 import sys
 import threading
 
-from .. import _site, kin
+from .. import _site, _siteenv, kin
 from .host import HOST, SITES, _free
 from .scope import FORCED, THREAD, _Scope, _swap_env
 
@@ -28,13 +28,13 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
         site = SITES.here(marker, called) or _site.Site(None, None, None)
         local.site = site
     try:
-        if site.spot or _site.carried():
+        if site.spot or _siteenv.carried():
             if env_at is None:
                 # a child forked without exec: what it execs (or starts) carries its site; the
                 # entries made here, where the child's at-fork handler only has to set them
-                local.child_env = _site.env_entries(site)
+                local.child_env = _siteenv.env_entries(site)
             elif len(args) > env_at:
-                args = args[:env_at] + (_site.with_env(args[env_at], site),) + args[env_at + 1:]
+                args = args[:env_at] + (_siteenv.with_env(args[env_at], site),) + args[env_at + 1:]
         result = HOST.fork(fn, pid_of, args, kwargs, env_at, scope)
         pid = pid_of(result)
         if pid > 0 and site.spot:
@@ -61,7 +61,7 @@ def _sited_child() -> None:
         entries = local.child_env
         local.site = local.child_env = None
         if entries is not None:
-            _site.set_entries(entries)
+            _siteenv.set_entries(entries)
 
 
 def install(session: _Scope) -> bool:
@@ -215,7 +215,7 @@ def _sited_system(fn):
         scope = HOST.scope_here()
         site = SITES.here(scope.marker if scope else None, "os.system") or _site.Site(None, None, None)
         SITES.local.site = site
-        before = _swap_env(site.env()) if site.spot or _site.carried() else None
+        before = _swap_env(site.env()) if site.spot or _siteenv.carried() else None
         try:
             return fn(*args, **kwargs)
         finally:
