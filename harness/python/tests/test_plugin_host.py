@@ -68,3 +68,18 @@ def test_a_child_forked_across_a_clock_tick_has_its_start_time_read(session):
         os.close(w)
         os.close(r)
         os.waitpid(pid, 0)
+
+
+def test_a_pid_started_outside_its_forks_clock_ticks_is_not_taken_for_the_child(session):
+    # entered after the fork (at the next look): a process of another start time than the
+    # fork's ticks allow holds the pid now, and is no child the interception started
+    r, w = os.pipe()
+    pid = _forked(r, w)
+    try:
+        HOST.children.pop(pid, None)
+        HOST.add(pid, None, host._tick() + 2)  # a fork that began after the child did
+        assert pid not in HOST.children
+    finally:
+        os.close(w)
+        os.close(r)
+        os.waitpid(pid, 0)

@@ -152,6 +152,7 @@ class Checks:
             with HOST.closed_for_others():
                 self._check(item, test, pools, left)
         finally:
+            HOST.flush()  # its children's sites recorded, to be forgotten with the others
             SITES.forget(test.marker)
             if reuse:
                 self.cgroups.spare = test.cgroup

@@ -4,6 +4,7 @@ that put each one in its scope's cgroup with its scope's markers."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import os
@@ -66,7 +67,12 @@ class _HostChildren:
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.children: Dict[int, tuple] = {}
+        self._children: Dict[int, tuple] = {}
+        # children started since the last look at _children, entered at that look: right
+        # after a fork the child shares this process's pages, and each one written meanwhile
+        # is copied (None: entered at once, in a forked child, whose records must reach the
+        # session before it exits)
+        self.pending: Optional[collections.deque] = collections.deque()
         self.users = 0
         self.saved: List[tuple] = []
         self.main: Optional[_Scope] = None  # the scope of the thread running the tests
@@ -128,16 +134,55 @@ class _HostChildren:
             f = f.f_back
         return None
 
-    def add(self, pid: int, scope: Optional[_Scope] = None, before: int = -1) -> None:
-        """pid, started by this process; before: _tick() before it was forked."""
+    @property
+    def children(self) -> Dict[int, tuple]:
+        if self.pending:
+            self.flush()
+        return self._children
+
+    @children.setter
+    def children(self, value: Dict[int, tuple]) -> None:
+        self._children = value
+
+    def add(self, pid: int, scope: Optional[_Scope] = None, before: int = -1, site=None, now: bool = False) -> None:
+        """pid, started by this process for scope at site; before: _tick() before it was
+        forked. now: entered at once, else at the next look at children."""
         if pid <= 0:
             if pid == 0:  # the child of a fork: none of these are its children
-                self.children = {}
+                self._children = {}
+                self.pending = None
             return
-        start = before if before >= 0 and _tick() == before else kin.start_time(pid)
-        if start is not None:
+        entry = (pid, before, _tick() if before >= 0 else -1,
+                 scope.marker if scope else os.environ.get(MARKER), site)
+        pending = self.pending
+        if pending is None or now:
             with self.lock:
-                self.children[pid] = (start, scope.marker if scope else os.environ.get(MARKER))
+                self._enter(entry)
+        else:
+            pending.append(entry)
+
+    def flush(self) -> None:
+        """The children started since the last look entered."""
+        pending = self.pending
+        with self.lock:
+            while pending:
+                try:
+                    entry = pending.popleft()
+                except IndexError:
+                    break
+                self._enter(entry)
+
+    def _enter(self, entry: tuple) -> None:
+        pid, before, after, marker, site = entry
+        if before >= 0 and before == after:
+            start = before  # no clock tick ended during the fork: the child's start time
+        else:
+            start = kin.start_time(pid)
+            if start is None or (before >= 0 and not before <= start <= after):
+                return  # gone (waited for), or its pid is another process's now
+        self._children[pid] = (start, marker)
+        if site is not None and site.spot:
+            SITES.record(pid, start, site, marker)
 
     def settle(self, timeout: float = 30.0) -> None:
         """Wait for the forks under way whose child must be moved out of where this process
@@ -225,8 +270,8 @@ class _HostChildren:
                 threading.Event().wait()
             raise BlockingIOError(errno.EAGAIN, "pytest is exiting: nothing more is started")
 
-    def fork(self, fn, pid_of, args, kwargs, env_at=None, scope=None):
-        """fn's spawn for scope (None: the caller's, scope_here's)."""
+    def fork(self, fn, pid_of, args, kwargs, env_at=None, scope=None, site=None):
+        """fn's spawn for scope (None: the caller's, scope_here's), made at site."""
         self.hold_at_exit()
         if scope is None:
             scope = self.scope_here()
@@ -234,16 +279,16 @@ class _HostChildren:
             scope.spawned = True
         if self.away(scope):
             if scope.cgroup is not None and scope is self.main and self.here == scope.cgroup:
-                return self._fork_inherit(fn, pid_of, args, kwargs, env_at, scope)
-            return self._fork_away(fn, pid_of, args, kwargs, env_at, scope)
+                return self._fork_inherit(fn, pid_of, args, kwargs, env_at, scope, site)
+            return self._fork_away(fn, pid_of, args, kwargs, env_at, scope, site)
         if scope is not None:
             scope.enter()
         before = _tick()
         result = fn(*args, **kwargs)
-        self.add(pid_of(result), scope, before)
+        self.add(pid_of(result), scope, before, site)
         return result
 
-    def _fork_inherit(self, fn, pid_of, args, kwargs, env_at, scope):
+    def _fork_inherit(self, fn, pid_of, args, kwargs, env_at, scope, site):
         """A thread of the running test forks while pytest is in the test's cgroup: its child
         is born there; pytest does not move until the fork is done (goto waits for it)."""
         with self.moving:
@@ -251,14 +296,14 @@ class _HostChildren:
             if here:
                 self.inheriting += 1
         if not here:
-            return self._fork_away(fn, pid_of, args, kwargs, env_at, scope)
+            return self._fork_away(fn, pid_of, args, kwargs, env_at, scope, site)
         self.local.forking, self.local.inherit = scope, True
         if env_at is not None and len(args) > env_at:
             args = args[:env_at] + (_env_for(args[env_at], scope),) + args[env_at + 1:]
         try:
             before = _tick()
             result = fn(*args, **kwargs)
-            self.add(pid_of(result), scope, before)
+            self.add(pid_of(result), scope, before, site)
             return result
         finally:
             self.local.forking, self.local.inherit = None, False
@@ -266,7 +311,7 @@ class _HostChildren:
                 self.inheriting -= 1
                 self.moving.notify_all()
 
-    def _fork_away(self, fn, pid_of, args, kwargs, env_at, scope):
+    def _fork_away(self, fn, pid_of, args, kwargs, env_at, scope, site):
         with self.moving:
             self.moving.wait_for(lambda: not self.closed, 60)
             final = self.final is not None and self.final != threading.get_ident()
@@ -282,8 +327,8 @@ class _HostChildren:
             before = _tick()
             result = fn(*args, **kwargs)
             pid = pid_of(result)
-            self.add(pid, scope, before)
-            got = self.children.get(pid) if pid > 0 and scope.cgroup else None
+            self.add(pid, scope, before, site, now=True)
+            got = self._children.get(pid) if pid > 0 and scope.cgroup else None
             if got:
                 # a child that runs no Python code (exec) moves here, with what it forked
                 # meanwhile where this process was
@@ -297,14 +342,15 @@ class _HostChildren:
 
     def current(self) -> Dict[int, tuple]:
         """The tracked children that are still ours and not waited for; forget the others."""
+        self.flush()
         with self.lock:
-            if not self.children:
+            if not self._children:
                 return {}
             ours = {p.ident for p in kin.children()}
-            for pid, (start, _) in list(self.children.items()):
+            for pid, (start, _) in list(self._children.items()):
                 if (pid, start) not in ours:
-                    del self.children[pid]
-            return dict(self.children)
+                    del self._children[pid]
+            return dict(self._children)
 
     def owns(self, pid: int, start: int) -> bool:
         got = self.children.get(pid)

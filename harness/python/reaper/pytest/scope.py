@@ -72,10 +72,12 @@ class _Scope:
     def enter(self) -> None:
         """The thread that runs the test starts something: pytest runs in the test's cgroup
         from now on, so that what it forks below the interception (C code) is there too."""
-        if self.goto is not None:
-            path = self.where()
+        goto = self.goto
+        if goto is not None:
+            # made already (the test's every spawn but its first): no lock taken
+            path = self.cgroup if self.maker is None else self.where()
             if path:
-                self.goto(path)
+                goto(path)
 
     def close(self) -> None:
         """The test has ended: no cgroup is made for it any more, pytest moves no more."""

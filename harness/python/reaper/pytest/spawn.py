@@ -10,9 +10,12 @@ import os
 import sys
 import threading
 
-from .. import _site, _siteenv, kin
-from .host import HOST, SITES, _free
+from .. import _site, _siteenv
+from .host import HOST, SITES
 from .scope import FORCED, THREAD, _Scope, _swap_env
+
+_NO_SITE = _site.Site(None, None, None)
+
 
 def _sited(called, fn, pid_of, args, kwargs, env_at):
     """A spawn that records where it was made (see _site): in the environment the program
@@ -25,7 +28,7 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
     if outer is not None:
         site = outer
     else:
-        site = SITES.here(marker, called) or _site.Site(None, None, None)
+        site = SITES.here(marker, called) or _NO_SITE
         local.site = site
     try:
         if site.spot or _siteenv.carried():
@@ -35,13 +38,7 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
                 local.child_env = _siteenv.env_entries(site)
             elif len(args) > env_at:
                 args = args[:env_at] + (_siteenv.with_env(args[env_at], site),) + args[env_at + 1:]
-        result = HOST.fork(fn, pid_of, args, kwargs, env_at, scope)
-        pid = pid_of(result)
-        if pid > 0 and site.spot:
-            got = HOST.children.get(pid)  # its start time, as the interception read it
-            start = got[0] if got else getattr(kin.pstat(pid), "start_time", None)
-            SITES.record(pid, start, site, marker)
-        return result
+        return HOST.fork(fn, pid_of, args, kwargs, env_at, scope, site)
     finally:
         if outer is None:
             local.site = None
@@ -92,6 +89,8 @@ def uninstall() -> None:
     HOST.saved = []
     HOST.earlier = {}
     HOST.children = {}
+    if HOST.pending is not None:
+        HOST.pending.clear()
     HOST.owned = {}
     HOST.served = {}
 
@@ -213,7 +212,7 @@ def _sited_system(fn):
         if getattr(SITES.local, "site", None) is not None:
             return fn(*args, **kwargs)
         scope = HOST.scope_here()
-        site = SITES.here(scope.marker if scope else None, "os.system") or _site.Site(None, None, None)
+        site = SITES.here(scope.marker if scope else None, "os.system") or _NO_SITE
         SITES.local.site = site
         before = _swap_env(site.env()) if site.spot or _siteenv.carried() else None
         try:
