@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from reaper import kin
+from reaper import _site, kin
 from reaper.pytest import host
-from reaper.pytest.host import HOST
+from reaper.pytest.host import HOST, SITES
 
 BLOCK = [sys.executable, "-c", "import sys; sys.stdin.read()"]
 
@@ -83,3 +83,23 @@ def test_a_pid_started_outside_its_forks_clock_ticks_is_not_taken_for_the_child(
         os.close(w)
         os.close(r)
         os.waitpid(pid, 0)
+
+
+def test_the_site_of_a_child_forked_across_a_clock_tick_outlives_the_child(session):
+    # what a shell it exec'd started is named by the site of the fork, found by its frames
+    # once the shell is gone
+    site = _site.Site(_site.Frame("test_x.py", 7, "test_y"), _site.Frame("test_x.py", 7, "test_y"), "os.fork")
+    r, w = os.pipe()
+    pid = _forked(r, w)
+    start = kin.pstat(pid).start_time
+    try:
+        HOST.children.pop(pid, None)
+        HOST.add(pid, None, host._tick() - 1, site)
+    finally:
+        os.close(w)
+        os.close(r)
+        os.waitpid(pid, 0)
+    HOST.flush()
+    assert SITES.by_id.get((pid, start), (None,))[0] == site
+    with SITES.lock:
+        SITES.by_id.pop((pid, start), None)

@@ -152,10 +152,12 @@ class _HostChildren:
                 self._children = {}
                 self.pending = None
             return
-        entry = (pid, before, _tick() if before >= 0 else -1,
-                 scope.marker if scope else os.environ.get(MARKER), site)
+        after = _tick() if before >= 0 else -1
+        entry = (pid, before, after, scope.marker if scope else os.environ.get(MARKER), site)
         pending = self.pending
-        if pending is None or now:
+        # a tick ended during the fork: its start time read now, before its owner has its pid
+        # to wait for it (its site is told by identity, and by its frames once it is gone)
+        if pending is None or now or after != before:
             with self.lock:
                 self._enter(entry)
         else:
@@ -179,7 +181,7 @@ class _HostChildren:
         else:
             start = kin.start_time(pid)
             if start is None or (before >= 0 and not before <= start <= after):
-                return  # gone (waited for), or its pid is another process's now
+                return  # gone (waited for by another thread), or its pid another process's
         self._children[pid] = (start, marker)
         if site is not None and site.spot:
             SITES.record(pid, start, site, marker)
