@@ -274,8 +274,10 @@ class Checks:
             # a zombie is no leak (nor to the scan); its children have pids of their own
             if st is None or st.state == "Z" or st.start_time < self.since or os.path.exists(f"/proc/{me}/task/{pid}"):
                 continue
+            # an environment that cannot be read (an exec or an exit under way, another
+            # user's) is no match to the scan's marker finder either; descent is judged below
             env = kin.environ(pid)
-            if env is None or entry in env.split(b"\0"):
+            if env is not None and entry in env.split(b"\0"):
                 return False
             live.append(st)
         if not live:
