@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Dict, List, Optional
 
-from .. import _site, cgroup, kin
+from .. import _site, _siteenv, cgroup, kin
 from .options import MARKER
 from .scope import FORCED, THREAD, _Scope, _env_for, _objects_of
 
@@ -88,7 +88,6 @@ class _HostChildren:
         self.at_fork = False
         self.final = None  # the thread running pytest's exit check: the others' spawns wait
         self.exited = threading.Event()  # ... for it to end
-        self.site_at_fork = False
         # id -> (object, scope, fixture): the values of wider fixtures and their attributes
         self.owned: Dict[int, tuple] = {}
         # multiprocessing's fork server's workers (not children of ours, with the fork
@@ -213,6 +212,7 @@ class _HostChildren:
         # (one that is free is kept: each object made here is pages the child copies).
         self.lock = _free(self.lock) or threading.Lock()
         self.moving = _free(self.moving) or threading.Condition()
+        SITES.lock = _free(SITES.lock) or threading.Lock()
         # the session's SIGTERM handler is pytest's: a child that inherited it would end by
         # SIGTERM only once its Python code runs again, which a wait that began as the signal
         # came (a Pool worker's wait for its queue) never does. SIGTERM was held back over the
@@ -223,6 +223,13 @@ class _HostChildren:
             except ValueError:  # not the child's main thread: the handler still ends it
                 pass
         self.release_sigterm()
+        # what it execs (or starts) carries the site of its fork: entries made before the fork
+        sites = SITES.local
+        if getattr(sites, "site", None) is not None and self.users:
+            entries = sites.child_env
+            sites.site = sites.child_env = None
+            if entries is not None:
+                _siteenv.set_entries(entries)
         s = getattr(self.local, "forking", None)
         if s is None or not self.users:
             return

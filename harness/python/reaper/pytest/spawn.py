@@ -15,6 +15,7 @@ from .host import HOST, SITES
 from .scope import FORCED, THREAD, _Scope, _swap_env
 
 _NO_SITE = _site.Site(None, None, None)
+_ENTRIES: dict = {}  # site -> its environment entries (a spawn in a loop makes the same site)
 
 
 def _sited(called, fn, pid_of, args, kwargs, env_at):
@@ -35,7 +36,12 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
             if env_at is None:
                 # a child forked without exec: what it execs (or starts) carries its site; the
                 # entries made here, where the child's at-fork handler only has to set them
-                local.child_env = _siteenv.env_entries(site)
+                entries = _ENTRIES.get(site)
+                if entries is None:
+                    if len(_ENTRIES) > 4096:
+                        _ENTRIES.clear()
+                    entries = _ENTRIES[site] = _siteenv.env_entries(site)
+                local.child_env = entries
             elif len(args) > env_at:
                 args = args[:env_at] + (_siteenv.with_env(args[env_at], site),) + args[env_at + 1:]
         return HOST.fork(fn, pid_of, args, kwargs, env_at, scope, site)
@@ -44,21 +50,6 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
             local.site = None
         if env_at is None:
             local.child_env = None
-
-
-def _sited_child() -> None:
-    # in a child forked without exec, before it returns to Python code; each object made or
-    # written here is a page the child copies
-    if not SITES.lock.acquire(False):
-        SITES.lock = threading.Lock()  # another thread held it at the fork
-    else:
-        SITES.lock.release()
-    local = SITES.local
-    if getattr(local, "site", None) is not None and HOST.users:
-        entries = local.child_env
-        local.site = local.child_env = None
-        if entries is not None:
-            _siteenv.set_entries(entries)
 
 
 def install(session: _Scope) -> bool:
@@ -75,9 +66,6 @@ def install(session: _Scope) -> bool:
     # threads already running (a plugin's, a conftest's) are the session's
     HOST.earlier = {t.ident: session for t in threading.enumerate()
                     if t is not threading.current_thread() and t.ident is not None}
-    if not HOST.site_at_fork:
-        os.register_at_fork(after_in_child=_sited_child)
-        HOST.site_at_fork = True
     return True
 
 
