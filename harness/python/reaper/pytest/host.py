@@ -226,7 +226,7 @@ class _HostChildren:
         # what it execs (or starts) carries the site of its fork: entries made before the fork
         sites = SITES.local
         if getattr(sites, "site", None) is not None and self.users:
-            entries = sites.child_env
+            entries = getattr(sites, "child_env", None)  # made only for a site to carry
             sites.site = sites.child_env = None
             if entries is not None:
                 _siteenv.set_entries(entries)
