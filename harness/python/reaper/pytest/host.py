@@ -49,15 +49,6 @@ def _handles_sigterm() -> bool:
     return getattr(getattr(_getsignal(SIGTERM), "__func__", None), "session_sigterm", False)
 
 
-def _free(lock):
-    """lock, when no thread holds it (in a forked child: it was free in the parent, or the
-    forking thread holds it and will release it); else None."""
-    if not lock.acquire(False):
-        return None
-    lock.release()
-    return lock
-
-
 class _HostChildren:
     """Every child this process starts while a session is active, as (pid -> start time,
     the marker of the scope it was started for): their exit statuses belong to whoever
@@ -209,20 +200,30 @@ class _HostChildren:
         # in the child of os.fork/forkpty, before it returns to Python code: the marker and
         # cgroup of the scope it was started for, before it can start anything itself. Only
         # the forking thread goes on here: a lock another thread held stays held unless new
-        # (one that is free is kept: each object made here is pages the child copies).
-        self.lock = _free(self.lock) or threading.Lock()
-        self.moving = _free(self.moving) or threading.Condition()
-        SITES.lock = _free(SITES.lock) or threading.Lock()
+        # (one that is free is kept). Each object made or written here, and each function
+        # called (its reference count), is a page the child copies: written out in place.
+        if self.lock.locked():
+            self.lock = threading.Lock()
+        if SITES.lock.locked():
+            SITES.lock = threading.Lock()
+        moving = self.moving
+        if moving.acquire(False):
+            moving.release()
+        else:
+            self.moving = threading.Condition()
         # the session's SIGTERM handler is pytest's: a child that inherited it would end by
         # SIGTERM only once its Python code runs again, which a wait that began as the signal
         # came (a Pool worker's wait for its queue) never does. SIGTERM was held back over the
         # fork (before_fork): one sent meanwhile is delivered now, at its default.
-        if _handles_sigterm():
+        if getattr(getattr(_getsignal(SIGTERM), "__func__", None), "session_sigterm", False):
             try:
                 _setsignal(SIGTERM, SIG_DFL)
             except ValueError:  # not the child's main thread: the handler still ends it
                 pass
-        self.release_sigterm()
+        local = self.local
+        if getattr(local, "held", False):
+            local.held = False
+            _sigmask(SIG_UNBLOCK, _TERM)
         # what it execs (or starts) carries the site of its fork: entries made before the fork
         sites = SITES.local
         if getattr(sites, "site", None) is not None and self.users:
