@@ -189,7 +189,61 @@ def _qualname(frame) -> str:
 
 def here(test_file: Optional[str], called: Optional[str], root: Optional[str] = None, depth: int = 1) -> Optional[Site]:
     """The site of a spawn being made now (depth: frames of the interception to pass over)."""
-    return site_of(_walk(sys._getframe(depth + 1)), test_file, called, lambda p: shown(p, root))
+    return _site_here(sys._getframe(depth + 1), test_file, called, root)
+
+
+# Plain dicts, not lru_caches: a cache hit of an lru_cache relinks its entry, a write to a
+# page that, after each fork, is copied (see _site_here).
+_USER: Dict[str, bool] = {}       # filename -> is_user(filename)
+_REAL: Dict[str, str] = {}        # path -> its realpath
+_SHOWN: Dict[Optional[str], Dict[str, str]] = {}  # root -> {path: shown(path, root)}
+
+
+def _site_here(frame, test_file: Optional[str], called: Optional[str], root: Optional[str]) -> Optional[Site]:
+    """site_of(_walk(frame), test_file, called, shown below root), read from the frames
+    themselves: only the file of each library frame, the rest of the few frames the site is
+    made of. A spawn's every write to memory (each object made, each reference counted) is a
+    page copied once the next fork has shared it with a child."""
+    real = _REAL.get(test_file) if test_file else None
+    if test_file and real is None:
+        real = _REAL[test_file] = os.path.realpath(test_file)
+    user = _USER
+    inner: Optional[Frame] = None
+    via: Optional[str] = None
+    below = None  # the last library frame seen before the caller's code
+    shown_here = _SHOWN.get(root)
+    if shown_here is None:
+        shown_here = _SHOWN[root] = {}
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        mine = user.get(filename)
+        if mine is None:
+            mine = user[filename] = is_user(filename)
+        if not mine:
+            if inner is None:
+                below = frame
+            frame = frame.f_back
+            continue
+        path = shown_here.get(filename)
+        if path is None:
+            path = shown_here[filename] = shown(filename, root)
+        at = Frame(path, frame.f_lineno, _qualname(frame))
+        if inner is None:
+            inner = at
+            # the caller's code called the interception itself (os.fork): the function it wraps
+            if below is None:
+                via = called
+            else:
+                raw = (below.f_code.co_filename, below.f_lineno, _qualname(below), below.f_globals.get("__name__", ""))
+                via = called if _real(raw[0]).startswith(LIBRARY_SELF) else _via(raw)
+        if real is not None:
+            got = _REAL.get(filename)
+            if got is None:
+                got = _REAL[filename] = os.path.realpath(filename)
+            if got == real:
+                return Site(at, inner, via)
+        frame = frame.f_back
+    return None if inner is None else Site(None, inner, via)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -211,66 +265,6 @@ def parse(value: Optional[str]) -> Optional[Frame]:
     if len(parts) != 3 or not parts[1].isdigit() or not parts[0]:
         return None
     return Frame(parts[0], int(parts[1]), parts[2])
-
-
-def _environb() -> Dict[bytes, bytes]:
-    """os.environ as bytes, read without decoding it: the dict os.environ keeps (about 5 us
-    for 40 entries, against 27 us through os.environb's mapping interface), where there is one."""
-    data = getattr(os.environ, "_data", None)
-    if data is not None and data is _ENV_DATA:
-        return data
-    return {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}  # os.environ replaced
-
-
-def carried() -> bool:
-    """Whether this process's environment holds a site (one an ancestor's spawn gave it)."""
-    data = _environb()
-    return _AT_B in data or _IN_B in data
-
-
-_AT_B, _IN_B = os.fsencode(AT), os.fsencode(IN)
-_ENV_DATA = getattr(os.environ, "_data", None)
-if not isinstance(_ENV_DATA, dict) or not all(isinstance(k, bytes) for k in _ENV_DATA):
-    _ENV_DATA = None
-
-
-def with_env(env, site: Site):
-    """env (a spawn's environment: None for os.environ, a mapping, or a list of b"NAME=VALUE")
-    with site's entries in it. An entry the caller gave itself (another value than
-    os.environ's, which a copy of os.environ would hold) is the caller's to keep."""
-    entries = site.env()
-    if env is None:  # os.environ's own: no entry of it is the caller's
-        names = {os.fsencode(k) for k in entries}
-        out = [k + b"=" + v for k, v in _environb().items() if k not in names]
-        out += [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in entries.items() if v is not None]
-        return out
-    if isinstance(env, (list, tuple)):
-        given = {}
-        for e in env:
-            name, _, value = bytes(e).partition(b"=")
-            given[name] = value
-        for k in list(entries):
-            value = given.get(os.fsencode(k))
-            if value is not None and value != os.fsencode(os.environ.get(k, "")):
-                del entries[k]
-        names = {os.fsencode(k) for k in entries}
-        out = [e for e in env if bytes(e).partition(b"=")[0] not in names]
-        out += [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in entries.items() if v is not None]
-        return out
-    try:
-        out = dict(env)
-    except (TypeError, ValueError):
-        return env
-    bytes_keys = any(isinstance(k, bytes) for k in out)
-    for k, v in entries.items():
-        key = os.fsencode(k) if bytes_keys else k
-        mine = out.get(key)
-        if mine is not None and os.fsencode(mine) != os.fsencode(os.environ.get(k, "")):
-            continue
-        out.pop(key, None)
-        if v is not None:
-            out[key] = os.fsencode(v) if bytes_keys else v
-    return out
 
 
 class Registry:
@@ -324,8 +318,7 @@ class Registry:
             self.by_id.clear()
 
     def here(self, marker: Optional[str], called: Optional[str], depth: int = 1) -> Optional[Site]:
-        return site_of(_walk(sys._getframe(depth + 1)), self.files.get(marker) if marker else None,
-                       called, lambda p: shown(p, self.root))
+        return _site_here(sys._getframe(depth + 1), self.files.get(marker) if marker else None, called, self.root)
 
     def record(self, pid: int, start: Optional[int], site: Optional[Site], marker: Optional[str]) -> None:
         if site is None or pid <= 0 or start is None:

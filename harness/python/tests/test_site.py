@@ -8,7 +8,8 @@ import os
 import pytest
 
 from reaper import _site
-from reaper._site import Frame, Registry, Site, parse, site_of, with_env
+from reaper._site import Frame, Registry, Site, parse, site_of
+from reaper._siteenv import with_env
 
 LIB = ("/usr/lib/python3.11/",)
 OWN = os.path.join(os.path.dirname(os.path.abspath(_site.__file__)), "pytest_plugin.py")

@@ -152,6 +152,7 @@ class Checks:
             with HOST.closed_for_others():
                 self._check(item, test, pools, left)
         finally:
+            HOST.flush()  # its children's sites recorded, to be forgotten with the others
             SITES.forget(test.marker)
             if reuse:
                 self.cgroups.spare = test.cgroup
@@ -273,8 +274,10 @@ class Checks:
             # a zombie is no leak (nor to the scan); its children have pids of their own
             if st is None or st.state == "Z" or st.start_time < self.since or os.path.exists(f"/proc/{me}/task/{pid}"):
                 continue
+            # an environment that cannot be read (an exec or an exit under way, another
+            # user's) is no match to the scan's marker finder either; descent is judged below
             env = kin.environ(pid)
-            if env is None or entry in env.split(b"\0"):
+            if env is not None and entry in env.split(b"\0"):
                 return False
             live.append(st)
         if not live:

@@ -31,8 +31,9 @@ class _Collector(threading.Thread):
     def run(self):
         with kin.Orphans() as orphans:
             while not self.stop.wait(COLLECT_PERIOD):
+                HOST.flush()
                 with HOST.lock:
-                    own = [(pid, start) for pid, (start, _) in HOST.children.items()]
+                    own = [(pid, start) for pid, (start, _) in HOST._children.items()]
                 try:
                     self.collected += orphans.collect(own)
                 except OSError:  # out of descriptors or memory: the next look tries again

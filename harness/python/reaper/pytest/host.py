@@ -4,14 +4,16 @@ that put each one in its scope's cgroup with its scope's markers."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import os
 import sys
 import threading
+import time
 from typing import Dict, List, Optional
 
-from .. import _site, cgroup, kin
+from .. import _site, _siteenv, cgroup, kin
 from .options import MARKER
 from .scope import FORCED, THREAD, _Scope, _env_for, _objects_of
 
@@ -27,19 +29,24 @@ except ImportError:  # another Python than CPython
 
 _TERM = (SIGTERM,)
 
+# A child's start time (/proc/PID/stat field 22) is the boot-time clock at its fork, in clock
+# ticks: read before and after the fork, the two agree but when a tick ended meanwhile. Reading
+# /proc/PID/stat of a child just started costs some 80 us (it is still being set up on another
+# CPU), and a forked child shares this process's pages while the read's objects are made.
+try:
+    _BOOTTIME = time.CLOCK_BOOTTIME
+    _NS_PER_TICK = 10**9 // os.sysconf("SC_CLK_TCK")
+except (AttributeError, ValueError, OSError):
+    _BOOTTIME = None
+
+
+def _tick() -> int:
+    return time.clock_gettime_ns(_BOOTTIME) // _NS_PER_TICK if _BOOTTIME is not None else -1
+
 
 def _handles_sigterm() -> bool:
     """Whether SIGTERM is the session's (its handler in this process)."""
     return getattr(getattr(_getsignal(SIGTERM), "__func__", None), "session_sigterm", False)
-
-
-def _free(lock):
-    """lock, when no thread holds it (in a forked child: it was free in the parent, or the
-    forking thread holds it and will release it); else None."""
-    if not lock.acquire(False):
-        return None
-    lock.release()
-    return lock
 
 
 class _HostChildren:
@@ -51,7 +58,12 @@ class _HostChildren:
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.children: Dict[int, tuple] = {}
+        self._children: Dict[int, tuple] = {}
+        # children started since the last look at _children, entered at that look: right
+        # after a fork the child shares this process's pages, and each one written meanwhile
+        # is copied (None: entered at once, in a forked child, whose records must reach the
+        # session before it exits)
+        self.pending: Optional[collections.deque] = collections.deque()
         self.users = 0
         self.saved: List[tuple] = []
         self.main: Optional[_Scope] = None  # the scope of the thread running the tests
@@ -67,7 +79,6 @@ class _HostChildren:
         self.at_fork = False
         self.final = None  # the thread running pytest's exit check: the others' spawns wait
         self.exited = threading.Event()  # ... for it to end
-        self.site_at_fork = False
         # id -> (object, scope, fixture): the values of wider fixtures and their attributes
         self.owned: Dict[int, tuple] = {}
         # multiprocessing's fork server's workers (not children of ours, with the fork
@@ -113,15 +124,57 @@ class _HostChildren:
             f = f.f_back
         return None
 
-    def add(self, pid: int, scope: Optional[_Scope] = None) -> None:
+    @property
+    def children(self) -> Dict[int, tuple]:
+        if self.pending:
+            self.flush()
+        return self._children
+
+    @children.setter
+    def children(self, value: Dict[int, tuple]) -> None:
+        self._children = value
+
+    def add(self, pid: int, scope: Optional[_Scope] = None, before: int = -1, site=None, now: bool = False) -> None:
+        """pid, started by this process for scope at site; before: _tick() before it was
+        forked. now: entered at once, else at the next look at children."""
         if pid <= 0:
             if pid == 0:  # the child of a fork: none of these are its children
-                self.children = {}
+                self._children = {}
+                self.pending = None
             return
-        start = kin.start_time(pid)
-        if start is not None:
+        after = _tick() if before >= 0 else -1
+        entry = (pid, before, after, scope.marker if scope else os.environ.get(MARKER), site)
+        pending = self.pending
+        # a tick ended during the fork: its start time read now, before its owner has its pid
+        # to wait for it (its site is told by identity, and by its frames once it is gone)
+        if pending is None or now or after != before:
             with self.lock:
-                self.children[pid] = (start, scope.marker if scope else os.environ.get(MARKER))
+                self._enter(entry)
+        else:
+            pending.append(entry)
+
+    def flush(self) -> None:
+        """The children started since the last look entered."""
+        pending = self.pending
+        with self.lock:
+            while pending:
+                try:
+                    entry = pending.popleft()
+                except IndexError:
+                    break
+                self._enter(entry)
+
+    def _enter(self, entry: tuple) -> None:
+        pid, before, after, marker, site = entry
+        if before >= 0 and before == after:
+            start = before  # no clock tick ended during the fork: the child's start time
+        else:
+            start = kin.start_time(pid)
+            if start is None or (before >= 0 and not before <= start <= after):
+                return  # gone (waited for by another thread), or its pid another process's
+        self._children[pid] = (start, marker)
+        if site is not None and site.spot:
+            SITES.record(pid, start, site, marker)
 
     def settle(self, timeout: float = 30.0) -> None:
         """Wait for the forks under way whose child must be moved out of where this process
@@ -147,19 +200,37 @@ class _HostChildren:
         # in the child of os.fork/forkpty, before it returns to Python code: the marker and
         # cgroup of the scope it was started for, before it can start anything itself. Only
         # the forking thread goes on here: a lock another thread held stays held unless new
-        # (one that is free is kept: each object made here is pages the child copies).
-        self.lock = _free(self.lock) or threading.Lock()
-        self.moving = _free(self.moving) or threading.Condition()
+        # (one that is free is kept). Each object made or written here, and each function
+        # called (its reference count), is a page the child copies: written out in place.
+        if self.lock.locked():
+            self.lock = threading.Lock()
+        if SITES.lock.locked():
+            SITES.lock = threading.Lock()
+        moving = self.moving
+        if moving.acquire(False):
+            moving.release()
+        else:
+            self.moving = threading.Condition()
         # the session's SIGTERM handler is pytest's: a child that inherited it would end by
         # SIGTERM only once its Python code runs again, which a wait that began as the signal
         # came (a Pool worker's wait for its queue) never does. SIGTERM was held back over the
         # fork (before_fork): one sent meanwhile is delivered now, at its default.
-        if _handles_sigterm():
+        if getattr(getattr(_getsignal(SIGTERM), "__func__", None), "session_sigterm", False):
             try:
                 _setsignal(SIGTERM, SIG_DFL)
             except ValueError:  # not the child's main thread: the handler still ends it
                 pass
-        self.release_sigterm()
+        local = self.local
+        if getattr(local, "held", False):
+            local.held = False
+            _sigmask(SIG_UNBLOCK, _TERM)
+        # what it execs (or starts) carries the site of its fork: entries made before the fork
+        sites = SITES.local
+        if getattr(sites, "site", None) is not None and self.users:
+            entries = getattr(sites, "child_env", None)  # made only for a site to carry
+            sites.site = sites.child_env = None
+            if entries is not None:
+                _siteenv.set_entries(entries)
         s = getattr(self.local, "forking", None)
         if s is None or not self.users:
             return
@@ -209,8 +280,8 @@ class _HostChildren:
                 threading.Event().wait()
             raise BlockingIOError(errno.EAGAIN, "pytest is exiting: nothing more is started")
 
-    def fork(self, fn, pid_of, args, kwargs, env_at=None, scope=None):
-        """fn's spawn for scope (None: the caller's, scope_here's)."""
+    def fork(self, fn, pid_of, args, kwargs, env_at=None, scope=None, site=None):
+        """fn's spawn for scope (None: the caller's, scope_here's), made at site."""
         self.hold_at_exit()
         if scope is None:
             scope = self.scope_here()
@@ -218,15 +289,16 @@ class _HostChildren:
             scope.spawned = True
         if self.away(scope):
             if scope.cgroup is not None and scope is self.main and self.here == scope.cgroup:
-                return self._fork_inherit(fn, pid_of, args, kwargs, env_at, scope)
-            return self._fork_away(fn, pid_of, args, kwargs, env_at, scope)
+                return self._fork_inherit(fn, pid_of, args, kwargs, env_at, scope, site)
+            return self._fork_away(fn, pid_of, args, kwargs, env_at, scope, site)
         if scope is not None:
             scope.enter()
+        before = _tick()
         result = fn(*args, **kwargs)
-        self.add(pid_of(result), scope)
+        self.add(pid_of(result), scope, before, site)
         return result
 
-    def _fork_inherit(self, fn, pid_of, args, kwargs, env_at, scope):
+    def _fork_inherit(self, fn, pid_of, args, kwargs, env_at, scope, site):
         """A thread of the running test forks while pytest is in the test's cgroup: its child
         is born there; pytest does not move until the fork is done (goto waits for it)."""
         with self.moving:
@@ -234,13 +306,14 @@ class _HostChildren:
             if here:
                 self.inheriting += 1
         if not here:
-            return self._fork_away(fn, pid_of, args, kwargs, env_at, scope)
+            return self._fork_away(fn, pid_of, args, kwargs, env_at, scope, site)
         self.local.forking, self.local.inherit = scope, True
         if env_at is not None and len(args) > env_at:
             args = args[:env_at] + (_env_for(args[env_at], scope),) + args[env_at + 1:]
         try:
+            before = _tick()
             result = fn(*args, **kwargs)
-            self.add(pid_of(result), scope)
+            self.add(pid_of(result), scope, before, site)
             return result
         finally:
             self.local.forking, self.local.inherit = None, False
@@ -248,7 +321,7 @@ class _HostChildren:
                 self.inheriting -= 1
                 self.moving.notify_all()
 
-    def _fork_away(self, fn, pid_of, args, kwargs, env_at, scope):
+    def _fork_away(self, fn, pid_of, args, kwargs, env_at, scope, site):
         with self.moving:
             self.moving.wait_for(lambda: not self.closed, 60)
             final = self.final is not None and self.final != threading.get_ident()
@@ -261,14 +334,15 @@ class _HostChildren:
         if env_at is not None and len(args) > env_at:
             args = args[:env_at] + (_env_for(args[env_at], scope),) + args[env_at + 1:]
         try:
+            before = _tick()
             result = fn(*args, **kwargs)
             pid = pid_of(result)
-            st = kin.pstat(pid) if pid > 0 and scope.cgroup else None
-            if st:
+            self.add(pid, scope, before, site, now=True)
+            got = self._children.get(pid) if pid > 0 and scope.cgroup else None
+            if got:
                 # a child that runs no Python code (exec) moves here, with what it forked
                 # meanwhile where this process was
-                _move_tree(scope.cgroup, st.ident, {here, cgroup.of(0)} - {scope.cgroup, None})
-            self.add(pid, scope)
+                _move_tree(scope.cgroup, (pid, got[0]), {here, cgroup.of(0)} - {scope.cgroup, None})
             return result
         finally:
             self.local.forking = None
@@ -278,14 +352,15 @@ class _HostChildren:
 
     def current(self) -> Dict[int, tuple]:
         """The tracked children that are still ours and not waited for; forget the others."""
+        self.flush()
         with self.lock:
-            if not self.children:
+            if not self._children:
                 return {}
             ours = {p.ident for p in kin.children()}
-            for pid, (start, _) in list(self.children.items()):
+            for pid, (start, _) in list(self._children.items()):
                 if (pid, start) not in ours:
-                    del self.children[pid]
-            return dict(self.children)
+                    del self._children[pid]
+            return dict(self._children)
 
     def owns(self, pid: int, start: int) -> bool:
         got = self.children.get(pid)

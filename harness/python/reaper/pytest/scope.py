@@ -10,7 +10,7 @@ import sys
 import threading
 from typing import Dict, Optional
 
-from .. import _site
+from .. import _siteenv
 from .options import MARKER
 
 def _swap_env(values: Dict[str, Optional[str]]) -> Dict[str, Optional[str]]:
@@ -18,7 +18,7 @@ def _swap_env(values: Dict[str, Optional[str]]) -> Dict[str, Optional[str]]:
     bytes os.environ keeps: its mapping methods raise and catch a KeyError for each name it
     lacks (a forked child swaps its site's in, where every page written is copied)."""
     before = {}
-    data = _site._environb()
+    data = _siteenv._environb()
     for name, value in values.items():
         old = data.get(os.fsencode(name))
         before[name] = None if old is None else os.fsdecode(old)
@@ -72,10 +72,12 @@ class _Scope:
     def enter(self) -> None:
         """The thread that runs the test starts something: pytest runs in the test's cgroup
         from now on, so that what it forks below the interception (C code) is there too."""
-        if self.goto is not None:
-            path = self.where()
+        goto = self.goto
+        if goto is not None:
+            # made already (the test's every spawn but its first): no lock taken
+            path = self.cgroup if self.maker is None else self.where()
             if path:
-                self.goto(path)
+                goto(path)
 
     def close(self) -> None:
         """The test has ended: no cgroup is made for it any more, pytest moves no more."""
@@ -119,7 +121,7 @@ def _env_for(env, scope: _Scope):
     (None: os.environ): a marker of this session in it (a test's, copied from os.environ at
     any time) is replaced by scope's, and the test named with it."""
     if env is None:  # _posixsubprocess's "inherit"
-        env = [k + b"=" + v for k, v in _site._environb().items()]
+        env = [k + b"=" + v for k, v in _siteenv._environb().items()]
     ours = scope.env()
     session = ours[MARKER].rsplit("-", 1)[0] + "-"
 
@@ -132,6 +134,8 @@ def _env_for(env, scope: _Scope):
         value = next((os.fsdecode(bytes(e)[len(key):]) for e in env if bytes(e).startswith(key)), None)
         if not replaced(value):
             return env
+        if value == scope.marker and os.fsencode(f"REAPER_TEST={ours['REAPER_TEST']}") in env:
+            return env  # copied from os.environ in scope: its entries already
         mine = {os.fsencode(k) + b"=": os.fsencode(v) for k, v in ours.items()}
         out = []
         for entry in env:

@@ -122,7 +122,7 @@ class _Session(Checks, Xdist, Reports):
         # children started before the session (a conftest, a plugin's configure hook) are the
         # host's own as well: their owners wait for them later
         for p in kin.children():
-            HOST.add(p.pid)
+            HOST.add(p.pid, now=True)
         if self.adopted:
             self.collector = _Collector()
             self.collector.start()

@@ -10,9 +10,13 @@ import os
 import sys
 import threading
 
-from .. import _site, kin
-from .host import HOST, SITES, _free
+from .. import _site, _siteenv
+from .host import HOST, SITES
 from .scope import FORCED, THREAD, _Scope, _swap_env
+
+_NO_SITE = _site.Site(None, None, None)
+_ENTRIES: dict = {}  # site -> its environment entries (a spawn in a loop makes the same site)
+
 
 def _sited(called, fn, pid_of, args, kwargs, env_at):
     """A spawn that records where it was made (see _site): in the environment the program
@@ -25,30 +29,28 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
     if outer is not None:
         site = outer
     else:
-        site = SITES.here(marker, called) or _site.Site(None, None, None)
+        site = SITES.here(marker, called) or _NO_SITE
         local.site = site
     try:
-        if env_at is not None and len(args) > env_at and \
-                (site.spot or _site.carried()):
-            args = args[:env_at] + (_site.with_env(args[env_at], site),) + args[env_at + 1:]
-        result = HOST.fork(fn, pid_of, args, kwargs, env_at, scope)
-        pid = pid_of(result)
-        if pid > 0 and site.spot:
-            got = HOST.children.get(pid)  # its start time, as the interception read it
-            start = got[0] if got else getattr(kin.pstat(pid), "start_time", None)
-            SITES.record(pid, start, site, marker)
-        return result
+        if site.spot or _siteenv.carried():
+            if env_at is None:
+                # a child forked without exec: what it execs (or starts) carries its site; the
+                # entries made here, where the child's at-fork handler only has to set them
+                entries = _ENTRIES.get(site)
+                if entries is None:
+                    if len(_ENTRIES) > 4096:
+                        _ENTRIES.clear()
+                    entries = _ENTRIES[site] = _siteenv.env_entries(site)
+                local.child_env = entries
+            elif len(args) > env_at:
+                args = args[:env_at] + (_siteenv.with_env(args[env_at], site),) + args[env_at + 1:]
+        return HOST.fork(fn, pid_of, args, kwargs, env_at, scope, site)
     finally:
         if outer is None:
             local.site = None
+        if env_at is None:
+            local.child_env = None
 
-def _sited_child() -> None:
-    # a child forked without exec: what it execs (or starts) carries its site
-    SITES.lock = _free(SITES.lock) or threading.Lock()
-    site = getattr(SITES.local, "site", None)
-    if site is not None and HOST.users:
-        SITES.local.site = None
-        _swap_env(site.env())
 
 def install(session: _Scope) -> bool:
     """A session begins: the fork hooks registered, the threads already running made the
@@ -64,9 +66,6 @@ def install(session: _Scope) -> bool:
     # threads already running (a plugin's, a conftest's) are the session's
     HOST.earlier = {t.ident: session for t in threading.enumerate()
                     if t is not threading.current_thread() and t.ident is not None}
-    if not HOST.site_at_fork:
-        os.register_at_fork(after_in_child=_sited_child)
-        HOST.site_at_fork = True
     return True
 
 
@@ -78,6 +77,8 @@ def uninstall() -> None:
     HOST.saved = []
     HOST.earlier = {}
     HOST.children = {}
+    if HOST.pending is not None:
+        HOST.pending.clear()
     HOST.owned = {}
     HOST.served = {}
 
@@ -199,9 +200,9 @@ def _sited_system(fn):
         if getattr(SITES.local, "site", None) is not None:
             return fn(*args, **kwargs)
         scope = HOST.scope_here()
-        site = SITES.here(scope.marker if scope else None, "os.system") or _site.Site(None, None, None)
+        site = SITES.here(scope.marker if scope else None, "os.system") or _NO_SITE
         SITES.local.site = site
-        before = _swap_env(site.env()) if site.spot or _site.carried() else None
+        before = _swap_env(site.env()) if site.spot or _siteenv.carried() else None
         try:
             return fn(*args, **kwargs)
         finally:
