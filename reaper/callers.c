@@ -47,27 +47,24 @@ void callers_pass_done(struct callers *cl)
 		close(cl->seen[i].fd);
 	cl->nseen = 0;
 	cl->no_copy = 0;
-	cl->nmounts = 0;
-	memset(cl->file_far, 0, sizeof cl->file_far);
+	cl->pl_rereads = 0;
 }
 
 void callers_free(struct callers *cl)
 {
 	callers_pass_done(cl);
-	free(cl->pl_members);
-	cl->pl_members = NULL;
-	cl->npl_members = 0;
+	free(cl->pl_seen);
+	cl->pl_seen = NULL;
+	cl->npl_seen = 0;
 	cl->pl_pass = 0;
 	cl->anc_pass = 0;
 }
 
-/* The access mode (O_RDONLY, O_WRONLY, O_RDWR) of the descriptor whose fdinfo is at path
- * (under /proc), -1 when unreadable; *mnt_id (when not NULL) the mount its file is on (-1). */
-static int fdinfo_of(const struct reader *rd, const char *path, int *mnt_id)
+/* The access mode (O_RDONLY, O_WRONLY, O_RDWR) of pid's descriptor fd, -1 when unreadable. */
+static int fd_access(const struct reader *rd, pid_t pid, int fd)
 {
-	char buf[256];
-	if (mnt_id)
-		*mnt_id = -1;
+	char path[64], buf[256];
+	snprintf(path, sizeof path, "%d/fdinfo/%d", (int)pid, fd);
 	int f = openat(rd->procfd, path, O_RDONLY | O_CLOEXEC);
 	if (f < 0)
 		return -1;
@@ -76,62 +73,8 @@ static int fdinfo_of(const struct reader *rd, const char *path, int *mnt_id)
 	if (n <= 0)
 		return -1;
 	buf[n] = 0;
-	const char *flags = strstr(buf, "flags:"), *mnt = strstr(buf, "mnt_id:");
-	if (mnt_id && mnt)
-		*mnt_id = atoi(mnt + 7);
+	const char *flags = strstr(buf, "flags:");
 	return flags ? (int)(strtoul(flags + 6, NULL, 8) & O_ACCMODE) : -1;
-}
-
-/* The access mode (O_RDONLY, O_WRONLY, O_RDWR) of pid's descriptor fd, -1 when unreadable. */
-static int fd_access(const struct reader *rd, pid_t pid, int fd)
-{
-	char path[64];
-	snprintf(path, sizeof path, "%d/fdinfo/%d", (int)pid, fd);
-	return fdinfo_of(rd, path, NULL);
-}
-
-/* Whether a file's close on the mount mnt_id never waits for anything but this machine: 1 on a
- * local disk or memory file system (a FUSE, network or cluster one flushes to its server, who
- * may never answer), 2 on an overlay (a file open for writing is its upper layer's, never a
- * network one; one open for reading may be a lower layer's, which can be anything), 0 else.
- * Told by the mount table, never by asking the file system. */
-static int local_mount(struct callers *cl, const struct reader *rd, int mnt_id)
-{
-	static const char *const local[] = { "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "tmpfs", "ramfs", "overlay" };
-	for (size_t i = 0; i < cl->nmounts; i++)
-		if (cl->mounts[i].mnt_id == mnt_id)
-			return cl->mounts[i].local;
-	int is_local = 0;
-	FILE *f = NULL;
-	int fd = mnt_id >= 0 ? openat(rd->procfd, "self/mountinfo", O_RDONLY | O_CLOEXEC) : -1;
-	if (fd >= 0 && !(f = fdopen(fd, "r")))
-		close(fd);
-	char *line = NULL;
-	size_t cap = 0;
-	while (f && getline(&line, &cap, f) > 0) {
-		const char *sep = strstr(line, " - ");
-		if (atoi(line) != mnt_id || !sep)
-			continue;
-		size_t tl = strcspn(sep + 3, " \n");
-		for (size_t i = 0; i < sizeof local / sizeof *local; i++)
-			if (strlen(local[i]) == tl && !strncmp(sep + 3, local[i], tl))
-				is_local = strcmp(local[i], "overlay") ? 1 : 2;
-		break;
-	}
-	free(line);
-	if (f)
-		fclose(f);
-	if (cl->nmounts < sizeof cl->mounts / sizeof *cl->mounts)
-		cl->mounts[cl->nmounts++] = (__typeof__(cl->mounts[0])){ mnt_id, is_local };
-	return is_local;
-}
-
-/* Whether the descriptor whose fdinfo is at path is a file whose close never waits for
- * anything but this machine (local_mount). */
-static int local_file(struct callers *cl, const struct reader *rd, const char *path)
-{
-	int mnt, acc = fdinfo_of(rd, path, &mnt), where = acc >= 0 ? local_mount(cl, rd, mnt) : 0;
-	return where == 1 || (where == 2 && acc != O_RDONLY);
 }
 
 /* What a link of /proc names: a pipe (its inode in *ino), a socket, a file under /dev (where
@@ -216,47 +159,34 @@ static int char_dev(int dirfd, const char *path, int flags, dev_t *rdev)
 }
 
 /* A copy of fp's fd, whose link said kind (ino): kept to tell the processes that share it.
- * Only a pipe, a memory device (/dev/null, /dev/zero, /dev/urandom) or a file on a local file
- * system is copied: the close of a copy may be the file's last (every other holder gone
- * during the pass), and only for these does a close do nothing that could wait: a file's
- * close on a FUSE or network file system goes to its server (a hung one would hold it), a
- * socket's may linger over unsent data, a terminal's drains its output, a CUSE device's goes
- * to its server. A file's mount is read (its fdinfo, the mount table) before it is copied. */
+ * Only a pipe or a memory device (/dev/null, /dev/zero, /dev/urandom) is copied: the close of
+ * a copy may be the file's last (every other holder gone during the pass), and only for these
+ * does a last close do nothing that could wait or undo: a file's close flushes it (a hung FUSE or
+ * NFS server would hold it) and ends every POSIX lock the host process holds on it, a socket's may linger over unsent data, a terminal's drains its
+ * output, a CUSE device's goes to its server. */
 static void take_copy(struct callers *cl, const struct reader *rd, struct fdpipes *fp, int fd, int kind,
 		      unsigned long ino)
 {
 	char path[64];
 	dev_t dev = 0, own_dev = 0;
-	if ((kind != LINK_PIPE && kind != LINK_DEV && (kind != LINK_OTHER || cl->file_far[fd])) || cl->by_link ||
-	    cl->no_copy || fp->pidfd < 0 || cl->nseen == sizeof cl->seen / sizeof *cl->seen)
+	if ((kind != LINK_PIPE && kind != LINK_DEV) || cl->by_link || cl->no_copy || fp->pidfd < 0 ||
+	    cl->nseen == sizeof cl->seen / sizeof *cl->seen)
 		return;
 	snprintf(path, sizeof path, "%d/fd/%d", (int)fp->pid, fd);
 	if (kind == LINK_DEV && (!char_dev(rd->procfd, path, 0, &dev) || major(dev) != MEM_MAJOR))
 		return;
-	if (kind == LINK_OTHER) {
-		snprintf(path, sizeof path, "%d/fdinfo/%d", (int)fp->pid, fd);
-		if (!local_file(cl, rd, path)) {
-			cl->file_far[fd] = 1;
-			return;
-		}
-	}
 	int f = (int)syscall(SYS_pidfd_getfd, fp->pidfd, fd, 0);
 	if (f < 0) {
 		cl->by_link |= errno == ENOSYS;
 		cl->no_copy |= errno != ESRCH && errno != EBADF; /* refused: no more tries this pass */
 		return;
 	}
-	/* the copy is what was looked at (not a file dup'd there since): its own link or type
-	 * says so; a file's, that it is one on a local file system too */
+	/* the copy is what was looked at (not a file dup'd there since): its own link or type says so */
 	unsigned long own;
 	int fl = fcntl(f, F_GETFL);
 	snprintf(path, sizeof path, "/proc/self/fd/%d", f);
 	int same = kind == LINK_DEV ? char_dev(f, "", AT_EMPTY_PATH, &own_dev) && own_dev == dev
 				      : link_kind(AT_FDCWD, path, &own) == kind && own == ino;
-	if (same && kind == LINK_OTHER) {
-		snprintf(path, sizeof path, "self/fdinfo/%d", f);
-		same = local_file(cl, rd, path);
-	}
 	if (fl < 0 || !same) {
 		close(f);
 		return;
@@ -276,7 +206,7 @@ static unsigned long pipe_on(struct callers *cl, const struct reader *rd, struct
 			char path[64];
 			snprintf(path, sizeof path, "%d/fd/%d", (int)fp->pid, fd);
 			int kind = link_kind(rd->procfd, path, &fp->ino[fd]);
-			/* what is not copied now (a socket, a terminal, a far file, no room or no
+			/* what is not copied now (a socket, a terminal, a file, no room or no
 			 * pidfd) most likely is not at this fd of the next process either: its link is
 			 * read at once there, with no compares that cannot match */
 			cl->seen_hint[fd] = -1;
@@ -460,13 +390,13 @@ static int linked_to_member(struct callers *cl, struct reader *rd, unsigned pass
 
 /* The pipeline past the caller's partners: a process of the caller's sessions holding the
  * other end of a pipe a member holds on fd 0-2 (tee's output, read by cat) is a member, until
- * no more join. Read once per pass, when a match needs it. */
+ * no more join. Read once per pass, when a match needs it (pipeline_member reads it again). */
 static void pipeline_members(struct callers *cl, struct reader *rd, unsigned pass)
 {
 	if (cl->pl_pass == pass + 1)
 		return;
 	cl->pl_pass = pass + 1;
-	cl->npl_members = 0;
+	cl->npl_seen = 0;
 	size_t n;
 	struct pl_proc *v = session_pipes(cl, rd, &n);
 	for (int grew = 1; grew;) {
@@ -475,14 +405,10 @@ static void pipeline_members(struct callers *cl, struct reader *rd, unsigned pas
 			if (!v[i].member && linked_to_member(cl, rd, pass, v, n, i))
 				v[i].member = grew = 1;
 	}
-	size_t m = 0;
-	for (size_t i = 0; i < n; i++)
-		m += v[i].member;
-	free(cl->pl_members);
-	cl->pl_members = m ? malloc(m * sizeof *cl->pl_members) : NULL;
-	for (size_t i = 0; i < n && cl->pl_members; i++)
-		if (v[i].member)
-			cl->pl_members[cl->npl_members++] = (struct reaper_ident){ v[i].pid, v[i].start_time };
+	free(cl->pl_seen);
+	cl->pl_seen = n ? malloc(n * sizeof *cl->pl_seen) : NULL;
+	for (size_t i = 0; i < n && cl->pl_seen; i++)
+		cl->pl_seen[cl->npl_seen++] = (struct pl_seen){ { v[i].pid, v[i].start_time }, v[i].member };
 	free(v);
 }
 
@@ -497,6 +423,46 @@ static int holds_other_pipe(struct callers *cl, struct reader *rd, unsigned pass
 			return 1;
 	}
 	return 0;
+}
+
+/* How many times a pass looks at the caller's sessions again for a process its look missed. */
+#define PL_REREADS 4
+
+/* Our own start time, read at its first need (0 when it cannot be read). */
+static uint64_t self_start(struct callers *cl, struct reader *rd)
+{
+	struct reaper_stat st;
+	if (!cl->self_start && procfs_stat(rd->procfd, rd->self, &st) == 0)
+		cl->self_start = st.start_time;
+	return cl->self_start;
+}
+
+/* Whether fp's process (of start_time; 0: whichever holds the pid, not read) is a member of
+ * the caller's pipeline past its partners. The pass's look at the caller's sessions may have
+ * come too early for it: a member is started with the caller (`reaper | tee | cat`: its shell
+ * forks them in turn), and one may not have held its pipe yet (between its fork and its
+ * dup2), nor the partner it is linked through. So the sessions are looked at again for one
+ * that holds another pipe when that look did not see it, or saw it as no member and it is
+ * younger than us, a few times a pass at most (what a run left behind is older). */
+static int pipeline_member(struct callers *cl, struct reader *rd, unsigned pass, struct fdpipes *fp,
+			   uint64_t start_time)
+{
+	pipeline_members(cl, rd, pass);
+	for (int again = 0;; again = 1) {
+		int seen = -1;
+		for (size_t i = 0; i < cl->npl_seen && seen < 0; i++)
+			if (cl->pl_seen[i].id.pid == fp->pid && (!start_time || cl->pl_seen[i].id.start_time == start_time))
+				seen = cl->pl_seen[i].member;
+		/* younger than us: by its start time, or without it by its pid (given out after
+		 * ours, unless the pids came round: then a look too many, or one too few) */
+		int younger = start_time ? start_time >= self_start(cl, rd) : fp->pid > rd->self;
+		if (seen == 1 || again || cl->pl_rereads >= PL_REREADS || (seen == 0 && !younger) ||
+		    !holds_other_pipe(cl, rd, pass, fp))
+			return seen == 1;
+		cl->pl_rereads++;
+		cl->pl_pass = 0;
+		pipeline_members(cl, rd, pass);
+	}
 }
 
 uint32_t callers_filter(struct callers *cl, struct reader *rd, unsigned pass, const struct pidref *ref,
@@ -518,11 +484,8 @@ uint32_t callers_filter(struct callers *cl, struct reader *rd, unsigned pass, co
 	/* once the pass has the members, a look at the list is the whole answer */
 	if (mask && cl->npipes && caller_session(cl, rd, st->session) &&
 	    (cl->pl_pass == pass + 1 || holds_other_pipe(cl, rd, pass, &fp))) {
-		pipeline_members(cl, rd, pass);
-		for (size_t i = 0; i < cl->npl_members; i++)
-			if (cl->pl_members[i].pid == st->pid && cl->pl_members[i].start_time == st->start_time &&
-			    pidref_held(ref, rd->procfd) == 0)
-				return 0;
+		if (pipeline_member(cl, rd, pass, &fp, st->start_time) && pidref_held(ref, rd->procfd) == 0)
+			return 0;
 	}
 	return mask;
 }
@@ -551,9 +514,5 @@ int callers_filter_unstated(struct callers *cl, struct reader *rd, unsigned pass
 		return -EAGAIN;
 	if (!caller_session(cl, rd, sid))
 		return 0;
-	pipeline_members(cl, rd, pass);
-	for (size_t i = 0; i < cl->npl_members; i++)
-		if (cl->pl_members[i].pid == ref->pid)
-			return -EAGAIN;
-	return 0;
+	return pipeline_member(cl, rd, pass, &fp, 0) ? -EAGAIN : 0;
 }

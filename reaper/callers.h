@@ -24,38 +24,35 @@ struct callers {
 		int acc; /* the access mode of the caller's end */
 	} pipes[3];
 	size_t npipes;
-	/* the members of the caller's pipeline past its partners (`reaper | tee | cat`: cat),
-	 * found in the pass they were first looked for in (pl_pass - 1; 0: never) */
-	struct reaper_ident *pl_members;
-	size_t npl_members;
+	/* the processes of the caller's sessions holding a pipe on fd 0-2, each marked when it is
+	 * a member of the caller's pipeline past its partners (`reaper | tee | cat`: cat), as
+	 * found in the pass they were last looked for in (pl_pass - 1; 0: never) */
+	struct pl_seen {
+		struct reaper_ident id;
+		int member;
+	} *pl_seen;
+	size_t npl_seen;
 	unsigned pl_pass;
+	unsigned pl_rereads; /* the looks again in this pass, for processes the last look missed */
+	uint64_t self_start; /* our own start time (0: not read yet) */
 	/* the pipes the caller's ancestors hold on fd 0-2, read in pass anc_pass - 1 (0: never) */
 	unsigned long anc_pipes[3 * sizeof ((struct reader *)0)->anc / sizeof(pid_t)];
 	size_t nanc_pipes;
 	unsigned anc_pass;
-	/* pipes, memory devices (/dev/null) and files on local file systems the processes looked
-	 * at in this pass hold on fd 0-2, each a copy of ours with what it is (a pipe and its
-	 * end, or no pipe): a process holding the same file (a suite's leftovers share their
-	 * stdio) is told by comparing it with the copy, without reading its links. Closed when
-	 * the pass ends (callers_pass_done): never held across a wait. */
+	/* pipes and memory devices (/dev/null) the processes looked at in this pass hold on fd
+	 * 0-2, each a copy of ours with what it is (a pipe and its end, or no pipe): a process
+	 * holding the same file (a suite's leftovers share their stdio) is told by comparing it
+	 * with the copy, without reading its links. Closed when the pass ends
+	 * (callers_pass_done): never held across a wait. */
 	struct {
 		int fd;
 		unsigned long ino; /* 0: no pipe */
 		int acc;
-	} seen[6];
+	} seen[4];
 	size_t nseen;
 	int by_link;     /* the copies cannot be had here (no pidfd_getfd or kcmp): links only */
 	int no_copy;     /* a copy was refused (ptrace rules, descriptors): no more are tried */
 	int seen_hint[3]; /* per fd number: the copy that fd last was (-1: it was not copied) */
-	/* per fd number: a file there was on a file system whose close may wait: no file there
-	 * is copied again in the pass */
-	int file_far[3];
-	/* the mounts looked up in the pass: whether a file's close there never waits */
-	struct {
-		int mnt_id;
-		int local;
-	} mounts[8];
-	size_t nmounts;
 };
 
 /* What the caller is, as o (the reap's options) and its standard descriptors say. */

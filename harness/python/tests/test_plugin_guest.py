@@ -181,7 +181,7 @@ def test_orphans_go_where_they_would_without_the_plugin_and_their_test_still_fin
     result.assert_outcomes(passed=3, errors=1)
     left = int((tmp_path / "left").read_text())
     result.stdout.fnmatch_lines(["*reaper: test_orphans.py::test_an_orphan_goes_where_it_would_without_the_plugin "
-                                 "left 1 process running*", f"*  {left}: *o0"])
+                                 "left 1 process running*", f"*  {left}: *leaker.py --daemon *"])
 
 
 SPAWNP = """
