@@ -300,6 +300,27 @@ def test_scan_leaves_its_pipeline_and_lists_the_rest(mark, tmp_path):
         assert not cleanup_marked(mark), "a leftover would not die"
 
 
+@pytest.mark.parametrize("sub", ["scan", "reap"])
+def test_a_member_that_takes_its_pipe_after_the_pass_read_the_pipeline_is_left_alone(sub, mark, tmp_path):
+    """`reaper scan | tee | cat`: a pass reads the pipeline's members at the first leftover
+    holding a pipe of its own; the caller's cat takes its pipe onto fd 0 and execs (carrying the
+    marker) only after that, as a shell's child between its fork and its dup2 does. It is a
+    member all the same: never listed, never killed (the leftovers are)."""
+    cmd = "scan --env %s" % mark if sub == "scan" else "reap --env %s --timeout 0 --grace 0" % mark
+    try:
+        statuses, r = sh(
+            'export %s; for i in $(seq 150); do (sleep 300 | sleep 300 &) </dev/null >/dev/null 2>&1; done; '
+            'until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 300 ]; do :; done; '
+            '"$REAPER" %s 2>"$T/err" | tee "$T/log" | '
+            '(exec 3<&0 0</dev/null; sleep 0.02; exec 0<&3 3<&-; exec cat) >"$T/out"; '
+            'echo "${PIPESTATUS[*]}" >"$STATUS"' % (mark, mark, cmd), tmp_path)
+        out = (tmp_path / "out").read_text() + (tmp_path / "err").read_text()
+        assert statuses[1:] == [0, 0], (statuses, out)
+        assert not [ln for ln in out.splitlines() if ln.split()[-1:] == ["cat"]], out
+    finally:
+        assert not cleanup_marked(mark), "a leftover would not die"
+
+
 def test_reap_keeps_no_copy_of_a_leftovers_pipe_while_it_waits(mark, tmp_path):
     """What a match holds on fd 0-2 is read through copies of its files, taken in a pass and
     closed when it ends: a leftover that exits by itself has closed its pipe for good, and the
