@@ -13,6 +13,7 @@
 #include "msg.h"
 #include "options.h"
 #include "slice.h"
+#include <linux/sched.h>
 #include "state.h"
 #include "reaper/cgroup.h"
 #include "reaper/marker.h"
@@ -270,7 +271,11 @@ static void exec_command(struct run *r, char **env, int errfd)
 	sigprocmask(SIG_SETMASK, &r->oldmask, NULL);
 	if (r->nofile.rlim_cur != r->nofile.rlim_max)
 		setrlimit(RLIMIT_NOFILE, &r->nofile);
-	if (r->sched_short)
+	/* With SCHED_RESET_ON_FORK the kernel already gave this child what a direct child of
+	 * the caller gets (nice >= 0, the default slice, the flag cleared): giving back the
+	 * caller's attributes would hand COMMAND the negative nice and the flag the kernel
+	 * deliberately dropped. */
+	if (r->sched_short && !(r->sched.sched_flags & SCHED_FLAG_RESET_ON_FORK))
 		slice_restore(&r->sched);
 	struct exec_failure f;
 	exec_search(r->argv, env, &f);

@@ -270,3 +270,24 @@ def test_command_has_the_callers_scheduling(args, tmp_path):
     assert r.returncode == 0, r.stderr
     assert direct.stdout.split()[:2] == [str(os.SCHED_BATCH), str(os.nice(0) + 3)], direct.stdout
     assert r.stdout.split() == direct.stdout.split(), r.stderr
+
+
+def test_command_gets_what_a_reset_on_fork_caller_gives_a_child(tmp_path):
+    """A caller under SCHED_RESET_ON_FORK with a negative nice value: its children start
+    with nice 0 and without the flag, and so does COMMAND (reaper gives back no more than the
+    kernel would)."""
+    if os.geteuid() != 0:
+        pytest.skip("as root: a negative nice value")
+    def reset_on_fork():
+        os.sched_setscheduler(0, os.SCHED_OTHER | os.SCHED_RESET_ON_FORK, os.sched_param(0))
+        os.nice(-5)
+    env = dict(os.environ, HOME=str(tmp_path))
+    # a child of the caller: forked by a shell that has the caller's scheduling (`; :` keeps it
+    # from exec'ing the program in its own place)
+    direct = subprocess.run(["sh", "-c", '"$0" -c "$1"; :', PY, SCHEDULING], capture_output=True, text=True,
+                            env=env, timeout=60, preexec_fn=reset_on_fork)
+    r = subprocess.run([REAPER, "run", "--", PY, "-c", SCHEDULING], capture_output=True, text=True,
+                       env=env, timeout=120, preexec_fn=reset_on_fork)
+    assert r.returncode == 0, r.stderr
+    assert direct.stdout.split()[:2] == [str(os.SCHED_OTHER), "0"], direct.stdout
+    assert r.stdout.split() == direct.stdout.split(), r.stderr
