@@ -127,6 +127,68 @@ def test_pty_owner_waits():
     result.stdout.fnmatch_lines(["*popen-child*", "*killed*a child of pytest: its exit status is left for its owner*"])
 
 
+def test_a_child_forked_while_other_threads_spawn_can_spawn_itself(tracked):
+    # a lock another thread has just been handed (its wait over, the GIL not back yet) reads as
+    # free; the child must not keep it as its own and block on it at its first spawn
+    tracked.makepyfile(test_atfork="""
+import os, signal, subprocess, threading
+def test_fork_while_threads_spawn():
+    stop = threading.Event()
+    def churn():
+        while not stop.is_set():
+            subprocess.Popen(["true"]).wait()
+    threads = [threading.Thread(target=churn) for _ in range(2)]
+    for t in threads:
+        t.start()
+    pids = []
+    try:
+        for _ in range(60):
+            pid = os.fork()
+            if pid == 0:
+                signal.alarm(20)  # a child that blocks ends with SIGALRM, not the suite's timeout
+                subprocess.run(["true"])
+                os._exit(0)
+            pids.append(pid)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    statuses = [os.waitpid(pid, 0)[1] for pid in pids]
+    assert statuses == [0] * len(pids)
+""")
+    result = run_sub(tracked, *PLUGIN)
+    result.assert_outcomes(passed=1)
+
+
+def test_a_signal_handler_that_spawns_never_waits_for_its_own_thread(tracked):
+    # a handler runs in the thread it interrupts: in the middle of the plugin's own bookkeeping
+    # of a spawn, whose lock that thread holds
+    tracked.makepyfile(test_handler="""
+import os, signal, subprocess, time
+def test_spawn_in_a_handler():
+    got, busy = [], []
+    def handler(sig, frame):
+        if not busy:
+            busy.append(1)
+            got.append(os.posix_spawn("/bin/true", ["true"], os.environ))
+            busy.clear()
+    old = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, 0.001, 0.001)
+    try:
+        end = time.monotonic() + 2
+        while time.monotonic() < end:
+            subprocess.Popen(["/bin/true"]).wait()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)
+        signal.signal(signal.SIGALRM, old)
+    for pid in got:
+        os.waitpid(pid, 0)
+    assert got
+""")
+    result = run_sub(tracked, *PLUGIN, timeout=60)
+    result.assert_outcomes(passed=1)
+
+
 def run_under_subreaper(pytester, *args, timeout=120):
     """The inner suite in a pytest process of its own below a subreaper that reaps what is
     reparented to it (where orphans would go without the plugin; this host's init may reap

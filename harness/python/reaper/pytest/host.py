@@ -57,7 +57,9 @@ class _HostChildren:
     scope's cgroup and given its scope's marker, so no test is blamed for it."""
 
     def __init__(self):
-        self.lock = threading.Lock()
+        # reentrant: a signal handler that spawns may run while this thread holds it (a
+        # child's start time is read under it)
+        self.lock = threading.RLock()
         self._children: Dict[int, tuple] = {}
         # children started since the last look at _children, entered at that look: right
         # after a fork the child shares this process's pages, and each one written meanwhile
@@ -202,9 +204,17 @@ class _HostChildren:
         # the forking thread goes on here: a lock another thread held stays held unless new
         # (one that is free is kept). Each object made or written here, and each function
         # called (its reference count), is a page the child copies: written out in place.
-        if self.lock.locked():
-            self.lock = threading.Lock()
-        if SITES.lock.locked():
+        # held or free by acquiring it, not by locked(): before 3.13 a lock a thread has just
+        # taken (its wait ended) says it is free until that thread has the GIL back
+        lock = self.lock
+        if lock.acquire(False):
+            lock.release()
+        else:
+            self.lock = threading.RLock()
+        lock = SITES.lock
+        if lock.acquire(False):
+            lock.release()
+        else:
             SITES.lock = threading.Lock()
         moving = self.moving
         if moving.acquire(False):
