@@ -21,6 +21,10 @@ from .options import MARKER, MAX_SECONDS, ReaperIncompleteWarning, _seconds
 from .reports import FOUND, _TeardownError, _holdings_lines, _leak_summary, _record, _site_of
 from .scope import THREAD, _Scope, _swap_env
 
+#: how many pids given out since the last origin still let a test's check use it (see begin)
+ORIGIN_REUSE = 128  # (libreaper reads a window of up to 256 pids one by one)
+
+
 def _globs(value):
     """(the globs, None) of a marker's allow value, or ((), value) when it is none: a bad value
     must not stop the cleanup; the test fails naming it once its processes are reaped."""
@@ -100,8 +104,13 @@ class Checks:
                     self.notes.append(left)
             self.members_file = os.path.join(self.cgroups.where, "cgroup.procs")
             self.members = _read(self.members_file)
-        if self.origin is None or self.last_pid == -1 or self.last_pid != self.origin.last_pid:
-            self.origin = self.reaper.origin_now()  # else the last one is as good as a new one
+        # An earlier origin is as good as a new one for the marker finder, which takes only the
+        # processes with this test's marker (none can be older than the test): its window holds
+        # the few pids given out since it was taken too, a few reads more for a check that runs
+        # (reading one costs some 40 us, /proc/stat among it, and most tests are not reaped)
+        if self.origin is None or self.last_pid == -1 or \
+                not 0 <= self.last_pid - self.origin.last_pid <= ORIGIN_REUSE:
+            self.origin = self.reaper.origin_now()
         self.since = self.reaper.now_ticks()
         # one set up just before, within the same clock tick, started its processes "since"
         self.wider = [w for w in self.wider if w[1] >= self.since]
@@ -153,6 +162,7 @@ class Checks:
                 self._check(item, test, pools, left)
         finally:
             HOST.flush()  # its children's sites recorded, to be forgotten with the others
+            HOST.prune()
             SITES.forget(test.marker)
             if reuse:
                 self.cgroups.spare = test.cgroup

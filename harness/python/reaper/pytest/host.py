@@ -66,6 +66,8 @@ class _HostChildren:
         # is copied (None: entered at once, in a forked child, whose records must reach the
         # session before it exits)
         self.pending: Optional[collections.deque] = collections.deque()
+        self.parents: tuple = ()  # in a forked child: the parent's records (see add)
+        self.prune_at = 256  # the records of children gone are dropped when there are more
         self.users = 0
         self.saved: List[tuple] = []
         self.main: Optional[_Scope] = None  # the scope of the thread running the tests
@@ -141,6 +143,9 @@ class _HostChildren:
         forked. now: entered at once, else at the next look at children."""
         if pid <= 0:
             if pid == 0:  # the child of a fork: none of these are its children
+                # the parent's kept, not freed: freeing them writes to the page of every entry
+                # (every child the session started), each one a page the child copies
+                self.parents = (self._children, self.pending)
                 self._children = {}
                 self.pending = None
             return
@@ -371,6 +376,12 @@ class _HostChildren:
                 if (pid, start) not in ours:
                     del self._children[pid]
             return dict(self._children)
+
+    def prune(self) -> None:
+        """The records of children gone dropped once they are many (a session's every spawn
+        would stay in them, and each look at them reads them all)."""
+        if len(self._children) > self.prune_at:
+            self.prune_at = max(256, 2 * len(self.current()))
 
     def owns(self, pid: int, start: int) -> bool:
         got = self.children.get(pid)
