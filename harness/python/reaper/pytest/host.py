@@ -271,12 +271,14 @@ class _HostChildren:
              (scope.goto is None and scope.cgroup is not None and self.here is not None and self.here != scope.cgroup))
 
     def before_fork(self) -> None:
-        if getattr(self.local, "forking", None) is None:  # a fork the interception did not see
-            self.hold_at_exit(forever=True)
-        self.local.held = False
+        # (runs at every os.fork: each object it touches is a page copied after the fork)
+        local = self.local
+        if self.final is not None and getattr(local, "forking", None) is None:
+            self.hold_at_exit(forever=True)  # a fork the interception did not see
         if _handles_sigterm():
-            old = _sigmask(SIG_BLOCK, _TERM)
-            self.local.held = SIGTERM not in old
+            local.held = SIGTERM not in _sigmask(SIG_BLOCK, _TERM)
+        elif getattr(local, "held", False):
+            local.held = False
 
     def release_sigterm(self) -> None:
         if getattr(self.local, "held", False):
@@ -296,18 +298,21 @@ class _HostChildren:
             raise BlockingIOError(errno.EAGAIN, "pytest is exiting: nothing more is started")
 
     def fork(self, fn, pid_of, args, kwargs, env_at=None, scope=None, site=None):
-        """fn's spawn for scope (None: the caller's, scope_here's), made at site."""
-        self.hold_at_exit()
+        """fn's spawn for scope (None: the caller's, scope_here's), made at site. The running
+        test's own spawn, from the thread running it, calls nothing it can do without: each
+        object it touches is a page that the next os.fork makes this process copy."""
+        if self.final is not None:
+            self.hold_at_exit()
         if scope is None:
             scope = self.scope_here()
         if scope is not None:
             scope.spawned = True
-        if self.away(scope):
-            if scope.cgroup is not None and scope is self.main and self.here == scope.cgroup:
-                return self._fork_inherit(fn, pid_of, args, kwargs, env_at, scope, site)
-            return self._fork_away(fn, pid_of, args, kwargs, env_at, scope, site)
-        if scope is not None:
-            scope.enter()
+            if self.away(scope):
+                if scope.cgroup is not None and scope is self.main and self.here == scope.cgroup:
+                    return self._fork_inherit(fn, pid_of, args, kwargs, env_at, scope, site)
+                return self._fork_away(fn, pid_of, args, kwargs, env_at, scope, site)
+            if scope.goto is not None:
+                scope.enter()
         before = _tick()
         result = fn(*args, **kwargs)
         self.add(pid_of(result), scope, before, site)

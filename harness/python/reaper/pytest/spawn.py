@@ -29,7 +29,9 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
     if outer is not None:
         site = outer
     else:
-        site = SITES.here(marker, called) or _NO_SITE
+        # from the frame that called the interception's wrapper (2 up): a frame object is made
+        # for each frame looked at, and the wrapper's is the interception's own
+        site = SITES.here(marker, called, 2) or _NO_SITE
         local.site = site
     try:
         if site.spot or _siteenv.carried():
