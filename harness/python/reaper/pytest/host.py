@@ -45,8 +45,9 @@ def _tick() -> int:
 
 
 def _handles_sigterm() -> bool:
-    """Whether SIGTERM is the session's (its handler in this process)."""
-    return getattr(getattr(_getsignal(SIGTERM), "__func__", None), "session_sigterm", False)
+    """Whether SIGTERM is the session's: the very handler it installed (HOST.term) is in place."""
+    term = HOST.term
+    return term is not None and _getsignal(SIGTERM) is term
 
 
 class _HostChildren:
@@ -81,6 +82,7 @@ class _HostChildren:
         self.here: Optional[str] = None  # the cgroup pytest is in, when it moved itself
         self.closed = False  # forks for another scope wait (a check by descent is listing)
         self.at_fork = False
+        self.term = None  # the session's SIGTERM handler, as it was installed (see _handles_sigterm)
         self.final = None  # the thread running pytest's exit check: the others' spawns wait
         self.exited = threading.Event()  # ... for it to end
         # id -> (object, scope, fixture): the values of wider fixtures and their attributes
@@ -230,7 +232,8 @@ class _HostChildren:
         # SIGTERM only once its Python code runs again, which a wait that began as the signal
         # came (a Pool worker's wait for its queue) never does. SIGTERM was held back over the
         # fork (before_fork): one sent meanwhile is delivered now, at its default.
-        if getattr(getattr(_getsignal(SIGTERM), "__func__", None), "session_sigterm", False):
+        term = self.term
+        if term is not None and _getsignal(SIGTERM) is term:
             try:
                 _setsignal(SIGTERM, SIG_DFL)
             except ValueError:  # not the child's main thread: the handler still ends it

@@ -140,7 +140,8 @@ class _Session(Checks, Xdist, Reports):
         # interrupted instead, and pytest ends by the signal once it is cleaned up
         if threading.current_thread() is threading.main_thread() and \
                 signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, self._sigterm)
+            HOST.term = self._sigterm  # the object installed: what the fork paths compare with
+            signal.signal(signal.SIGTERM, HOST.term)
             self.on_sigterm = os.getpid()
 
     def _sigterm(self, signum, frame):
@@ -153,8 +154,6 @@ class _Session(Checks, Xdist, Reports):
         self.on_sigterm = 0
         atexit.register(signal.raise_signal, signal.SIGTERM)
         raise _Terminated("SIGTERM: the session stops; pytest ends by SIGTERM once its tests are cleaned up")
-
-    _sigterm.session_sigterm = True  # what the fork paths look for (see host._handles_sigterm)
 
     def pytest_report_header(self):
         return f"reaper: tracking: {self.tracking}"
