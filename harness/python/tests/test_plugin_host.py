@@ -103,3 +103,20 @@ def test_the_site_of_a_child_forked_across_a_clock_tick_outlives_the_child(sessi
     assert SITES.by_id.get((pid, start), (None,))[0] == site
     with SITES.lock:
         SITES.by_id.pop((pid, start), None)
+
+
+def test_the_records_of_children_gone_are_dropped_once_they_are_many(session):
+    # each os.fork child drops the records it inherits and each look at them reads them all:
+    # those of children waited for go once they pile up, those of children still running stay
+    r, w = os.pipe()
+    running = _popen(r, w)
+    try:
+        for _ in range(HOST.prune_at + 50):
+            subprocess.run(["true"], check=True)
+        HOST.prune()
+        assert len(HOST.children) < 50, len(HOST.children)
+        assert running in HOST.children
+    finally:
+        os.close(w)
+        os.close(r)
+        os.waitpid(running, 0)

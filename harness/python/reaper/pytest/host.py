@@ -388,8 +388,11 @@ class _HostChildren:
     def prune(self) -> None:
         """The records of children gone dropped once they are many (a session's every spawn
         would stay in them, and each look at them reads them all)."""
-        if len(self._children) > self.prune_at:
-            self.prune_at = max(256, 2 * len(self.current()))
+        if len(self.children) > self.prune_at:
+            try:
+                self.prune_at = max(256, 2 * len(self.current()))
+            except OSError:  # out of descriptors or memory: the next test's end tries again
+                pass
 
     def owns(self, pid: int, start: int) -> bool:
         got = self.children.get(pid)
