@@ -318,7 +318,14 @@ class Registry:
             self.by_id.clear()
 
     def here(self, marker: Optional[str], called: Optional[str], depth: int = 1) -> Optional[Site]:
-        return _site_here(sys._getframe(depth + 1), self.files.get(marker) if marker else None, called, self.root)
+        try:
+            frame = sys._getframe(depth + 1)
+        except ValueError:
+            # fewer frames than depth: the interception's own frame is the outermost (C code
+            # called it with no Python code above, as _thread.start_new_thread(os.fork) does),
+            # so no caller's code made the spawn; the spawn itself must still be made
+            return None
+        return _site_here(frame, self.files.get(marker) if marker else None, called, self.root)
 
     def record(self, pid: int, start: Optional[int], site: Optional[Site], marker: Optional[str]) -> None:
         if site is None or pid <= 0 or start is None:

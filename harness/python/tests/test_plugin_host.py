@@ -120,3 +120,29 @@ def test_the_records_of_children_gone_are_dropped_once_they_are_many(session):
         os.close(w)
         os.close(r)
         os.waitpid(running, 0)
+
+
+def test_a_spawn_that_c_code_calls_with_no_python_frame_above_it_is_made(session):
+    # _thread.start_new_thread calls its function from C: the interception's wrapper is the
+    # thread's outermost frame, and the site's walk begins above it (the wrapper's caller)
+    import _thread
+    r, w = os.pipe()
+    failed = []
+    hook = sys.unraisablehook
+
+    def failure(unraisable):  # the thread's exception: told through the pipe, not lost
+        failed.append(unraisable.exc_value)
+        os.write(w, b"error\n")
+    sys.unraisablehook = failure
+    try:
+        _thread.start_new_thread(os.posix_spawn, ("/bin/sh", ["sh", "-c", "echo $$ >&3"], dict(os.environ)),
+                                 {"file_actions": [(os.POSIX_SPAWN_DUP2, w, 3)]})
+        line = b""
+        while not line.endswith(b"\n"):
+            line += os.read(r, 1)
+    finally:
+        sys.unraisablehook = hook
+        os.close(w)
+        os.close(r)
+    assert not failed, failed
+    os.waitpid(int(line), 0)
