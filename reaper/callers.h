@@ -50,6 +50,19 @@ struct callers {
 		int acc;
 	} seen[4];
 	size_t nseen;
+	/* the files other than pipes the caller and its nearest ancestors hold on fd 0-2 (what a
+	 * run inherits from the caller's side: a CI step's output, a terminal, a log), read at
+	 * the first need of a pass: a process holding the same one is told by one compare with
+	 * the holder's descriptor (kcmp between the two processes), no copy taken, no link read.
+	 * Cleared when the pass ends. */
+	struct {
+		pid_t pid; /* 0: compares with it are refused */
+		int fd;
+		char link[64];
+	} kin[3 * 16];
+	size_t nkin;
+	int kin_read;
+	int kin_hint[3]; /* per fd number: the entry that fd last was (-1: none) */
 	int by_link;     /* the copies cannot be had here (no pidfd_getfd or kcmp): links only */
 	int no_copy;     /* a copy was refused (ptrace rules, descriptors): no more are tried */
 	int seen_hint[3]; /* per fd number: the copy that fd last was (-1: it was not copied) */
