@@ -52,6 +52,7 @@ void callers_pass_done(struct callers *cl)
 	cl->pl_rereads = 0;
 	cl->nkin = 0;
 	cl->kin_read = 0;
+	cl->kin_misses = 0;
 	for (int fd = 0; fd <= 2; fd++)
 		cl->kin_hint[fd] = -1;
 }
@@ -138,8 +139,10 @@ static int by_kin(struct callers *cl, struct fdpipes *fp, int fd)
 	long r = syscall(SYS_kcmp, cl->kin[k].pid, fp->pid, KCMP_FILE, cl->kin[k].fd, fd);
 	if (r == 0) {
 		fp->ino[fd] = 0;
+		cl->kin_misses = 0;
 		return 1;
 	}
+	cl->kin_misses++;
 	cl->by_link |= r < 0 && errno == ENOSYS;
 	if (r < 0 && errno == EPERM)
 		cl->kin[k].pid = 0; /* the holder may not be compared by us (ptrace rules) */
@@ -233,6 +236,8 @@ static void take_copy(struct callers *cl, const struct reader *rd, struct fdpipe
 	fp->acc[fd] = cl->seen[n].acc;
 }
 
+#define KIN_MISSES 8
+
 /* The caller's side's files on fd 0-2 but pipes (the caller first, then its ancestors,
  * nearest first), read once a pass at the first need. */
 static void read_kin(struct callers *cl, struct reader *rd)
@@ -260,6 +265,10 @@ static void read_kin(struct callers *cl, struct reader *rd)
  * and missed (tried; -1: none), so that of two opens by one name each is tried in turn. */
 static void pick_kin(struct callers *cl, struct reader *rd, int fd, const char *link, int tried)
 {
+	/* (processes that each opened a file by the name the caller's side holds share none:
+	 * after a few misses in a row their links are read at once) */
+	if (cl->kin_misses >= KIN_MISSES)
+		return;
 	if (!cl->kin_read)
 		read_kin(cl, rd);
 	size_t n = cl->nkin;

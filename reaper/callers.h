@@ -62,6 +62,7 @@ struct callers {
 	} kin[3 * 16];
 	size_t nkin;
 	int kin_read;
+	unsigned kin_misses; /* compares in a row that found a different file (a cap ends them) */
 	int kin_hint[3]; /* per fd number: the entry that fd last was (-1: none) */
 	int by_link;     /* the copies cannot be had here (no pidfd_getfd or kcmp): links only */
 	int no_copy;     /* a copy was refused (ptrace rules, descriptors): no more are tried */
