@@ -172,16 +172,19 @@ static int excluded(struct scanner *sc, pid_t pid)
  * cmdline read under the pin. The environment was read before the pin, and is proven the
  * pinned process's when the pid never changed hands between the two (what its start time
  * proves otherwise). Two proofs, neither keeping anything open:
- * - the pid was not given out since the pass took its origin (before this environment was
- *   read): the kernel gives pids out cyclically, so until allocation comes round (origin.c)
- *   every pid given out since lies in the window between where it stood then and where it
- *   stands now. Read once for all the pass's matches when the marker scan ends
- *   (identify_settle), which holds them until then: nothing a pass looks at is listed before.
+ * - no task at all was created since the pass took its origin (before this environment was
+ *   read): another process on the pid would be one created since. The count of tasks the
+ *   kernel created (/proc/stat "processes") says so for every pid at once, read when the
+ *   marker scan ends (identify_settle), which holds the matches until then: nothing a pass
+ *   looks at is listed before. Where pid allocation went since proves nothing of one pid:
+ *   a process may be put on a pid of its choosing (ns_last_pid written, clone3 with set_tid:
+ *   a checkpoint restore does both), outside any window of cyclic allocation.
  * - the listing of /proc gave the inode of the pid's directory before its environment was
  *   read: /proc gives each instance of a process's directory an inode number of its own and
  *   drops an instance once its process is gone, so the directory showing the same inode after
  *   the pin proves the pid never changed hands since: one stat of the directory, for the
- *   match the origin was taken at, the pids the window holds, and when no window can be had.
+ *   match the origin was taken at, and for every one when a task was created during the pass
+ *   or the count cannot be read.
  * -EAGAIN when it has to be judged the full way (gone or exited, no cmdline to show, a
  * caller's rule needs its stat, not listed, no proof), else as identify (0 for a match held
  * until the pass proves it). */
@@ -197,7 +200,7 @@ static int identify_stat_free(struct scanner *sc, struct candset *cs, struct mat
 	 * one is proven by its directory; a clean pass takes none) */
 	int later = sc->origin_state == 1;
 	if (!sc->origin_state)
-		sc->origin_state = origin_take(sc->rd.procfd, &sc->origin) == 0 ? 1 : -1;
+		sc->origin_state = origin_forks(sc->rd.procfd, &sc->forks0) == 0 ? 1 : -1;
 	if (pidref_open_read(&ref, m->pid, "cmdline", sc->rd.procfd, &sc->rd.aux, &cmdlen) < 0)
 		return -EAGAIN;
 	later = later && ARRAY_RESERVE(sc->unproven, sc->cunproven, sc->nunproven + 1, 64) == 0;
@@ -233,9 +236,11 @@ static int identify_stat_free(struct scanner *sc, struct candset *cs, struct mat
 
 int identify_settle(struct scanner *sc, struct candset *cs, int discard)
 {
-	struct origin_window w;
 	size_t n = sc->nunproven;
-	int win = n && !discard && origin_window(sc->rd.procfd, &sc->origin, &w) == 0;
+	uint64_t forks = 0;
+	/* (a task the kernel created, a thread included, is counted before it can be found by its
+	 * pid, under the same lock: one that a pin found was counted by then) */
+	int quiet = n && !discard && origin_forks(sc->rd.procfd, &forks) == 0 && forks == sc->forks0;
 	int added = 0, r = 0;
 	sc->nunproven = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -247,7 +252,7 @@ int identify_settle(struct scanner *sc, struct candset *cs, int discard)
 			cand_clear(&u->c);
 			continue;
 		}
-		if ((win && !origin_in_window(&w, pid)) ||
+		if (quiet ||
 		    (procfs_ino(sc->rd.procfd, pid, "", &ino) == 0 && ino == u->dir_ino)) {
 			if ((r = enlist(sc, cs, &u->c, &idx)) == 0)
 				added++;

@@ -105,6 +105,15 @@ int origin_take(int procfd, struct reaper_origin *o)
 	return 0;
 }
 
+int origin_forks(int procfd, uint64_t *forks)
+{
+	long long v = 0;
+	int r = read_number(procfd, "stat", "\nprocesses ", &v);
+	if (r == 0)
+		*forks = (uint64_t)v;
+	return r;
+}
+
 int origin_window(int procfd, const struct reaper_origin *o, struct origin_window *w)
 {
 	/* this /proc must show our own PID namespace, the one the origin was taken in */

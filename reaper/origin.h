@@ -13,11 +13,14 @@ struct origin_window {
 	size_t len;
 };
 
+/* Where allocation stands now, read through the /proc at procfd (reaper_origin_now). */
+int origin_take(int procfd, struct reaper_origin *o);
+/* How many tasks the kernel has created since boot (/proc/stat "processes", counted in every
+ * PID namespace alike), read through the /proc at procfd: 0 or -errno. */
+int origin_forks(int procfd, uint64_t *forks);
 /* The window of pids given out since o, for the /proc at procfd: 0, or -ESRCH when it cannot
  * be told (another PID namespace, or so many forks since that allocation may have come
  * round past o), or another -errno. */
-/* Where allocation stands now, read through the /proc at procfd (reaper_origin_now). */
-int origin_take(int procfd, struct reaper_origin *o);
 int origin_window(int procfd, const struct reaper_origin *o, struct origin_window *w);
 int origin_in_window(const struct origin_window *w, pid_t pid);
 /* The i-th pid of the window (i < len), in the order they were given out. */

@@ -53,8 +53,8 @@ struct scanner {
 	 * its own another way (identify) */
 	int stat_free;
 	/* a stat-free listing's matches pinned in this pass whose environment is still to be
-	 * proven theirs: proven together when the marker scan ends (identify_settle), by where
-	 * the kernel's pid allocation went since the pass began (origin, when origin_ok) */
+	 * proven theirs: proven together when the marker scan ends (identify_settle), by no task
+	 * having been created since the pass's first match (forks0: the count then) */
 	struct unproven {
 		struct cand c;
 		struct finder_kind *by;
@@ -62,8 +62,8 @@ struct scanner {
 		unsigned long dir_ino;  /* its /proc directory's inode as listed */
 	} *unproven;
 	size_t nunproven, cunproven;
-	struct reaper_origin origin;
-	int origin_state; /* 0: not taken in this pass, 1: taken, -1: cannot be had */
+	uint64_t forks0;
+	int origin_state; /* forks0: 0 not read in this pass, 1 read, -1 cannot be had */
 	/* every match is described in the pass that finds it (a scan that only reports, or one
 	 * whose patterns judge it): its details may be read when it is pinned */
 	int describe_now;

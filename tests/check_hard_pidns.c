@@ -7,6 +7,7 @@
  * and through the owner-death guardian (reaper SIGKILLed). Held the same way between finding a
  * leftover and reading what it tells about it, the reaper describes only what it pinned. */
 #include "check_hard.h"
+#include "reaper/report.h"
 
 #include <sched.h>
 #include <sys/mount.h>
@@ -730,6 +731,86 @@ static int path_marker_rechecked(void)
 	return replaced_before_pinning(reaper, res, &v, &u, "an unmarked process");
 }
 
+/* A reaper in a child making the listing `reaper scan` makes (reap_listing: pid and cmdline of
+ * each match, nothing else read), its result as reaper_child gives it. Starts when go is
+ * written. */
+static pid_t listing_child(const struct reaper_finder *f, int *go, int *res)
+{
+	int g[2], r[2];
+	if (pipe2(g, O_CLOEXEC) < 0 || pipe2(r, O_CLOEXEC) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		char c;
+		if (read(g[0], &c, 1) != 1)
+			_exit(2);
+		struct reaper_opts o;
+		reaper_opts_init(&o);
+		o.report_only = 1;
+		struct reaper_report *rep = NULL;
+		int e = reap_listing(f, 1, &o, &rep);
+		dprintf(r[1], "%d\n", e);
+		for (size_t i = 0; e == 0 && i < rep->n; i++)
+			dprintf(r[1], "%d cmdline=%s\n", (int)rep->procs[i].pid, rep->procs[i].cmdline);
+		reaper_report_free(rep);
+		_exit(0);
+	}
+	close(g[0]);
+	close(r[1]);
+	*go = g[1];
+	*res = r[0];
+	return pid;
+}
+
+/* The listing pins a match after reading its environment; pid allocation is not always
+ * cyclic (ns_last_pid written, clone3 with set_tid: what a checkpoint restore does), so where
+ * it went since the pass began proves nothing of one pid. Held as it pins the second of two
+ * marked processes, that one is replaced by an unmarked one put on its pid, and another process
+ * is put just past where allocation stood (a restore of two processes): the unmarked one must
+ * not be listed. */
+static int path_listing_pid_chosen(void)
+{
+	char m[128];
+	tu_unique_marker(m, sizeof m, "HARD_NS", "listing");
+	char *venv[] = { "PATH=/usr/bin:/bin", m, NULL };
+	char *uenv[] = { "PATH=/usr/bin:/bin", "HARD_ROLE=unrelated", NULL };
+	/* a: the pass's first match, v: the one replaced (listed after a: a lower pid) */
+	struct sigproc a, v, u = { 0, -1 }, w = { 0, -1 };
+	NS_CHECK(ns_sig_spawn(&a, venv) == 0 && ns_sig_spawn(&v, venv) == 0 && a.pid < v.pid, "spawn the leftovers");
+	struct reaper_finder f = reaper_find_env(m);
+	int go, res, r;
+	pid_t reaper = listing_child(&f, &go, &res);
+	NS_CHECK(reaper > 0, "fork the reaper");
+	NS_CHECK(trace_begin(reaper) == 0, "trace the reaper: %s", strerror(errno));
+	NS_CHECK(write(go, "g", 1) == 1, "go");
+	NS_CHECK((r = trace_until_pidfd_open(reaper, v.pid)) == 0, "never caught the reaper pinning %d: %s",
+		 (int)v.pid, strerror(-r));
+	char last[32] = "";
+	int fd = open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC);
+	NS_CHECK(fd >= 0 && read(fd, last, sizeof last - 1) > 0, "read ns_last_pid");
+	close(fd);
+	NS_CHECK((r = take_over_pid(&v, &u)) == 0, "could not put a new process on pid %d: %s (got %d)", (int)v.pid,
+		 strerror(-r), (int)u.pid);
+	NS_CHECK(next_pid_is(atoi(last) + 1) == 0 && ns_sig_spawn(&w, uenv) == 0 && w.pid == atoi(last) + 1,
+		 "could not put a process on pid %d", atoi(last) + 1);
+	fprintf(stderr, "hard: listing held before pinning %d; the pid now holds an unmarked process\n", (int)u.pid);
+	NS_CHECK(ptrace(PTRACE_DETACH, reaper, 0, 0) == 0, "detach: %s", strerror(errno));
+	char out[4096], want[32];
+	if (reaper_result(reaper, res, out, sizeof out))
+		return 1;
+	snprintf(want, sizeof want, "\n%d ", (int)u.pid);
+	NS_CHECK(!strstr(out, want), "%d, an unmarked process, was listed as a match:\n%s", (int)u.pid, out);
+	snprintf(want, sizeof want, "\n%d ", (int)a.pid);
+	NS_CHECK(strstr(out, want), "the leftover %d was not listed:\n%s", (int)a.pid, out);
+	int st;
+	kill(a.pid, SIGKILL);
+	waitpid(a.pid, &st, 0);
+	close(a.rd);
+	if (unrelated_untouched(&w))
+		return 1;
+	return unrelated_untouched(&u);
+}
+
 /* Let tracee run until it enters system call nr with want as its path (second argument): it
  * stays stopped there, the call not made yet. */
 static int trace_until_path(pid_t tracee, long nr, const char *want)
@@ -1185,6 +1266,12 @@ START_TEST(marker_rechecked_after_pinning)
 }
 END_TEST
 
+START_TEST(listing_pid_chosen_not_listed)
+{
+	in_pid_namespace(path_listing_pid_chosen);
+}
+END_TEST
+
 START_TEST(described_through_its_identity)
 {
 	in_pid_namespace(path_describe_rechecked);
@@ -1242,6 +1329,7 @@ int main(void)
 	tcase_add_root_test(tc, reused_pid_of_kept_found, PIDNS_WHY);
 	tcase_add_root_test(tc, setsid_sleep_found_mid_exec, PIDNS_WHY);
 	tcase_add_root_test(tc, marker_rechecked_after_pinning, PIDNS_WHY);
+	tcase_add_root_test(tc, listing_pid_chosen_not_listed, PIDNS_WHY);
 	tcase_add_root_test(tc, described_through_its_identity, PIDNS_WHY);
 	tcase_add_root_test(tc, described_uid_as_found, PIDNS_WHY);
 	tcase_add_root_test(tc, described_as_one_exec, PIDNS_WHY);
