@@ -52,7 +52,7 @@ void callers_pass_done(struct callers *cl)
 	cl->pl_rereads = 0;
 	cl->nkin = 0;
 	cl->kin_read = 0;
-	cl->kin_misses = 0;
+	memset(cl->kin_misses, 0, sizeof cl->kin_misses);
 	for (int fd = 0; fd <= 2; fd++)
 		cl->kin_hint[fd] = -1;
 }
@@ -129,23 +129,26 @@ struct fdpipes {
 	int acc[3]; /* the access mode of its end, -2 until known */
 };
 
-/* What fp's fd is, told by the file of the caller's side its process before shared there:
- * the same open file as that one is no pipe. 1 when told, 0 when its link must be read (the
- * entry stays: the next process may share it). The holder's descriptor is as the pass first
- * read it: a pass reads the caller's side once, as it does the pipes its ancestors hold. */
+/* What fp's fd is, told by the caller's own descriptor it likely shares: the same open file as
+ * one that is no pipe is no pipe. 1 when told, 0 when its link must be read (the entry stays:
+ * the next process may share it). Only the caller's own descriptors are compared with: an
+ * ancestor's may be changed by it during the pass (a pipe put there, the caller's pipeline's
+ * among them) or be a stranger's once its pid is given out again, and the same file as that
+ * is no proof of anything; ours are looked at again after the compare, by a stat of our own. */
 static int by_kin(struct callers *cl, struct fdpipes *fp, int fd)
 {
 	int k = cl->kin_hint[fd];
 	long r = syscall(SYS_kcmp, cl->kin[k].pid, fp->pid, KCMP_FILE, cl->kin[k].fd, fd);
-	if (r == 0) {
+	struct stat sb;
+	if (r == 0 && fstat(cl->kin[k].fd, &sb) == 0 && !S_ISFIFO(sb.st_mode)) {
 		fp->ino[fd] = 0;
-		cl->kin_misses = 0;
+		cl->kin_misses[fd] = 0;
 		return 1;
 	}
-	cl->kin_misses++;
+	cl->kin_misses[fd]++;
 	cl->by_link |= r < 0 && errno == ENOSYS;
 	if (r < 0 && errno == EPERM)
-		cl->kin[k].pid = 0; /* the holder may not be compared by us (ptrace rules) */
+		cl->kin[k].pid = 0; /* (ptrace rules refuse compares with this one: links are read) */
 	return 0;
 }
 
@@ -238,36 +241,31 @@ static void take_copy(struct callers *cl, const struct reader *rd, struct fdpipe
 
 #define KIN_MISSES 8
 
-/* The caller's side's files on fd 0-2 but pipes (the caller first, then its ancestors,
- * nearest first), read once a pass at the first need. */
+/* The caller's own files on fd 0-2 but pipes, read once a pass at the first need. */
 static void read_kin(struct callers *cl, struct reader *rd)
 {
-	size_t nanc;
-	const pid_t *anc = reader_callers(rd, &nanc);
-	size_t depth = sizeof cl->kin / sizeof *cl->kin / 3;
 	cl->kin_read = 1;
 	cl->nkin = 0;
-	for (size_t a = 0; a < nanc && a < depth; a++)
-		for (int fd = 0; fd <= 2; fd++) {
-			char path[64];
-			unsigned long ino;
-			snprintf(path, sizeof path, "%d/fd/%d", (int)anc[a], fd);
-			int kind = link_text(rd->procfd, path, &ino, cl->kin[cl->nkin].link);
-			if (kind == LINK_NONE || kind == LINK_PIPE)
-				continue;
-			cl->kin[cl->nkin].pid = anc[a];
-			cl->kin[cl->nkin++].fd = fd;
-		}
+	for (int fd = 0; fd <= 2; fd++) {
+		char path[64];
+		unsigned long ino;
+		snprintf(path, sizeof path, "%d/fd/%d", (int)rd->self, fd);
+		int kind = link_text(rd->procfd, path, &ino, cl->kin[cl->nkin].link);
+		if (kind == LINK_NONE || kind == LINK_PIPE)
+			continue;
+		cl->kin[cl->nkin].pid = rd->self;
+		cl->kin[cl->nkin++].fd = fd;
+	}
 }
 
-/* The entry of the caller's side that the next process's fd is likely to share, as this
+/* The caller's entry that the next process's fd is likely to share, as this
  * one's link (no pipe) names it: the first one of that name after the one that was tried
  * and missed (tried; -1: none), so that of two opens by one name each is tried in turn. */
 static void pick_kin(struct callers *cl, struct reader *rd, int fd, const char *link, int tried)
 {
-	/* (processes that each opened a file by the name the caller's side holds share none:
+	/* (processes that each opened a file by the name the caller holds share none:
 	 * after a few misses in a row their links are read at once) */
-	if (cl->kin_misses >= KIN_MISSES)
+	if (cl->kin_misses[fd] >= KIN_MISSES)
 		return;
 	if (!cl->kin_read)
 		read_kin(cl, rd);
@@ -291,7 +289,7 @@ static unsigned long pipe_on(struct callers *cl, struct reader *rd, struct fdpip
 			/* what is not copied now (a socket, a terminal, a file, no room or no
 			 * pidfd) most likely is not at this fd of the next process either: its link is
 			 * read at once there, with no compares that cannot match, unless the
-			 * caller's side holds a file by that name */
+			 * caller holds a file by that name */
 			cl->seen_hint[fd] = -1;
 			int tried = cl->kin_hint[fd];
 			cl->kin_hint[fd] = -1;
