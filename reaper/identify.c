@@ -58,18 +58,22 @@ static void pinned_done(struct pinned *pr)
 	free(pr->exe), free(pr->cwd);
 }
 
-/* Pin pid: a pidfd while the budget allows (pr read under it), else pid + start time. */
+/* Pin pid: a pidfd while the budget allows (pr read under it), else pid + start time. The
+ * matches a listing holds until its pass proves them hold pidfds too: past the budget with
+ * them, the pass would be left without the descriptors it reads the caller's pipeline with
+ * (its members would be listed). */
 static int pin(struct scanner *sc, const struct candset *cs, struct pidref *ref, pid_t pid, struct reaper_stat *st,
 	       struct pinned *pr)
 {
 	int r = -EMFILE;
-	if (cs->pidfds < scanner_budget(sc))
+	size_t held = cs->pidfds + sc->nunproven;
+	if (held < scanner_budget(sc))
 		r = pidref_open_stat_read(ref, sc->rd.procfd, pid, st, sc->brief || pr->details ? pinned_reads : NULL,
 					  pr, &pr->pinned);
 	if (!pr->pinned)
 		pr->cmdlen = -ENODATA;
 	if (r == -EMFILE || r == -ENFILE) {
-		if (cs->pidfds < sc->pidfd_budget)
+		if (held < sc->pidfd_budget)
 			sc->pass.starved = 1;
 		r = pidref_pin_stat(ref, sc->rd.procfd, pid, st);
 	}
@@ -242,9 +246,10 @@ int identify_settle(struct scanner *sc, struct candset *cs, int discard)
 	 * pid, under the same lock: one that a pin found was counted by then) */
 	int quiet = n && !discard && origin_forks(sc->rd.procfd, &forks) == 0 && forks == sc->forks0;
 	int added = 0, r = 0;
-	sc->nunproven = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct unproven *u = &sc->unproven[i];
+		/* (the ones after this one still hold their pidfds: a pin below counts them) */
+		sc->nunproven = n - i - 1;
 		pid_t pid = u->c.info.pid;
 		unsigned long ino;
 		size_t idx;

@@ -300,6 +300,26 @@ def test_scan_leaves_its_pipeline_and_lists_the_rest(mark, tmp_path):
         assert not cleanup_marked(mark), "a leftover would not die"
 
 
+def test_scan_with_few_descriptors_leaves_its_pipeline(mark, tmp_path):
+    """`reaper scan | tee log | cat` under `ulimit -n 64`, with more leftovers than reaper may
+    hold pidfds for: the matches a listing holds until its pass proves them count as held, so
+    the pass keeps the descriptors it needs to read the pipeline (cat is a member past tee):
+    every leftover is listed, tee and cat are not."""
+    try:
+        statuses, r = sh(
+            'exec 2>"$T/sh-err"; export %s; for i in $(seq 120); do (exec sleep 600 &); done </dev/null >/dev/null 2>&1; '
+            'until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 120 ]; do :; done; '
+            '(ulimit -n 64; "$REAPER" scan --env %s 2>"$T/err" | tee "$T/log" | cat >"$T/out"; '
+            'echo "${PIPESTATUS[*]}" >"$STATUS")'
+            % (mark, mark, mark), tmp_path)
+        err = (tmp_path / "err").read_text()
+        assert statuses == [0, 0, 0], err
+        listed = (tmp_path / "out").read_text().splitlines()
+        assert sorted(ln.split(None, 1)[-1] for ln in listed) == ["sleep 600"] * 120, (listed, err)
+    finally:
+        assert not cleanup_marked(mark), "a leftover would not die"
+
+
 def test_scan_tells_files_the_callers_side_holds_from_its_pipeline(mark, tmp_path):
     """Leftovers write to the script's own output (a file the shell, an ancestor of reaper,
     holds on fd 1 and 2), and so does a member of `reaper scan | { M & tee log; } | cat`
