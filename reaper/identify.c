@@ -242,8 +242,9 @@ int identify_settle(struct scanner *sc, struct candset *cs, int discard)
 {
 	size_t n = sc->nunproven;
 	uint64_t forks = 0;
-	/* (a task the kernel created, a thread included, is counted before it can be found by its
-	 * pid, under the same lock: one that a pin found was counted by then) */
+	/* (a task the kernel creates, a thread included, is counted in the same locked section,
+	 * interrupts off, that makes it found by its pid: one a pin found was counted long before
+	 * the scan ends) */
 	int quiet = n && !discard && origin_forks(sc->rd.procfd, &forks) == 0 && forks == sc->forks0;
 	int added = 0, r = 0;
 	for (size_t i = 0; i < n; i++) {
