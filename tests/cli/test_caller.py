@@ -323,8 +323,8 @@ def test_scan_with_few_descriptors_leaves_its_pipeline(mark, tmp_path):
 def test_scan_tells_files_the_callers_side_holds_from_its_pipeline(mark, tmp_path):
     """Leftovers write to the script's own output (a file the shell, an ancestor of reaper,
     holds on fd 1 and 2), and so does a member of `reaper scan | { M & tee log; } | cat`
-    whose only pipe is its fd 1, into cat: the leftovers' descriptors are told by the
-    shell's, M's fd 1 is still seen to be a pipe (M is the pipeline's): the leftovers are
+    whose only pipe is its fd 1, into cat: the leftovers' fd 2 is told by reaper's own (the
+    same file, inherited), M's fd 1 is still seen to be a pipe (M is the pipeline's): the leftovers are
     listed, M is not (tee and cat do not carry the marker: M is judged by its own
     descriptors, not by a look at the pipeline another match made first)."""
     name = mark.split("=", 1)[0]
