@@ -132,6 +132,15 @@ int escape_text(struct sbuf *b, const char *s, size_t len, size_t max)
 			sbuf_add(b, "...", 3);
 			return 1;
 		}
+		/* a run of printable ASCII (most of any command line) goes in at once */
+		size_t run = i;
+		while (run < len && u[run] >= 0x20 && u[run] < 0x7F && (!max || b->len - start + (run - i) < max))
+			run++;
+		if (run > i) {
+			sbuf_add(b, s + i, run - i);
+			i = run;
+			continue;
+		}
 		uint32_t cp;
 		size_t n = utf8_decode(u + i, len - i, &cp);
 		if (!n) {

@@ -27,6 +27,8 @@ void callers_init(struct callers *cl, struct reader *rd, const struct reaper_opt
 	cl->nexclude = o->exclude ? o->nexclude : 0;
 	cl->exclude_pgrp = o->exclude_pgrp;
 	cl->outside_session = o->outside_session;
+	for (int fd = 0; fd <= 2; fd++)
+		cl->kin_hint[fd] = -1;
 	for (int fd = 0; fd <= 2; fd++) {
 		struct stat sb;
 		int fl = fcntl(fd, F_GETFL);
@@ -48,6 +50,11 @@ void callers_pass_done(struct callers *cl)
 	cl->nseen = 0;
 	cl->no_copy = 0;
 	cl->pl_rereads = 0;
+	cl->nkin = 0;
+	cl->kin_read = 0;
+	memset(cl->kin_misses, 0, sizeof cl->kin_misses);
+	for (int fd = 0; fd <= 2; fd++)
+		cl->kin_hint[fd] = -1;
 }
 
 void callers_free(struct callers *cl)
@@ -78,14 +85,14 @@ static int fd_access(const struct reader *rd, pid_t pid, int fd)
 }
 
 /* What a link of /proc names: a pipe (its inode in *ino), a socket, a file under /dev (where
- * terminals and /dev/null are), or anything else. */
+ * terminals and /dev/null are), or anything else; its text (cut short) in link. */
 enum { LINK_NONE, LINK_PIPE, LINK_SOCKET, LINK_DEV, LINK_OTHER };
 
-static int link_kind(int dirfd, const char *path, unsigned long *ino)
+static int link_text(int dirfd, const char *path, unsigned long *ino, char link[64])
 {
-	char link[64];
 	*ino = 0;
-	ssize_t n = readlinkat(dirfd, path, link, sizeof link - 1);
+	link[0] = 0;
+	ssize_t n = readlinkat(dirfd, path, link, 63);
 	if (n <= 0)
 		return LINK_NONE;
 	link[n] = 0;
@@ -96,6 +103,12 @@ static int link_kind(int dirfd, const char *path, unsigned long *ino)
 	if (n > 8 && !strncmp(link, "socket:[", 8))
 		return LINK_SOCKET;
 	return n > 5 && !strncmp(link, "/dev/", 5) ? LINK_DEV : LINK_OTHER;
+}
+
+static int link_kind(int dirfd, const char *path, unsigned long *ino)
+{
+	char link[64];
+	return link_text(dirfd, path, ino, link);
 }
 
 /* The pipe (its inode) on pid's descriptor fd, 0 when it holds none there. */
@@ -116,13 +129,40 @@ struct fdpipes {
 	int acc[3]; /* the access mode of its end, -2 until known */
 };
 
+/* What fp's fd is, told by the caller's own descriptor it likely shares: the same open file as
+ * one that is no pipe is no pipe. 1 when told, 0 when its link must be read (the entry stays:
+ * the next process may share it). Only the caller's own descriptors are compared with: an
+ * ancestor's may be changed by it during the pass (a pipe put there, the caller's pipeline's
+ * among them) or be a stranger's once its pid is given out again, and the same file as that
+ * is no proof of anything; ours are looked at again after the compare, by a stat of our own. */
+static int by_kin(struct callers *cl, struct fdpipes *fp, int fd)
+{
+	int k = cl->kin_hint[fd];
+	long r = syscall(SYS_kcmp, cl->kin[k].pid, fp->pid, KCMP_FILE, cl->kin[k].fd, fd);
+	struct stat sb;
+	if (r == 0 && fstat(cl->kin[k].fd, &sb) == 0 && !S_ISFIFO(sb.st_mode)) {
+		fp->ino[fd] = 0;
+		cl->kin_misses[fd] = 0;
+		return 1;
+	}
+	cl->kin_misses[fd]++;
+	cl->by_link |= r < 0 && errno == ENOSYS;
+	if (r < 0 && errno == EPERM)
+		cl->kin[k].pid = 0; /* (ptrace rules refuse compares with this one: links are read) */
+	return 0;
+}
+
 /* What fp's fd is, told by the copies this pass holds: the same file as a copy, one compare
  * and no path to resolve. 1 when told (ino and acc set), 0 when its link must be read. */
 static int by_copy(struct callers *cl, const struct reader *rd, struct fdpipes *fp, int fd)
 {
+	if (cl->by_link)
+		return 0;
+	if (cl->kin_hint[fd] >= 0)
+		return by_kin(cl, fp, fd);
 	/* (this fd of the process looked at before was not copied: most likely this one will not
 	 * be either, and its link is read straight away) */
-	if (cl->by_link || cl->seen_hint[fd] < 0)
+	if (cl->seen_hint[fd] < 0)
 		return 0;
 	size_t n = cl->nseen, h = (size_t)cl->seen_hint[fd];
 	for (size_t k = 0; k < n; k++) {
@@ -199,18 +239,63 @@ static void take_copy(struct callers *cl, const struct reader *rd, struct fdpipe
 	fp->acc[fd] = cl->seen[n].acc;
 }
 
-static unsigned long pipe_on(struct callers *cl, const struct reader *rd, struct fdpipes *fp, int fd)
+#define KIN_MISSES 8
+
+/* The caller's own files on fd 0-2 but pipes, read once a pass at the first need. */
+static void read_kin(struct callers *cl, struct reader *rd)
+{
+	cl->kin_read = 1;
+	cl->nkin = 0;
+	for (int fd = 0; fd <= 2; fd++) {
+		char path[64];
+		unsigned long ino;
+		snprintf(path, sizeof path, "%d/fd/%d", (int)rd->self, fd);
+		int kind = link_text(rd->procfd, path, &ino, cl->kin[cl->nkin].link);
+		if (kind == LINK_NONE || kind == LINK_PIPE)
+			continue;
+		cl->kin[cl->nkin].pid = rd->self;
+		cl->kin[cl->nkin++].fd = fd;
+	}
+}
+
+/* The caller's entry that the next process's fd is likely to share, as this
+ * one's link (no pipe) names it: the first one of that name after the one that was tried
+ * and missed (tried; -1: none), so that of two opens by one name each is tried in turn. */
+static void pick_kin(struct callers *cl, struct reader *rd, int fd, const char *link, int tried)
+{
+	/* (processes that each opened a file by the name the caller holds share none:
+	 * after a few misses in a row their links are read at once) */
+	if (cl->kin_misses[fd] >= KIN_MISSES)
+		return;
+	if (!cl->kin_read)
+		read_kin(cl, rd);
+	size_t n = cl->nkin;
+	for (size_t k = 0; k < n; k++) {
+		size_t i = (size_t)(tried + 1) + k < n ? (size_t)(tried + 1) + k : (size_t)(tried + 1) + k - n;
+		if (cl->kin[i].pid && !strcmp(cl->kin[i].link, link)) {
+			cl->kin_hint[fd] = (int)i;
+			return;
+		}
+	}
+}
+
+static unsigned long pipe_on(struct callers *cl, struct reader *rd, struct fdpipes *fp, int fd)
 {
 	if (!(fp->read & (1u << fd))) {
 		if (!by_copy(cl, rd, fp, fd)) {
-			char path[64];
+			char path[64], link[64];
 			snprintf(path, sizeof path, "%d/fd/%d", (int)fp->pid, fd);
-			int kind = link_kind(rd->procfd, path, &fp->ino[fd]);
+			int kind = link_text(rd->procfd, path, &fp->ino[fd], link);
 			/* what is not copied now (a socket, a terminal, a file, no room or no
 			 * pidfd) most likely is not at this fd of the next process either: its link is
-			 * read at once there, with no compares that cannot match */
+			 * read at once there, with no compares that cannot match, unless the
+			 * caller holds a file by that name */
 			cl->seen_hint[fd] = -1;
+			int tried = cl->kin_hint[fd];
+			cl->kin_hint[fd] = -1;
 			take_copy(cl, rd, fp, fd, kind, fp->ino[fd]);
+			if (kind != LINK_NONE && kind != LINK_PIPE && cl->seen_hint[fd] < 0)
+				pick_kin(cl, rd, fd, link, tried);
 		}
 		fp->read |= 1u << fd;
 	}
@@ -223,7 +308,7 @@ static unsigned long pipe_on(struct callers *cl, const struct reader *rd, struct
  * is not. A pipeline member holds the pipe where a pipeline puts it: a reader on its fd 0, a
  * writer on its fd 1 or 2; only those are looked at (one read per process when only the
  * caller's output is a pipe). */
-static int pipeline_partner(struct callers *cl, const struct reader *rd, struct fdpipes *fp)
+static int pipeline_partner(struct callers *cl, struct reader *rd, struct fdpipes *fp)
 {
 	int readers = 0, writers = 0;
 	for (size_t i = 0; i < cl->npipes; i++) {

@@ -50,6 +50,21 @@ struct callers {
 		int acc;
 	} seen[4];
 	size_t nseen;
+	/* the files other than pipes the caller holds on fd 0-2 (what a run inherits from the
+	 * caller's side: a CI step's output, a terminal, a log), read at the first need of a pass:
+	 * a process holding the same one is told by one compare with our descriptor (kcmp), no
+	 * copy taken, no link read. Not its ancestors': their descriptors may change during the
+	 * pass, their pids change hands. Cleared when the pass ends. */
+	struct {
+		pid_t pid; /* ours; 0: compares are refused */
+		int fd;
+		char link[64];
+	} kin[3];
+	size_t nkin;
+	int kin_read;
+	unsigned kin_misses[3]; /* per fd number: compares in a row that found a different file (a cap
+				  * ends them for that fd: our fd 1 a pipe, a match's fd 1 is no file of ours) */
+	int kin_hint[3]; /* per fd number: the entry that fd last was (-1: none) */
 	int by_link;     /* the copies cannot be had here (no pidfd_getfd or kcmp): links only */
 	int no_copy;     /* a copy was refused (ptrace rules, descriptors): no more are tried */
 	int seen_hint[3]; /* per fd number: the copy that fd last was (-1: it was not copied) */

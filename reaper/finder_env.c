@@ -130,7 +130,7 @@ static int judge_pending(struct env_finders *e, struct scanner *sc, struct cands
 	return added;
 }
 
-static int env_scan(struct finder_kind *k, struct scanner *sc, struct candset *cs)
+static int env_scan_all(struct finder_kind *k, struct scanner *sc, struct candset *cs)
 {
 	struct env_finders *e = (struct env_finders *)k;
 	int added = 0, r;
@@ -161,6 +161,14 @@ static int env_scan(struct finder_kind *k, struct scanner *sc, struct candset *c
 	if ((r = judge_pending(e, sc, cs)) < 0)
 		return r;
 	return added + r;
+}
+
+/* The marker scan, and then the matches it holds unproven (identify_settle). */
+static int env_scan(struct finder_kind *k, struct scanner *sc, struct candset *cs)
+{
+	int r = env_scan_all(k, sc, cs);
+	int s = identify_settle(sc, cs, r < 0);
+	return r < 0 ? r : s < 0 ? s : r + s;
 }
 
 /* Younger than the pass: the environment read may have been an earlier holder's of the pid;

@@ -2,7 +2,9 @@
 /* identify: see identify.h. */
 #define _GNU_SOURCE
 #include "identify.h"
+#include "array.h"
 #include "describe.h"
+#include "origin.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -56,18 +58,22 @@ static void pinned_done(struct pinned *pr)
 	free(pr->exe), free(pr->cwd);
 }
 
-/* Pin pid: a pidfd while the budget allows (pr read under it), else pid + start time. */
+/* Pin pid: a pidfd while the budget allows (pr read under it), else pid + start time. The
+ * matches a listing holds until its pass proves them hold pidfds too: past the budget with
+ * them, the pass would be left without the descriptors it reads the caller's pipeline with
+ * (its members would be listed). */
 static int pin(struct scanner *sc, const struct candset *cs, struct pidref *ref, pid_t pid, struct reaper_stat *st,
 	       struct pinned *pr)
 {
 	int r = -EMFILE;
-	if (cs->pidfds < scanner_budget(sc))
+	size_t held = cs->pidfds + sc->nunproven;
+	if (held < scanner_budget(sc))
 		r = pidref_open_stat_read(ref, sc->rd.procfd, pid, st, sc->brief || pr->details ? pinned_reads : NULL,
 					  pr, &pr->pinned);
 	if (!pr->pinned)
 		pr->cmdlen = -ENODATA;
 	if (r == -EMFILE || r == -ENFILE) {
-		if (cs->pidfds < sc->pidfd_budget)
+		if (held < sc->pidfd_budget)
 			sc->pass.starved = 1;
 		r = pidref_pin_stat(ref, sc->rd.procfd, pid, st);
 	}
@@ -167,22 +173,42 @@ static int excluded(struct scanner *sc, pid_t pid)
 }
 
 /* A listing's marker match without its stat (scanner.stat_free): pinned by its pidfd, its
- * cmdline read under the pin. The environment was read before the pin, after the listing of
- * /proc gave the inode of the pid's directory: /proc gives each instance of a process's
- * directory an inode number of its own and drops an instance once its process is gone, so the
- * directory showing the same inode after the pin proves the pid never changed hands since the
- * listing (what its start time proves otherwise): one stat of the directory, nothing kept
- * open. -EAGAIN when it has to be judged the full way (gone or exited, no cmdline to show, a
- * caller's rule needs its stat, not listed, no proof), else as identify. */
+ * cmdline read under the pin. The environment was read before the pin, and is proven the
+ * pinned process's when the pid never changed hands between the two (what its start time
+ * proves otherwise). Two proofs, neither keeping anything open:
+ * - no task at all was created since the pass took its origin (before this environment was
+ *   read): another process on the pid would be one created since. The count of tasks the
+ *   kernel created (/proc/stat "processes") says so for every pid at once, read when the
+ *   marker scan ends (identify_settle), which holds the matches until then: nothing a pass
+ *   looks at is listed before. Where pid allocation went since proves nothing of one pid:
+ *   a process may be put on a pid of its choosing (ns_last_pid written, clone3 with set_tid:
+ *   a checkpoint restore does both), outside any window of cyclic allocation.
+ * - the listing of /proc gave the inode of the pid's directory before its environment was
+ *   read: /proc gives each instance of a process's directory an inode number of its own and
+ *   drops an instance once its process is gone, so the directory showing the same inode after
+ *   the pin proves the pid never changed hands since: one stat of the directory, for the
+ *   match the origin was taken at, and for every one when a task was created during the pass
+ *   or the count cannot be read.
+ * -EAGAIN when it has to be judged the full way (gone or exited, no cmdline to show, a
+ * caller's rule needs its stat, not listed, no proof), else as identify (0 for a match held
+ * until the pass proves it). */
 static int identify_stat_free(struct scanner *sc, struct candset *cs, struct match *m, size_t *idx)
 {
 	_cleanup_(pidref_done) struct pidref ref = PIDREF_NULL;
 	ssize_t cmdlen;
 	unsigned long ino;
-	if (!m->dir_ino || m->by->kind != FINDER_ENV || cs->pidfds >= scanner_budget(sc) ||
-	    pidref_open_read(&ref, m->pid, "cmdline", sc->rd.procfd, &sc->rd.aux, &cmdlen) < 0)
+	uint32_t matched = m->mask;
+	if (!m->dir_ino || m->by->kind != FINDER_ENV || cs->pidfds + sc->nunproven >= scanner_budget(sc))
 		return -EAGAIN;
-	if (procfs_ino(sc->rd.procfd, m->pid, "", &ino) < 0 || ino != m->dir_ino)
+	/* (the origin is taken at the pass's first match, after its environment was read: that
+	 * one is proven by its directory; a clean pass takes none) */
+	int later = sc->origin_state == 1;
+	if (!sc->origin_state)
+		sc->origin_state = origin_forks(sc->rd.procfd, &sc->forks0) == 0 ? 1 : -1;
+	if (pidref_open_read(&ref, m->pid, "cmdline", sc->rd.procfd, &sc->rd.aux, &cmdlen) < 0)
+		return -EAGAIN;
+	later = later && ARRAY_RESERVE(sc->unproven, sc->cunproven, sc->nunproven + 1, 64) == 0;
+	if (!later && (procfs_ino(sc->rd.procfd, m->pid, "", &ino) < 0 || ino != m->dir_ino))
 		return -EAGAIN;
 	while (cmdlen > 0 && sc->rd.aux.p[cmdlen - 1] == 0)
 		cmdlen--;
@@ -202,9 +228,53 @@ static int identify_stat_free(struct scanner *sc, struct candset *cs, struct mat
 		cand_clear(&c);
 		return -ENOMEM;
 	}
+	if (later) {
+		sc->unproven[sc->nunproven++] = (struct unproven){ .c = c, .by = m->by, .mask = matched,
+								   .dir_ino = m->dir_ino };
+		return 0;
+	}
 	if ((r = enlist(sc, cs, &c, idx)) < 0)
 		return r;
 	return 1;
+}
+
+int identify_settle(struct scanner *sc, struct candset *cs, int discard)
+{
+	size_t n = sc->nunproven;
+	uint64_t forks = 0;
+	/* (a task the kernel creates, a thread included, is counted in the same locked section,
+	 * interrupts off, that makes it found by its pid: one a pin found was counted long before
+	 * the scan ends) */
+	int quiet = n && !discard && origin_forks(sc->rd.procfd, &forks) == 0 && forks == sc->forks0;
+	int added = 0, r = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct unproven *u = &sc->unproven[i];
+		/* (the ones after this one still hold their pidfds: a pin below counts them) */
+		sc->nunproven = n - i - 1;
+		pid_t pid = u->c.info.pid;
+		unsigned long ino;
+		size_t idx;
+		if (discard || r < 0) {
+			cand_clear(&u->c);
+			continue;
+		}
+		if (quiet ||
+		    (procfs_ino(sc->rd.procfd, pid, "", &ino) == 0 && ino == u->dir_ino)) {
+			if ((r = enlist(sc, cs, &u->c, &idx)) == 0)
+				added++;
+			continue;
+		}
+		/* the pid may have changed hands: judged the full way, its environment read again
+		 * when it is younger than the pass */
+		cand_clear(&u->c);
+		struct match m = { .pid = pid, .by = u->by, .mask = u->mask, .envlen = -ENODATA };
+		int k = identify(sc, cs, &m, &idx);
+		if (k < 0)
+			r = k;
+		else
+			added += k;
+	}
+	return r < 0 ? r : added;
 }
 
 int identify(struct scanner *sc, struct candset *cs, struct match *m, size_t *idx)

@@ -28,6 +28,11 @@ struct match {
  * replaced, no longer matched, the caller's, the host's, the kernel's), or -ENOMEM. */
 int identify(struct scanner *sc, struct candset *cs, struct match *m, size_t *idx);
 
+/* The matches a stat-free listing holds until its pass proves them (identify): each proven
+ * becomes a candidate, each not proven is judged the full way; discard: all are dropped (the
+ * pass failed). How many were added, or -ENOMEM. */
+int identify_settle(struct scanner *sc, struct candset *cs, int discard);
+
 /* A pid that finder bit (of kind k) listed (want: the start time it named, 0 for any): a
  * candidate already, of that identity, is marked as found by it too; a new one is identified.
  * 1 when it was added, 0 when not, -ENOMEM. */

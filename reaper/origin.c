@@ -78,6 +78,14 @@ int reaper_origin_now(struct reaper_origin *o)
 	int procfd = procfs_open();
 	if (procfd < 0)
 		return procfd;
+	int r = origin_take(procfd, o);
+	close(procfd);
+	return r;
+}
+
+int origin_take(int procfd, struct reaper_origin *o)
+{
+	memset(o, 0, sizeof *o);
 	long long last = 0, max = 0, forks = 0, tasks = 0;
 	int r = read_number(procfd, "sys/kernel/ns_last_pid", NULL, &last);
 	if (r == 0)
@@ -87,7 +95,6 @@ int reaper_origin_now(struct reaper_origin *o)
 	if (r == 0)
 		r = read_number(procfd, "loadavg", "/", &tasks); /* "... running/tasks last" */
 	o->pidns = pidns_of(procfd);
-	close(procfd);
 	if (r < 0)
 		return r;
 	o->last_pid = (pid_t)last;
@@ -96,6 +103,15 @@ int reaper_origin_now(struct reaper_origin *o)
 	o->tasks = (uint64_t)tasks;
 	o->start_time = procfs_tick_now(sysconf(_SC_CLK_TCK));
 	return 0;
+}
+
+int origin_forks(int procfd, uint64_t *forks)
+{
+	long long v = 0;
+	int r = read_number(procfd, "stat", "\nprocesses ", &v);
+	if (r == 0)
+		*forks = (uint64_t)v;
+	return r;
 }
 
 int origin_window(int procfd, const struct reaper_origin *o, struct origin_window *w)

@@ -13,6 +13,11 @@ struct origin_window {
 	size_t len;
 };
 
+/* Where allocation stands now, read through the /proc at procfd (reaper_origin_now). */
+int origin_take(int procfd, struct reaper_origin *o);
+/* How many tasks the kernel has created since boot (/proc/stat "processes", counted in every
+ * PID namespace alike), read through the /proc at procfd: 0 or -errno. */
+int origin_forks(int procfd, uint64_t *forks);
 /* The window of pids given out since o, for the /proc at procfd: 0, or -ESRCH when it cannot
  * be told (another PID namespace, or so many forks since that allocation may have come
  * round past o), or another -errno. */

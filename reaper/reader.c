@@ -121,7 +121,8 @@ static void read_kthreads(struct reader *rd)
 		free(k);
 		return;
 	}
-	qsort(k, n, sizeof *k, pid_cmp);
+	if (n) /* (none read, short of descriptors: k may be NULL, which qsort may not take) */
+		qsort(k, n, sizeof *k, pid_cmp);
 	rd->kthreads = k;
 	rd->nkthreads = n;
 }

@@ -93,6 +93,11 @@ void scanner_done(struct scanner *sc)
 		}
 	reader_close(&sc->rd);
 	callers_free(&sc->callers);
+	for (size_t i = 0; i < sc->nunproven; i++)
+		cand_clear(&sc->unproven[i].c);
+	free(sc->unproven);
+	sc->unproven = NULL;
+	sc->nunproven = sc->cunproven = 0;
 	free(sc->host_zombies);
 	sc->host_zombies = NULL;
 	free(sc->pattern_hits);
@@ -110,6 +115,7 @@ void scanner_pass(struct scanner *sc)
 	for (size_t i = 0; i < sizeof p->anc_cache / sizeof *p->anc_cache; i++)
 		p->anc_cache[i].pid = 0;
 	p->anc_last = -1;
+	sc->origin_state = 0;
 }
 
 uint32_t scanner_mask(const struct scanner *sc, enum finder_kinds k)

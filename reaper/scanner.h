@@ -52,6 +52,18 @@ struct scanner {
 	 * match is pinned by its pidfd alone, without its stat, when its environment is proven
 	 * its own another way (identify) */
 	int stat_free;
+	/* a stat-free listing's matches pinned in this pass whose environment is still to be
+	 * proven theirs: proven together when the marker scan ends (identify_settle), by no task
+	 * having been created since the pass's first match (forks0: the count then) */
+	struct unproven {
+		struct cand c;
+		struct finder_kind *by;
+		uint32_t mask;          /* what the listing matched */
+		unsigned long dir_ino;  /* its /proc directory's inode as listed */
+	} *unproven;
+	size_t nunproven, cunproven;
+	uint64_t forks0;
+	int origin_state; /* forks0: 0 not read in this pass, 1 read, -1 cannot be had */
 	/* every match is described in the pass that finds it (a scan that only reports, or one
 	 * whose patterns judge it): its details may be read when it is pinned */
 	int describe_now;

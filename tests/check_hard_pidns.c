@@ -7,6 +7,7 @@
  * and through the owner-death guardian (reaper SIGKILLed). Held the same way between finding a
  * leftover and reading what it tells about it, the reaper describes only what it pinned. */
 #include "check_hard.h"
+#include "reaper/report.h"
 
 #include <sched.h>
 #include <sys/mount.h>
@@ -730,6 +731,243 @@ static int path_marker_rechecked(void)
 	return replaced_before_pinning(reaper, res, &v, &u, "an unmarked process");
 }
 
+/* A reaper in a child making the listing `reaper scan` makes (reap_listing: pid and cmdline of
+ * each match, nothing else read), its result as reaper_child gives it. Starts when go is
+ * written. */
+static pid_t listing_child(const struct reaper_finder *f, int *go, int *res)
+{
+	int g[2], r[2];
+	if (pipe2(g, O_CLOEXEC) < 0 || pipe2(r, O_CLOEXEC) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		char c;
+		if (read(g[0], &c, 1) != 1)
+			_exit(2);
+		struct reaper_opts o;
+		reaper_opts_init(&o);
+		o.report_only = 1;
+		struct reaper_report *rep = NULL;
+		int e = reap_listing(f, 1, &o, &rep);
+		dprintf(r[1], "%d\n", e);
+		for (size_t i = 0; e == 0 && i < rep->n; i++)
+			dprintf(r[1], "%d cmdline=%s\n", (int)rep->procs[i].pid, rep->procs[i].cmdline);
+		reaper_report_free(rep);
+		_exit(0);
+	}
+	close(g[0]);
+	close(r[1]);
+	*go = g[1];
+	*res = r[0];
+	return pid;
+}
+
+/* The listing pins a match after reading its environment; pid allocation is not always
+ * cyclic (ns_last_pid written, clone3 with set_tid: what a checkpoint restore does), so where
+ * it went since the pass began proves nothing of one pid. Held as it pins the second of two
+ * marked processes, that one is replaced by an unmarked one put on its pid, and another process
+ * is put just past where allocation stood (a restore of two processes): the unmarked one must
+ * not be listed. */
+static int path_listing_pid_chosen(void)
+{
+	char m[128];
+	tu_unique_marker(m, sizeof m, "HARD_NS", "listing");
+	char *venv[] = { "PATH=/usr/bin:/bin", m, NULL };
+	char *uenv[] = { "PATH=/usr/bin:/bin", "HARD_ROLE=unrelated", NULL };
+	/* a: the pass's first match, v: the one replaced (listed after a: a lower pid) */
+	struct sigproc a, v, u = { 0, -1 }, w = { 0, -1 };
+	NS_CHECK(ns_sig_spawn(&a, venv) == 0 && ns_sig_spawn(&v, venv) == 0 && a.pid < v.pid, "spawn the leftovers");
+	struct reaper_finder f = reaper_find_env(m);
+	int go, res, r;
+	pid_t reaper = listing_child(&f, &go, &res);
+	NS_CHECK(reaper > 0, "fork the reaper");
+	NS_CHECK(trace_begin(reaper) == 0, "trace the reaper: %s", strerror(errno));
+	NS_CHECK(write(go, "g", 1) == 1, "go");
+	NS_CHECK((r = trace_until_pidfd_open(reaper, v.pid)) == 0, "never caught the reaper pinning %d: %s",
+		 (int)v.pid, strerror(-r));
+	char last[32] = "";
+	int fd = open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC);
+	NS_CHECK(fd >= 0 && read(fd, last, sizeof last - 1) > 0, "read ns_last_pid");
+	close(fd);
+	NS_CHECK((r = take_over_pid(&v, &u)) == 0, "could not put a new process on pid %d: %s (got %d)", (int)v.pid,
+		 strerror(-r), (int)u.pid);
+	NS_CHECK(next_pid_is(atoi(last) + 1) == 0 && ns_sig_spawn(&w, uenv) == 0 && w.pid == atoi(last) + 1,
+		 "could not put a process on pid %d", atoi(last) + 1);
+	fprintf(stderr, "hard: listing held before pinning %d; the pid now holds an unmarked process\n", (int)u.pid);
+	NS_CHECK(ptrace(PTRACE_DETACH, reaper, 0, 0) == 0, "detach: %s", strerror(errno));
+	char out[4096], want[32];
+	if (reaper_result(reaper, res, out, sizeof out))
+		return 1;
+	snprintf(want, sizeof want, "\n%d ", (int)u.pid);
+	NS_CHECK(!strstr(out, want), "%d, an unmarked process, was listed as a match:\n%s", (int)u.pid, out);
+	snprintf(want, sizeof want, "\n%d ", (int)a.pid);
+	NS_CHECK(strstr(out, want), "the leftover %d was not listed:\n%s", (int)a.pid, out);
+	int st;
+	kill(a.pid, SIGKILL);
+	waitpid(a.pid, &st, 0);
+	close(a.rd);
+	if (unrelated_untouched(&w))
+		return 1;
+	return unrelated_untouched(&u);
+}
+
+/* A hard_sig child of ours with envp, its fd 0 in, its fd 1 and 2 /dev/null, ready when this
+ * returns. */
+static int ns_sig_spawn_stdin(struct sigproc *sp, char *const envp[], int in)
+{
+	char *argv[] = { (char *)hard_path("hard_sig"), "-f", "3", NULL };
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		/* (a dup2 onto itself would leave the close-on-exec flag on) */
+		if (null < 0 || (pfd[1] == 3 ? fcntl(3, F_SETFD, 0) : dup2(pfd[1], 3)) < 0 || dup2(in, 0) < 0 ||
+		    dup2(null, 1) < 0 || dup2(null, 2) < 0)
+			_exit(126);
+		execve(argv[0], argv, envp);
+		_exit(127);
+	}
+	close(pfd[1]);
+	char c = 0;
+	if (pid < 0 || read(pfd[0], &c, 1) != 1 || c != 'R') {
+		close(pfd[0]);
+		return -EIO;
+	}
+	fcntl(pfd[0], F_SETFL, O_NONBLOCK);
+	sp->pid = pid;
+	sp->rd = pfd[0];
+	return 0;
+}
+
+/* Let tracee run until it enters kcmp(pid1, pid2, ...): it stays stopped there. -ECHILD when
+ * it ended without making that compare. */
+static int trace_until_kcmp(pid_t tracee, pid_t pid1, pid_t pid2)
+{
+	for (;;) {
+		int st;
+		int r = wait_stopped(tracee, &st, 30);
+		if (r < 0)
+			return r;
+		if (!WIFSTOPPED(st))
+			return -ECHILD;
+		int deliver = 0;
+		if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
+			struct __ptrace_syscall_info si;
+			memset(&si, 0, sizeof si);
+			if (ptrace(PTRACE_GET_SYSCALL_INFO, tracee, sizeof si, &si) > 0 &&
+			    si.op == PTRACE_SYSCALL_INFO_ENTRY && si.entry.nr == SYS_kcmp &&
+			    (pid_t)si.entry.args[0] == pid1 && (pid_t)si.entry.args[1] == pid2)
+				return 0;
+		} else if ((st >> 16) == 0) {
+			deliver = WSTOPSIG(st);
+		}
+		if (ptrace(PTRACE_SYSCALL, tracee, 0, deliver) < 0)
+			return -errno;
+	}
+}
+
+/* A reaper's ancestor A holds a file F on its fd 0; the reaper's output is a pipe whose read
+ * end a partner T holds on its fd 0 (a `| tee` of it), and A holds that read end too, on
+ * another fd. A leftover L that opened F by its name is looked at first (its pid is lower),
+ * then T. Held as the reaper looks at T's fd 0, A moves the read end onto its own fd 0 (a
+ * descriptor of the caller's side changes during the pass): T is still the reaper's partner,
+ * never signalled; L is reaped. */
+static int path_partner_holder_changed(void)
+{
+	char m[128], fpath[] = "/tmp/reaper-hard-kin-XXXXXX";
+	tu_unique_marker(m, sizeof m, "HARD_NS", "kin");
+	char *venv[] = { "PATH=/usr/bin:/bin", m, NULL };
+	int ff = mkstemp(fpath);
+	NS_CHECK(ff >= 0, "mkstemp: %s", strerror(errno));
+	close(ff);
+	int p[2], go[2], ctl[2], info[2], res[2];
+	NS_CHECK(pipe2(p, O_CLOEXEC) == 0 && pipe2(go, O_CLOEXEC) == 0 && pipe2(ctl, O_CLOEXEC) == 0 &&
+		 pipe2(info, O_CLOEXEC) == 0 && pipe2(res, O_CLOEXEC) == 0, "pipe");
+	struct reaper_finder f = reaper_find_env(m);
+	pid_t a = fork();
+	if (a == 0) {
+		close(ctl[1]); /* (its end of the test's: the read below ends when the test closes its own) */
+		int in = open(fpath, O_RDONLY | O_CLOEXEC);
+		if (in < 0 || dup2(in, 0) < 0)
+			_exit(3);
+		pid_t r = fork();
+		if (r == 0) {
+			/* the caller: its output the pipe, its input /dev/null */
+			int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+			char c;
+			if (null < 0 || dup2(null, 0) < 0 || dup2(p[1], 1) < 0 || read(go[0], &c, 1) != 1)
+				_exit(2);
+			struct reaper_opts o;
+			reaper_opts_init(&o);
+			o.timeout = 0;
+			o.grace = 0.3;
+			struct reaper_report *rep = NULL;
+			int e = reaper_reap(&f, 1, &o, &rep);
+			dprintf(res[1], "%d\n", e);
+			for (size_t i = 0; e == 0 && i < rep->n; i++)
+				dprintf(res[1], "%d %s\n", (int)rep->procs[i].pid, reaper_fate_name(rep->procs[i].fate));
+			reaper_report_free(rep);
+			_exit(0);
+		}
+		char c;
+		if (r < 0 || write(info[1], &r, sizeof r) != sizeof r)
+			_exit(4);
+		/* told to: the read end of the reaper's output onto fd 0 */
+		if (read(ctl[0], &c, 1) == 1 && (dup2(p[0], 0) < 0 || write(info[1], "d", 1) != 1))
+			_exit(5);
+		int st;
+		_exit(waitpid(r, &st, 0) == r && WIFEXITED(st) ? WEXITSTATUS(st) : 6);
+	}
+	NS_CHECK(a > 0, "fork A");
+	pid_t reaper;
+	NS_CHECK(read(info[0], &reaper, sizeof reaper) == sizeof reaper, "A did not start the reaper");
+	close(p[1]);
+	close(res[1]);
+	struct sigproc l, t;
+	int lin = open(fpath, O_RDONLY | O_CLOEXEC);
+	NS_CHECK(lin >= 0 && ns_sig_spawn_stdin(&l, venv, lin) == 0, "spawn the leftover");
+	NS_CHECK(ns_sig_spawn_stdin(&t, venv, p[0]) == 0 && l.pid < t.pid, "spawn the partner");
+	close(lin);
+	int r;
+	NS_CHECK(trace_begin(reaper) == 0, "trace the reaper: %s", strerror(errno));
+	NS_CHECK(write(go[1], "g", 1) == 1, "go");
+	r = trace_until_kcmp(reaper, a, t.pid);
+	NS_CHECK(r == 0 || r == -ECHILD, "tracing the reaper: %s", strerror(-r));
+	if (r == 0) {
+		char c;
+		NS_CHECK(write(ctl[1], "d", 1) == 1 && read(info[0], &c, 1) == 1, "A did not move the pipe");
+		fprintf(stderr, "hard: reaper held comparing %d's fd 0 with A's; A's fd 0 is now the pipe's read end\n",
+			(int)t.pid);
+		NS_CHECK(ptrace(PTRACE_DETACH, reaper, 0, 0) == 0, "detach: %s", strerror(errno));
+	}
+	close(ctl[1]);
+	int st;
+	NS_CHECK(waitpid(a, &st, 0) == a && WIFEXITED(st) && WEXITSTATUS(st) == 0, "A/reaper status %#x", st);
+	char out[4096];
+	size_t used = 0;
+	ssize_t n;
+	while (used < sizeof out - 1 && (n = read(res[0], out + used, sizeof out - 1 - used)) > 0)
+		used += (size_t)n;
+	out[used] = 0;
+	unlink(fpath);
+	NS_CHECK(atoi(out) == 0, "reaper_reap failed: %s", out);
+	const char *seen = hard_signals_seen(t.rd);
+	char want[32];
+	snprintf(want, sizeof want, "\n%d ", (int)t.pid);
+	NS_CHECK(!*seen && !strstr(out, want), "the partner %d was taken for a leftover (signals: %s):\n%s",
+		 (int)t.pid, seen, out);
+	snprintf(want, sizeof want, "\n%d ", (int)l.pid);
+	NS_CHECK(strstr(out, want), "the leftover %d was not reaped:\n%s", (int)l.pid, out);
+	waitpid(l.pid, &st, 0);
+	close(l.rd);
+	kill(t.pid, SIGKILL);
+	waitpid(t.pid, &st, 0);
+	close(t.rd);
+	return 0;
+}
+
 /* Let tracee run until it enters system call nr with want as its path (second argument): it
  * stays stopped there, the call not made yet. */
 static int trace_until_path(pid_t tracee, long nr, const char *want)
@@ -1185,6 +1423,18 @@ START_TEST(marker_rechecked_after_pinning)
 }
 END_TEST
 
+START_TEST(listing_pid_chosen_not_listed)
+{
+	in_pid_namespace(path_listing_pid_chosen);
+}
+END_TEST
+
+START_TEST(partner_holder_changed)
+{
+	in_pid_namespace(path_partner_holder_changed);
+}
+END_TEST
+
 START_TEST(described_through_its_identity)
 {
 	in_pid_namespace(path_describe_rechecked);
@@ -1242,6 +1492,8 @@ int main(void)
 	tcase_add_root_test(tc, reused_pid_of_kept_found, PIDNS_WHY);
 	tcase_add_root_test(tc, setsid_sleep_found_mid_exec, PIDNS_WHY);
 	tcase_add_root_test(tc, marker_rechecked_after_pinning, PIDNS_WHY);
+	tcase_add_root_test(tc, listing_pid_chosen_not_listed, PIDNS_WHY);
+	tcase_add_root_test(tc, partner_holder_changed, PIDNS_WHY);
 	tcase_add_root_test(tc, described_through_its_identity, PIDNS_WHY);
 	tcase_add_root_test(tc, described_uid_as_found, PIDNS_WHY);
 	tcase_add_root_test(tc, described_as_one_exec, PIDNS_WHY);

@@ -300,6 +300,50 @@ def test_scan_leaves_its_pipeline_and_lists_the_rest(mark, tmp_path):
         assert not cleanup_marked(mark), "a leftover would not die"
 
 
+def test_scan_with_few_descriptors_leaves_its_pipeline(mark, tmp_path):
+    """`reaper scan | tee log | cat` under `ulimit -n 64`, with more leftovers than reaper may
+    hold pidfds for: the matches a listing holds until its pass proves them count as held, so
+    the pass keeps the descriptors it needs to read the pipeline (cat is a member past tee):
+    every leftover is listed, tee and cat are not."""
+    try:
+        statuses, r = sh(
+            'exec 2>"$T/sh-err"; export %s; for i in $(seq 120); do (exec sleep 600 &); done </dev/null >/dev/null 2>&1; '
+            'until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 120 ]; do :; done; '
+            '(ulimit -n 64; "$REAPER" scan --env %s 2>"$T/err" | tee "$T/log" | cat >"$T/out"; '
+            'echo "${PIPESTATUS[*]}" >"$STATUS")'
+            % (mark, mark, mark), tmp_path)
+        err = (tmp_path / "err").read_text()
+        assert statuses == [0, 0, 0], err
+        listed = (tmp_path / "out").read_text().splitlines()
+        assert sorted(ln.split(None, 1)[-1] for ln in listed) == ["sleep 600"] * 120, (listed, err)
+    finally:
+        assert not cleanup_marked(mark), "a leftover would not die"
+
+
+def test_scan_tells_files_the_callers_side_holds_from_its_pipeline(mark, tmp_path):
+    """Leftovers write to the script's own output (a file the shell, an ancestor of reaper,
+    holds on fd 1 and 2), and so does a member of `reaper scan | { M & tee log; } | cat`
+    whose only pipe is its fd 1, into cat: the leftovers' fd 2 is told by reaper's own (the
+    same file, inherited), M's fd 1 is still seen to be a pipe (M is the pipeline's): the leftovers are
+    listed, M is not (tee and cat do not carry the marker: M is judged by its own
+    descriptors, not by a look at the pipeline another match made first)."""
+    name = mark.split("=", 1)[0]
+    try:
+        statuses, r = sh(
+            'exec >"$T/shared" 2>&1 </dev/null; export %s; '
+            'for i in 1 2 3; do ("$PY" -c "import time; time.sleep(600)" &); done; '
+            'until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 3 ]; do :; done; '
+            '(until [ -e "$T/ready" ]; do :; done; "$REAPER" scan --env %s) | '
+            '{ "$PY" -c "import time; open(\'$T/ready\', \'w\'); time.sleep(2)" </dev/null >&3 3>&- & env -u %s tee "$T/log"; wait; } 3>&1 '
+            '| env -u %s cat >"$T/out"; echo "${PIPESTATUS[*]}" >"$STATUS"'
+            % (mark, mark, mark, name, name), tmp_path)
+        assert statuses == [0, 0, 0], (tmp_path / "shared").read_text()
+        listed = (tmp_path / "out").read_text().splitlines()
+        assert sorted(ln.split()[-1] for ln in listed) == ["time.sleep(600)"] * 3, listed
+    finally:
+        assert not cleanup_marked(mark), "a leftover would not die"
+
+
 @pytest.mark.parametrize("sub", ["scan", "reap"])
 def test_a_member_that_takes_its_pipe_after_the_pass_read_the_pipeline_is_left_alone(sub, mark, tmp_path):
     """`reaper scan | tee | cat`: a pass reads the pipeline's members at the first leftover
