@@ -145,9 +145,12 @@ static int env_scan_all(struct finder_kind *k, struct scanner *sc, struct candse
 			added += r;
 		}
 	} else {
-		rewinddir(sc->rd.dir);
+		DIR *dir = reader_dir(&sc->rd);
+		if (!dir)
+			return -errno;
+		rewinddir(dir);
 		struct dirent *d;
-		while ((d = readdir(sc->rd.dir))) {
+		while ((d = readdir(dir))) {
 			if (d->d_name[0] < '1' || d->d_name[0] > '9')
 				continue;
 			pid_t pid = (pid_t)atoi(d->d_name);

@@ -24,14 +24,24 @@ int reader_open(struct reader *rd)
 	if (r < 0)
 		return r;
 	rd->procfd = r;
+	return 0;
+}
+
+DIR *reader_dir(struct reader *rd)
+{
+	/* opened at the first listing: a reap with an origin, or one that ends with its cgroup
+	 * empty, never reads one */
+	if (rd->dir)
+		return rd->dir;
 	int dfd = openat(rd->procfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || !(rd->dir = fdopendir(dfd))) {
-		r = -errno;
+		int e = errno;
 		if (dfd >= 0)
 			close(dfd);
-		return r;
+		errno = e;
+		return NULL;
 	}
-	return 0;
+	return rd->dir;
 }
 
 void reader_close(struct reader *rd)

@@ -14,7 +14,7 @@
 
 struct reader {
 	int procfd;
-	DIR *dir;         /* the listing of /proc */
+	DIR *dir;         /* the listing of /proc (reader_dir), NULL until then */
 	pid_t self;
 	long ticks;       /* clock ticks a second (start times are in them) */
 	struct sbuf buf;  /* the environment last read (reader_environ) */
@@ -33,6 +33,8 @@ struct reader {
 
 /* Open /proc for a reader (rd is cleared first). 0 or -errno. */
 int reader_open(struct reader *rd);
+/* The listing of /proc, opened at the first call; NULL (errno set) when it cannot be. */
+DIR *reader_dir(struct reader *rd);
 void reader_close(struct reader *rd);
 /* Note a failed read (r: its -errno): a lack of descriptors or memory is remembered. */
 void reader_failed(struct reader *rd, ssize_t r);
