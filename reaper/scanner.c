@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* descriptors a pass keeps for its own reads: 8, and the copies of files the callers' rules
@@ -50,6 +51,12 @@ size_t scanner_budget(struct scanner *sc)
 /* The caller's zombie children now: the host's, whose statuses are never ours. */
 static int read_host_zombies(struct scanner *sc)
 {
+	/* No child of ours waits to be collected (a waitid that collects nothing says so in one
+	 * call): there is no list to read. A leader whose threads still run is not waitable, nor
+	 * is it listed below. */
+	siginfo_t si = { 0 };
+	if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) < 0 ? errno == ECHILD : !si.si_pid)
+		return 0;
 	pid_t *kids = NULL;
 	size_t nk = 0, ck = 0;
 	int r = reader_children(&sc->rd, sc->rd.self, &kids, &nk, &ck);
