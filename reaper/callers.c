@@ -29,6 +29,15 @@ void callers_init(struct callers *cl, struct reader *rd, const struct reaper_opt
 	cl->outside_session = o->outside_session;
 	for (int fd = 0; fd <= 2; fd++)
 		cl->kin_hint[fd] = -1;
+}
+
+/* The pipes on our fd 0-2, read at the first candidate's question: a reap that finds
+ * nothing never needs them, and they do not change while it runs. Their count. */
+static size_t own_pipes(struct callers *cl)
+{
+	if (cl->pipes_read)
+		return cl->npipes;
+	cl->pipes_read = 1;
 	for (int fd = 0; fd <= 2; fd++) {
 		struct stat sb;
 		int fl = fcntl(fd, F_GETFL);
@@ -41,6 +50,7 @@ void callers_init(struct callers *cl, struct reader *rd, const struct reaper_opt
 		cl->pipes[i].acc = fl & O_ACCMODE;
 		cl->npipes += i == cl->npipes;
 	}
+	return cl->npipes;
 }
 
 void callers_pass_done(struct callers *cl)
@@ -387,7 +397,7 @@ static void ancestors_pipes(struct callers *cl, struct reader *rd, unsigned pass
  * too (inherited), at the same end as the caller. */
 static int callers_pipe(struct callers *cl, struct reader *rd, unsigned pass, unsigned long ino)
 {
-	for (size_t i = 0; i < cl->npipes; i++)
+	for (size_t i = 0; i < own_pipes(cl); i++)
 		if (cl->pipes[i].ino == ino)
 			return 1;
 	ancestors_pipes(cl, rd, pass);
@@ -564,7 +574,7 @@ uint32_t callers_filter(struct callers *cl, struct reader *rd, unsigned pass, co
 	 * the reads they were its own (when it does not, it is gone and nobody's). Looked for in
 	 * every session: reaper or its partner may have made one of its own (`setsid reaper`). */
 	struct fdpipes fp = { .pid = st->pid, .pidfd = ref->fd, .acc = { -2, -2, -2 } };
-	if (mask && cl->npipes && pipeline_partner(cl, rd, &fp) && pidref_held(ref, rd->procfd) == 0)
+	if (mask && own_pipes(cl) && pipeline_partner(cl, rd, &fp) && pidref_held(ref, rd->procfd) == 0)
 		return 0;
 	/* once the pass has the members, a look at the list is the whole answer */
 	if (mask && cl->npipes && caller_session(cl, rd, st->session) &&
@@ -580,7 +590,7 @@ int callers_filter_unstated(struct callers *cl, struct reader *rd, unsigned pass
 {
 	if (cl->nexclude || cl->exclude_pgrp > 0 || cl->outside_session)
 		return -EAGAIN;
-	if (!*mask || !cl->npipes)
+	if (!*mask || !own_pipes(cl))
 		return 0;
 	struct fdpipes fp = { .pid = ref->pid, .pidfd = ref->fd, .acc = { -2, -2, -2 } };
 	if (pipeline_partner(cl, rd, &fp)) {

@@ -24,6 +24,7 @@ struct callers {
 		int acc; /* the access mode of the caller's end */
 	} pipes[3];
 	size_t npipes;
+	int pipes_read;   /* pipes[] holds ours (own_pipes in callers.c) */
 	/* the processes of the caller's sessions holding a pipe on fd 0-2, each marked when it is
 	 * a member of the caller's pipeline past its partners (`reaper | tee | cat`: cat), as
 	 * found in the pass they were last looked for in (pl_pass - 1; 0: never) */
