@@ -17,6 +17,7 @@
 #include "state.h"
 #include "reaper/cgroup.h"
 #include "reaper/marker.h"
+#include "reaper/origin.h"
 #include "reaper/pidref.h"
 #include "reaper/procfs.h"
 
@@ -887,7 +888,7 @@ static int own_cgroup(struct run *r)
 	 * it reads only the pids given out since (when that can be told), and a member of its
 	 * cgroup older than this was moved in. HOME=DIR and --marker are not the run's alone:
 	 * whatever carries them is looked for everywhere. */
-	if (reaper_origin_now(&r->origin) == 0)
+	if (origin_now_at(r->procfd, &r->origin) == 0)
 		r->finders[0].origin = &r->origin;
 	/* The guardian keeps the run's rules: what --keep keeps, --report-only and the origin. */
 	struct guardian_rules rules = { .patterns = r->out.patterns, .npatterns = r->out.npatterns,

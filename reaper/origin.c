@@ -74,18 +74,15 @@ static uint64_t pidns_of(int procfd)
 
 int reaper_origin_now(struct reaper_origin *o)
 {
-	memset(o, 0, sizeof *o);
-	int procfd = procfs_open();
-	if (procfd < 0)
-		return procfd;
-	int r = origin_take(procfd, o);
-	close(procfd);
-	return r;
+	return origin_now_at(-1, o);
 }
 
-int origin_take(int procfd, struct reaper_origin *o)
+int origin_now_at(int at, struct reaper_origin *o)
 {
 	memset(o, 0, sizeof *o);
+	int procfd = at >= 0 ? at : procfs_open();
+	if (procfd < 0)
+		return procfd;
 	long long last = 0, max = 0, forks = 0, tasks = 0;
 	int r = read_number(procfd, "sys/kernel/ns_last_pid", NULL, &last);
 	if (r == 0)
@@ -95,6 +92,8 @@ int origin_take(int procfd, struct reaper_origin *o)
 	if (r == 0)
 		r = read_number(procfd, "loadavg", "/", &tasks); /* "... running/tasks last" */
 	o->pidns = pidns_of(procfd);
+	if (procfd != at)
+		close(procfd);
 	if (r < 0)
 		return r;
 	o->last_pid = (pid_t)last;

@@ -13,8 +13,8 @@ struct origin_window {
 	size_t len;
 };
 
-/* Where allocation stands now, read through the /proc at procfd (reaper_origin_now). */
-int origin_take(int procfd, struct reaper_origin *o);
+/* reaper_origin_now, read through the /proc at procfd (-1: one opened for it). */
+int origin_now_at(int procfd, struct reaper_origin *o);
 /* How many tasks the kernel has created since boot (/proc/stat "processes", counted in every
  * PID namespace alike), read through the /proc at procfd: 0 or -errno. */
 int origin_forks(int procfd, uint64_t *forks);
