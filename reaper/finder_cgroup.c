@@ -24,12 +24,17 @@ struct cgroup_finders {
  * One read instead of a walk (a descriptor, a listing and a read per cgroup below): what a
  * clean run's cgroup is at its end. No descriptor is kept for it: a reap short of them needs
  * every one for the walk and its pidfds. 1 empty, 0 not or not known (then it is walked). */
-static int cgroup_empty(const char *path)
+static int cgroup_empty(const struct scanner *sc, size_t i, const char *path)
 {
+	int pop = 1, r;
+	if (sc->cgroup_events && sc->cgroup_events[i] >= 0) {
+		r = cgroup_events_read(sc->cgroup_events[i], &pop, NULL);
+		return r == 0 && !pop;
+	}
 	int fd = cgroup_events_open(path);
 	if (fd < 0)
 		return 0;
-	int pop = 1, r = cgroup_events_read(fd, &pop, NULL);
+	r = cgroup_events_read(fd, &pop, NULL);
 	close(fd);
 	return r == 0 && !pop;
 }
@@ -42,7 +47,7 @@ static int cgroup_scan(struct finder_kind *k, struct scanner *sc, struct candset
 		if (!(k->mask & (1u << i)))
 			continue;
 		size_t n = 0;
-		if (cgroup_empty(g->f[i].cgroup))
+		if (cgroup_empty(sc, i, g->f[i].cgroup))
 			continue;
 		int r = cgroup_members(g->f[i].cgroup, &g->pids, &n, &g->cap);
 		if (r == -ENOMEM)

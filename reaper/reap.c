@@ -643,6 +643,7 @@ static int reap_as(const struct reaper_finder *finders, size_t n, const struct r
 		rp.sc.stat_free &= !finders[i].origin;
 	if ((r = open_epoll(&rp)) < 0 || (r = watch_cgroups(&rp)) < 0)
 		goto out;
+	rp.sc.cgroup_events = rp.cgev;
 	enum outcome w;
 	r = escalate(&rp, t0, &w);
 	if (r < 0 || w == FAILED || rp.err) {

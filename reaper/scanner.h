@@ -74,6 +74,9 @@ struct scanner {
 	/* with a cgroup finder the reap waits on the cgroup: the /proc-wide marker scan is left
 	 * out of a pass while this is not 0 (1: still to run once, -1: ran) */
 	int env_deferred;
+	/* the reap's cgroup.events descriptor per finder (-1: none; NULL: none at all), open
+	 * for its wait: a cgroup finder reads "populated" there instead of opening its own */
+	const int *cgroup_events;
 	/* pidfds candidates may hold: the rest are held by pid + start time (polled, and a
 	 * signal to a non-child opens a pidfd just for it), so a pass always has descriptors
 	 * left to read /proc with; counted when the first one is pinned (scanner_budget) */
