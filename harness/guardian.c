@@ -152,7 +152,7 @@ static void guard(int rfd, const char *marker, const char *cgroup, const struct 
 	_exit(r < 0 ? 1 : 0);
 }
 
-int guardian_start(const char *marker, const char *cgroup, const struct guardian_rules *rules,
+int guardian_start(const char *marker, const char *cgroup, const struct guardian_rules *rules, int procfd,
 		   struct pidref *guardian)
 {
 	/* p: reaper -> guardian, its write end held open for the run */
@@ -177,7 +177,7 @@ int guardian_start(const char *marker, const char *cgroup, const struct guardian
 	/* Our unwaited child: whatever holds its pid is it. Unpinned (no descriptor to spare),
 	 * it is named and waited for by pid. */
 	struct reaper_stat gst;
-	if (!e && pidref_open_stat(guardian, -1, g, &gst) < 0)
+	if (!e && pidref_open_stat(guardian, procfd, g, &gst) < 0)
 		*guardian = (struct pidref){ .pid = g, .fd = -1 };
 	if (!e)
 		return p[1];

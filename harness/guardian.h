@@ -25,10 +25,11 @@ struct guardian_rules {
 /* Start the guardian for marker ("REAPER_RUN=id") and the run's cgroup (cgroup: its
  * directory, "" for none; it may be made after this, or never): on owner death it reaps by
  * the marker and the cgroup under the run's rules (what is kept or moved in is spared, the
- * cgroup frozen and killed around it), and removes the cgroup. Returns the pipe's write end
+ * cgroup frozen and killed around it), and removes the cgroup; procfd: our /proc (-1: none
+ * open yet), where it is pinned. Returns the pipe's write end
  * and the guardian pinned in *guardian, or -errno (with a warning) when it could not be
  * started. */
-int guardian_start(const char *marker, const char *cgroup, const struct guardian_rules *rules,
+int guardian_start(const char *marker, const char *cgroup, const struct guardian_rules *rules, int procfd,
 		   struct pidref *guardian);
 /* Tell the guardian the run ended normally, close fd, and wait (boundedly) until it has
  * exited, and collect it: reaper leaves no process of its own behind when it returns. */

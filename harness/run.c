@@ -895,7 +895,7 @@ static int own_cgroup(struct run *r)
 					.origin = r->finders[0].origin, .kill_moved_in = r->kill_moved_in,
 					.report_only = r->out.report_only };
 	if (getpid() != 1 && (!r->isolate || r->cgroup[0]))
-		r->guardian_fd = guardian_start(r->run_marker, r->cgroup, &rules, &r->guardian);
+		r->guardian_fd = guardian_start(r->run_marker, r->cgroup, &rules, r->procfd, &r->guardian);
 	r->st.guardian_pid = r->guardian.pid;
 	/* The guardian (which took the origin as it was: its own reap needs one) got the pid
 	 * given out last now, as far as the run is concerned: nothing of the run has started
