@@ -57,6 +57,32 @@ static int read_number(int procfd, const char *path, const char *after, long lon
 	return r;
 }
 
+/* /proc/loadavg: "L1 L5 L15 running/tasks last" */
+static int read_loadavg(int procfd, long long *tasks, long long *last)
+{
+	char b[128];
+	int fd = openat(procfd, "loadavg", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n;
+	while ((n = read(fd, b, sizeof b - 1)) < 0 && errno == EINTR)
+		;
+	int e = n < 0 ? errno : 0;
+	close(fd);
+	if (e)
+		return -e;
+	b[n] = 0;
+	char *p = strchr(b, '/'), *end = NULL;
+	if (!p)
+		return -EINVAL;
+	*tasks = strtoll(p + 1, &end, 10);
+	if (end == p + 1 || *end != ' ')
+		return -EINVAL;
+	p = end + 1;
+	*last = strtoll(p, &end, 10);
+	return end != p && *end == '\n' ? 0 : -EINVAL;
+}
+
 /* Our PID namespace's inode number, from the link's text ("pid:[N]", N the inode a stat
  * would give): reading a link costs a third of a stat through it, which makes the nsfs
  * dentry. 0 when it cannot be told. */
@@ -84,13 +110,15 @@ int origin_now_at(int at, struct reaper_origin *o)
 	if (procfd < 0)
 		return procfd;
 	long long last = 0, max = 0, forks = 0, tasks = 0;
-	int r = read_number(procfd, "sys/kernel/ns_last_pid", NULL, &last);
-	if (r == 0)
-		r = read_number(procfd, "sys/kernel/pid_max", NULL, &max);
+	int r = read_number(procfd, "sys/kernel/pid_max", NULL, &max);
 	if (r == 0)
 		r = read_number(procfd, "stat", "\nprocesses ", &forks);
+	/* "... running/tasks last": the tasks alive, and the pid given out last in our PID
+	 * namespace (what ns_last_pid says, one file fewer to read). After the fork count: forks
+	 * between the two reads count as since the origin, which only narrows what the window
+	 * is trusted for. */
 	if (r == 0)
-		r = read_number(procfd, "loadavg", "/", &tasks); /* "... running/tasks last" */
+		r = read_loadavg(procfd, &tasks, &last);
 	o->pidns = pidns_of(procfd);
 	if (procfd != at)
 		close(procfd);
@@ -120,8 +148,9 @@ int origin_window(int procfd, const struct reaper_origin *o, struct origin_windo
 	ssize_t n = readlinkat(procfd, "self", self, sizeof self - 1);
 	if (n <= 0 || (self[n] = 0, atoi(self) != (int)getpid()) || !o->pidns || pidns_of(procfd) != o->pidns)
 		return -ESRCH;
-	long long last = 0, forks = 0, max = 0;
-	int r = read_number(procfd, "sys/kernel/ns_last_pid", NULL, &last);
+	long long last = 0, forks = 0, max = 0, tasks = 0;
+	/* the pid given out last before the fork count: forks between the reads count as since */
+	int r = read_loadavg(procfd, &tasks, &last);
 	if (r == 0)
 		r = read_number(procfd, "stat", "\nprocesses ", &forks);
 	if (r == 0)
