@@ -210,9 +210,13 @@ void guardian_stop(int fd, struct pidref *guardian)
 			break; /* collected, or not ours to collect any more */
 		struct pollfd pfd = { .fd = guardian->fd, .events = POLLIN };
 		int step = guardian->fd >= 0 ? STOP_WAIT_MS - waited : 10; /* no pidfd: look again */
-		if (guardian->fd >= 0 ? poll(&pfd, 1, step) < 0 && errno != EINTR : poll(NULL, 0, step) < 0)
+		int n = guardian->fd >= 0 ? poll(&pfd, 1, step) : poll(NULL, 0, step);
+		if (n < 0 && errno != EINTR)
 			break;
-		waited += step;
+		/* it exited (or a signal came): collected in the next round; only a wait that
+		 * timed out counts against the bound */
+		if (n == 0)
+			waited += step;
 	}
 	pidref_done(guardian);
 }

@@ -5,10 +5,11 @@ reaper run is left alone."""
 import os
 import signal
 import subprocess
+import textwrap
 import time
 
 from conftest import marked, script
-from procutil import alive, stat, wait_gone
+from procutil import PY, REAPER, alive, stat, wait_gone
 
 # COMMAND, a plain child in its group, a double-forked orphan and a TERM-ignoring setsid daemon
 FAMILY = """
@@ -96,6 +97,31 @@ def test_guardian_holds_nothing_of_the_run_and_leaves_with_a_normal_end(run, tmp
         assert wait_gone([fd], 30) == []
     finally:
         os.close(fd)
+
+
+def test_a_normal_end_collects_the_guardian_before_reaper_exits(tmp_path):
+    """reaper collects its stopped guardian itself: run under a subreaper, nothing of reaper's
+    (the guardian's zombie) is left for that subreaper to collect once reaper has exited."""
+    out = subprocess.run([PY, "-c", textwrap.dedent("""
+        import ctypes, os, subprocess, sys, time
+        PR_SET_CHILD_SUBREAPER = 36
+        assert ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        left = []
+        for _ in range(20):
+            assert subprocess.run([sys.argv[1], "run", "--", "true"]).returncode == 0
+            time.sleep(0.01)
+            while True:
+                try:
+                    pid, _ = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if not pid:
+                    break
+                left.append(pid)
+        print(len(left))
+    """), REAPER], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0", "collected by the subreaper: " + out.stdout
 
 
 def test_a_guardian_killed_early_is_no_longer_named(run):
