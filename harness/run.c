@@ -260,8 +260,9 @@ static char **command_env(struct run *r)
 
 /* In the child, on our memory until the exec (vfork): COMMAND's group, terminal and signal
  * state, then exec; system calls only. An exec failure goes back to the parent as a
- * struct exec_failure through errfd. */
-static void exec_command(struct run *r, char **env, int errfd)
+ * struct exec_failure: written into *shared, the parent's own memory, by a child on it (the
+ * parent resumes once the child has exec'd or exited), else through errfd. */
+static void exec_command(struct run *r, char **env, int errfd, struct exec_failure *shared)
 {
 	setpgid(0, 0);
 	if (r->tty >= 0)
@@ -280,7 +281,9 @@ static void exec_command(struct run *r, char **env, int errfd)
 		slice_restore(&r->sched);
 	struct exec_failure f;
 	exec_search(r->argv, env, &f);
-	if (write(errfd, &f, sizeof f) < 0) {
+	if (shared)
+		*shared = f;
+	else if (write(errfd, &f, sizeof f) < 0) {
 		/* the parent sees EOF and the status below instead */
 	}
 	_exit(exec_failure_code(&f));
@@ -289,58 +292,68 @@ static void exec_command(struct run *r, char **env, int errfd)
 struct command_args {
 	struct run *r;
 	char **env;
-	int errfd;
+	struct exec_failure *failed;
 };
 
 static int command_child(void *arg)
 {
 	struct command_args *a = arg;
-	exec_command(a->r, a->env, a->errfd);
+	exec_command(a->r, a->env, -1, a->failed);
 	return 127;
 }
 
 /* vfork: no copy of our memory for a child that only execs, and we resume once it has.
  * With a cgroup the child starts inside it (clone3 CLONE_INTO_CGROUP: moving a vfork child
  * in would take the kernel's cgroup migration lock, an RCU grace period), so nothing COMMAND
- * forks can start outside; on our memory too where clone3 allows, else a fork. */
-static pid_t spawn_command(struct run *r, char **env, int errfd)
+ * forks can start outside; on our memory too where clone3 allows (an exec failure is then
+ * written into *failed, its err set), else a fork. A fork, and vfork() (a fork under an
+ * emulator such as valgrind), send their failure back through a pipe (*errfd: its read end,
+ * -1 without one). */
+static pid_t spawn_command(struct run *r, char **env, struct exec_failure *failed, int *errfd)
 {
-	struct command_args a = { r, env, errfd };
-	pid_t pid = r->cgroup[0] ? cgroup_vfork(r->cgroup, command_child, &a) : vfork();
-	if (pid == -ENOSYS)
-		pid = reaper_cgroup_fork(r->cgroup);
-	if (pid == 0)
-		exec_command(r, env, errfd);
+	struct command_args a = { r, env, failed };
+	*errfd = -1;
+	pid_t pid = r->cgroup[0] ? cgroup_vfork(r->cgroup, command_child, &a) : -ENOSYS;
+	if (pid == -ENOSYS) {
+		int ep[2];
+		if (pipe2(ep, O_CLOEXEC) < 0)
+			return -1;
+		pid = r->cgroup[0] ? reaper_cgroup_fork(r->cgroup) : vfork();
+		if (pid == 0)
+			exec_command(r, env, ep[1], NULL);
+		close(ep[1]);
+		if (pid < 0)
+			close(ep[0]);
+		else
+			*errfd = ep[0];
+	}
 	if (pid < -1) {
 		errno = -pid;
 		pid = -1;
 	}
+	/* what the child wrote into our memory is there now: the compiler must read it again */
+	__asm__ volatile("" ::: "memory");
 	return pid;
 }
 
 static int start_command(struct run *r)
 {
-	int ep[2];
+	int errfd;
+	struct exec_failure failed = { 0 };
 	char **env = command_env(r);
 	if (!env)
 		return -ENOMEM;
-	if (pipe2(ep, O_CLOEXEC) < 0) {
-		int e = errno;
-		free(env);
-		warn("cannot start COMMAND: %s", strerror(e));
-		return -e;
-	}
-	pid_t pid = spawn_command(r, env, ep[1]);
+	pid_t pid = spawn_command(r, env, &failed, &errfd);
 	int e = errno;
 	free(env);
 	if (pid < 0) {
-		close(ep[0]);
-		close(ep[1]);
 		warn("cannot start COMMAND: %s", strerror(e));
 		return -e;
 	}
-	close(ep[1]);
-	setpgid(pid, pid);
+	/* a child on our memory set its group itself before its exec (after it, a setpgid
+	 * fails); a fork may not have yet */
+	if (errfd >= 0)
+		setpgid(pid, pid);
 	if (r->tty >= 0)
 		tcsetpgrp(r->tty, pid);
 	/* COMMAND is our unreaped child, so its pid cannot change hands: whatever stat is read
@@ -358,17 +371,22 @@ static int start_command(struct run *r)
 		r->st.command_pid = outer > 0 ? outer : 0;
 		r->st.ns_command_pid = pid;
 	}
-	struct exec_failure f;
-	size_t got = 0;
-	ssize_t n;
-	while (got < sizeof f && ((n = read(ep[0], (char *)&f + got, sizeof f - got)) > 0 || (n < 0 && errno == EINTR)))
-		got += n > 0 ? (size_t)n : 0;
-	close(ep[0]);
-	if (got == sizeof f) {
+	if (errfd >= 0) {
+		struct exec_failure f;
+		size_t got = 0;
+		ssize_t n;
+		while (got < sizeof f &&
+		       ((n = read(errfd, (char *)&f + got, sizeof f - got)) > 0 || (n < 0 && errno == EINTR)))
+			got += n > 0 ? (size_t)n : 0;
+		close(errfd);
+		if (got == sizeof f)
+			failed = f;
+	}
+	if (failed.err) {
 		char msg[3200];
-		exec_failure_describe(&f, r->argv[0], msg, sizeof msg);
+		exec_failure_describe(&failed, r->argv[0], msg, sizeof msg);
 		warn("%s", msg);
-		return exec_failure_code(&f) == EXIT_NOT_FOUND ? -ENOENT : -EACCES; /* the caller's 127 / 126 */
+		return exec_failure_code(&failed) == EXIT_NOT_FOUND ? -ENOENT : -EACCES; /* the caller's 127 / 126 */
 	}
 	return 0;
 }
