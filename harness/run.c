@@ -343,8 +343,16 @@ static int start_command(struct run *r)
 	char **env = command_env(r);
 	if (!env)
 		return -ENOMEM;
-	pid_t pid = spawn_command(r, env, &failed, &errfd);
+	/* COMMAND starts only with descriptors to spare once it runs (its pidfd taken): the
+	 * run's end needs two at least, to read /proc and to remove the cgroup */
+	int spare[2] = { fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3), -1 };
+	if (spare[0] >= 0)
+		spare[1] = fcntl(spare[0], F_DUPFD_CLOEXEC, 3);
+	pid_t pid = spare[1] < 0 ? -1 : spawn_command(r, env, &failed, &errfd);
 	int e = errno;
+	for (int i = 0; i < 2; i++)
+		if (spare[i] >= 0)
+			close(spare[i]);
 	free(env);
 	if (pid < 0) {
 		warn("cannot start COMMAND: %s", strerror(e));
