@@ -166,11 +166,20 @@ static int env_scan_all(struct finder_kind *k, struct scanner *sc, struct candse
 	return added + r;
 }
 
-/* The marker scan, and then the matches it holds unproven (identify_settle). */
+/* The marker scan, and then the matches it holds unproven (identify_settle). A pid that
+ * changed hands since its match may hold a process in the middle of an exec: it is judged
+ * as the scan's own were, and what that holds unproven settled in turn. */
 static int env_scan(struct finder_kind *k, struct scanner *sc, struct candset *cs)
 {
+	struct env_finders *e = (struct env_finders *)k;
 	int r = env_scan_all(k, sc, cs);
 	int s = identify_settle(sc, cs, r < 0);
+	if (r >= 0 && s >= 0 && e->npending) {
+		r += s;
+		s = judge_pending(e, sc, cs);
+		int t = identify_settle(sc, cs, s < 0);
+		s = s < 0 ? s : t < 0 ? t : s + t;
+	}
 	return r < 0 ? r : s < 0 ? s : r + s;
 }
 
