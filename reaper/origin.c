@@ -19,25 +19,34 @@
 
 #define RESERVED_PIDS 300
 
+/* A small /proc file read whole into b (size bytes, NUL-terminated) with one read, no buffer
+ * to allocate and no second read for its end: its length, or -errno. */
+static ssize_t read_small(int procfd, const char *path, char *b, size_t size)
+{
+	int fd = openat(procfd, path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n;
+	while ((n = read(fd, b, size - 1)) < 0 && errno == EINTR)
+		;
+	int e = n < 0 ? errno : 0;
+	close(fd);
+	if (e)
+		return -e;
+	b[n] = 0;
+	return n;
+}
+
 /* The first number of a small /proc file (after skip, when given), as a long long. */
 static int read_number(int procfd, const char *path, const char *after, long long *v)
 {
 	if (!after) {
-		/* a one-number file (ns_last_pid, pid_max): one read into the stack, no buffer to
-		 * allocate and no second read for its end; the number is whole once its newline
+		/* a one-number file (ns_last_pid, pid_max): the number is whole once its newline
 		 * is there */
 		char b[64];
-		int fd = openat(procfd, path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-		ssize_t n;
-		while ((n = read(fd, b, sizeof b - 1)) < 0 && errno == EINTR)
-			;
-		int e = n < 0 ? errno : 0;
-		close(fd);
-		if (e)
-			return -e;
-		b[n] = 0;
+		ssize_t n = read_small(procfd, path, b, sizeof b);
+		if (n < 0)
+			return (int)n;
 		char *end = NULL;
 		*v = strtoll(b, &end, 10);
 		return end != b && *end == '\n' ? 0 : -EINVAL;
@@ -61,17 +70,9 @@ static int read_number(int procfd, const char *path, const char *after, long lon
 static int read_loadavg(int procfd, long long *tasks, long long *last)
 {
 	char b[128];
-	int fd = openat(procfd, "loadavg", O_RDONLY | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n;
-	while ((n = read(fd, b, sizeof b - 1)) < 0 && errno == EINTR)
-		;
-	int e = n < 0 ? errno : 0;
-	close(fd);
-	if (e)
-		return -e;
-	b[n] = 0;
+	ssize_t n = read_small(procfd, "loadavg", b, sizeof b);
+	if (n < 0)
+		return (int)n;
 	char *p = strchr(b, '/'), *end = NULL;
 	if (!p)
 		return -EINVAL;

@@ -664,9 +664,9 @@ static int path_setsid_sleep_race(void)
 	return 0;
 }
 
-/* Let tracee run until it enters pidfd_open(victim): it stays stopped there, having read what
- * made victim a match but not pinned it yet. */
-static int trace_until_pidfd_open(pid_t tracee, pid_t victim)
+/* Let tracee run until it enters system call nr with its first arguments a0 (and a1, when
+ * not -1): it stays stopped there. -ECHILD when it ended without making that call. */
+static int trace_until(pid_t tracee, long nr, pid_t a0, pid_t a1)
 {
 	for (;;) {
 		int st;
@@ -680,8 +680,8 @@ static int trace_until_pidfd_open(pid_t tracee, pid_t victim)
 			struct __ptrace_syscall_info si;
 			memset(&si, 0, sizeof si);
 			if (ptrace(PTRACE_GET_SYSCALL_INFO, tracee, sizeof si, &si) > 0 &&
-			    si.op == PTRACE_SYSCALL_INFO_ENTRY && si.entry.nr == SYS_pidfd_open &&
-			    (pid_t)si.entry.args[0] == victim)
+			    si.op == PTRACE_SYSCALL_INFO_ENTRY && (long)si.entry.nr == nr &&
+			    (pid_t)si.entry.args[0] == a0 && (a1 == -1 || (pid_t)si.entry.args[1] == a1))
 				return 0;
 		} else if ((st >> 16) == 0) {
 			deliver = WSTOPSIG(st);
@@ -689,6 +689,13 @@ static int trace_until_pidfd_open(pid_t tracee, pid_t victim)
 		if (ptrace(PTRACE_SYSCALL, tracee, 0, deliver) < 0)
 			return -errno;
 	}
+}
+
+/* Let tracee run until it enters pidfd_open(victim): it stays stopped there, having read what
+ * made victim a match but not pinned it yet. */
+static int trace_until_pidfd_open(pid_t tracee, pid_t victim)
+{
+	return trace_until(tracee, SYS_pidfd_open, victim, -1);
 }
 
 /* The traced reaper is held as it pins v; v's pid is given to a new process u (who says
@@ -841,33 +848,6 @@ static int ns_sig_spawn_stdin(struct sigproc *sp, char *const envp[], int in)
 	return 0;
 }
 
-/* Let tracee run until it enters kcmp(pid1, pid2, ...): it stays stopped there. -ECHILD when
- * it ended without making that compare. */
-static int trace_until_kcmp(pid_t tracee, pid_t pid1, pid_t pid2)
-{
-	for (;;) {
-		int st;
-		int r = wait_stopped(tracee, &st, 30);
-		if (r < 0)
-			return r;
-		if (!WIFSTOPPED(st))
-			return -ECHILD;
-		int deliver = 0;
-		if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
-			struct __ptrace_syscall_info si;
-			memset(&si, 0, sizeof si);
-			if (ptrace(PTRACE_GET_SYSCALL_INFO, tracee, sizeof si, &si) > 0 &&
-			    si.op == PTRACE_SYSCALL_INFO_ENTRY && si.entry.nr == SYS_kcmp &&
-			    (pid_t)si.entry.args[0] == pid1 && (pid_t)si.entry.args[1] == pid2)
-				return 0;
-		} else if ((st >> 16) == 0) {
-			deliver = WSTOPSIG(st);
-		}
-		if (ptrace(PTRACE_SYSCALL, tracee, 0, deliver) < 0)
-			return -errno;
-	}
-}
-
 /* A reaper's ancestor A holds a file F on its fd 0; the reaper's output is a pipe whose read
  * end a partner T holds on its fd 0 (a `| tee` of it), and A holds that read end too, on
  * another fd. A leftover L that opened F by its name is looked at first (its pid is lower),
@@ -933,7 +913,7 @@ static int path_partner_holder_changed(void)
 	int r;
 	NS_CHECK(trace_begin(reaper) == 0, "trace the reaper: %s", strerror(errno));
 	NS_CHECK(write(go[1], "g", 1) == 1, "go");
-	r = trace_until_kcmp(reaper, a, t.pid);
+	r = trace_until(reaper, SYS_kcmp, a, t.pid); /* held at kcmp(a, t, ...) */
 	NS_CHECK(r == 0 || r == -ECHILD, "tracing the reaper: %s", strerror(-r));
 	if (r == 0) {
 		char c;
