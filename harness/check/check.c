@@ -622,19 +622,20 @@ static void guardian_start(void)
 	if (pid == 0) {
 		close(p[1]);
 		setpgid(0, 0); /* a signal to the runner's process group leaves it to clean up */
-		if (fork() == 0) {
-			/* none of the runner's descriptors but stderr: a pipe the runner's tests read
-			 * to its end must not stay open here */
-			int lo = rfd < p[0] ? rfd : p[0], hi = rfd < p[0] ? p[0] : rfd, nul = open("/dev/null", O_RDWR);
-			if (nul >= 0) {
-				dup2(nul, 0);
-				dup2(nul, 1);
-			}
-			syscall(SYS_close_range, 3u, (unsigned)lo - 1, 0u);
-			syscall(SYS_close_range, (unsigned)lo + 1, (unsigned)hi - 1, 0u);
-			syscall(SYS_close_range, (unsigned)hi + 1, ~0u, 0u);
-			guardian_run(rfd, p[0]);
+		/* none of the runner's descriptors but stderr: a pipe the runner's tests read to its
+		 * end must not stay open in the guardian. Closed here, before the guardian is forked:
+		 * the runner waits for this process, so none is open anywhere once it goes on (the
+		 * guardian closing its own could come after a test's first read) */
+		int lo = rfd < p[0] ? rfd : p[0], hi = rfd < p[0] ? p[0] : rfd, nul = open("/dev/null", O_RDWR);
+		if (nul >= 0) {
+			dup2(nul, 0);
+			dup2(nul, 1);
 		}
+		syscall(SYS_close_range, 3u, (unsigned)lo - 1, 0u);
+		syscall(SYS_close_range, (unsigned)lo + 1, (unsigned)hi - 1, 0u);
+		syscall(SYS_close_range, (unsigned)hi + 1, ~0u, 0u);
+		if (fork() == 0)
+			guardian_run(rfd, p[0]);
 		_exit(0);
 	}
 	int st;
