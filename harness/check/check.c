@@ -38,6 +38,7 @@ static double timeout = -1;
 static struct reaper_pattern allow[MAX_ALLOW];
 static size_t nallow;
 static char run_value[48]; /* this runner's: every test's processes carry it */
+static pid_t run_owner;    /* the process run_value was made in */
 static unsigned long seq;  /* tests begun in this process (CK_NOFORK counts on) */
 static int cg_mode = -1;   /* enum reaper_check_cgroup; -1: not read from the environment yet */
 /* The runner's cgroup for one TCase's tests ("" while there is none): made by the runner
@@ -112,6 +113,15 @@ static void random_hex(char *out, size_t n)
 	}
 	for (size_t i = 0; i < sizeof b && 2 * i + 2 < n; i++)
 		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/* A new run marker value, made in and owned by this process. */
+static void run_value_make(void)
+{
+	char rnd[17];
+	random_hex(rnd, sizeof rnd);
+	snprintf(run_value, sizeof run_value, "%d.%s", (int)getpid(), rnd);
+	run_owner = getpid();
 }
 
 static double timeout_now(void)
@@ -469,6 +479,10 @@ static void session_open(int slot)
 	tcase_open = 1;
 	session_slot = slot;
 	runner_pid = getpid();
+	/* a runner forked from another one (or from a process that was one) is a run of its own:
+	 * its guardian and sweep must not take the other's tests by a shared marker or cgroup */
+	if (run_owner != runner_pid)
+		run_value_make();
 	ran_in_runner = 0;
 	session_since = ticks_now();
 	nsession_earlier = 0;
@@ -554,16 +568,21 @@ static void guardian_run(int runner_fd, int wake)
 			continue;
 		if (n < 0)
 			_exit(0);
+		/* a byte: the TCase ended in the runner. It is written before the runner goes on, so
+		 * a runner that ended after its TCase had ended left it here: it is read first, also
+		 * when both are ready at once (a guardian that waited for a CPU past the runner's
+		 * end). An end of file (the runner's end closed as it exits, its exec'd children's on
+		 * exec) says nothing: the pidfd does. */
+		if (pf[1].fd >= 0 && (pf[1].revents & (POLLIN | POLLHUP))) {
+			char c;
+			ssize_t got = read(wake, &c, 1);
+			if (got == 1)
+				_exit(0);
+			if (got == 0)
+				pf[1].fd = -1;
+		}
 		if (pf[0].revents)
 			break;
-		/* a byte: the TCase ended in the runner. An end of file (the runner's end closed as
-		 * it exits, its exec'd children's on exec) says nothing: the pidfd does. */
-		char c;
-		ssize_t got = read(wake, &c, 1);
-		if (got == 1)
-			_exit(0);
-		if (got == 0)
-			pf[1].fd = -1;
 	}
 	struct reaper_finder f[2];
 	size_t nf = 0;
@@ -911,11 +930,8 @@ int reaper_check_tcase(TCase *tc, const char *name)
 		}
 		hooked = 1;
 	}
-	if (!run_value[0]) {
-		char rnd[17];
-		random_hex(rnd, sizeof rnd);
-		snprintf(run_value, sizeof run_value, "%d.%s", (int)getpid(), rnd);
-	}
+	if (!run_value[0])
+		run_value_make();
 	free(names[i]); /* a TCase whose run has ended: its slot is free again */
 	names[i] = copy;
 	in_use[i] = 1;

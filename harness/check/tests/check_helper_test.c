@@ -1224,6 +1224,105 @@ static void no_hidden_child(void)
 	       "waits: a CK_NOFORK test found a child it did not start (status %#x)", st);
 }
 
+/* A CK_NOFORK runner whose TCase ended, then the runner, before its guardian had a CPU: the
+ * guardian, let go only then, sees the runner's end and the TCase's end at once, and must go
+ * without a reap (the run's marker may be carried by now by processes that are not the run's).
+ * The test stops the guardian; its parent (a subreaper, so the guardian's parent) lets it go
+ * once the runner has ended and a process outside the run carries the run's marker. A runner
+ * forked from a process that ran TCases before has a marker of its own. */
+static int late_pipe[2] = { -1, -1 };
+
+START_TEST(stops_its_guardian)
+{
+	char path[64], buf[256];
+	pid_t self = getpid(), up = getppid(), guardian = 0;
+	snprintf(path, sizeof path, "task/%d/children", (int)up);
+	ck_assert_int_gt(read_proc(up, path, buf, sizeof buf), 0);
+	for (char *p = buf, *end; *p; p = end) {
+		long pid = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		if (pid != self)
+			guardian = (pid_t)pid;
+	}
+	ck_assert_int_gt(guardian, 0);
+	ck_assert_int_eq(kill(guardian, SIGSTOP), 0);
+	for (int i = 0; i < 6000; i++) { /* stopped before the TCase ends: up to a minute */
+		char *rp;
+		if (read_proc(guardian, "stat", buf, sizeof buf) > 0 && (rp = strrchr(buf, ')')) && rp[2] == 'T')
+			break;
+		usleep(10000);
+	}
+	const char *run = getenv("REAPER_CHECK_RUN");
+	ck_assert_ptr_nonnull(run);
+	dprintf(late_pipe[1], "%d %.47s\n", (int)guardian, run);
+}
+END_TEST
+
+/* Run in a child (a subreaper): its exit status is its count of failed expectations. */
+static int late_guardian_run(void)
+{
+	char errpath[160], buf[128], run[48] = "", arg[32], env[80];
+	snprintf(errpath, sizeof errpath, "%s/late.err", workdir);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0 || pipe(late_pipe) < 0)
+		return 100;
+	pid_t runner = nofork_runner(stops_its_guardian, "late", errpath, "late");
+	close(late_pipe[1]);
+	int st = -1, bad = 0;
+	waitpid(runner, &st, 0);
+	bad += !(WIFEXITED(st) && WEXITSTATUS(st) == 99); /* its TCase ran to its end */
+	ssize_t got = read(late_pipe[0], buf, sizeof buf - 1);
+	buf[got > 0 ? got : 0] = 0;
+	int guardian = 0;
+	if (sscanf(buf, "%d %47s", &guardian, run) != 2 || guardian <= 0)
+		return bad + 1;
+	char own[24];
+	snprintf(own, sizeof own, "%d.", (int)runner);
+	if (strncmp(run, own, strlen(own)))
+		bad++, fprintf(stderr, "late: the forked runner's marker %s is not its own\n", run);
+	/* a process outside the run that carries the run's marker */
+	snprintf(arg, sizeof arg, "3617.%d", tag);
+	snprintf(env, sizeof env, "REAPER_CHECK_RUN=%s", run);
+	pid_t other = fork();
+	if (other == 0) {
+		char *argv[] = { "sleep", arg, NULL }, *envp[] = { env, "PATH=/usr/bin:/bin", NULL };
+		execve("/bin/sleep", argv, envp);
+		_exit(127);
+	}
+	for (int i = 0; i < 6000 && count_procs(arg) == 0; i++)
+		usleep(10000);
+	kill(guardian, SIGCONT);
+	int gone = 0;
+	for (int i = 0; i < 6000 && !gone; i++) {
+		gone = waitpid(guardian, NULL, WNOHANG) == guardian;
+		if (!gone)
+			usleep(10000);
+	}
+	bad += !gone;
+	if (waitpid(other, &st, WNOHANG) != 0)
+		bad++, fprintf(stderr, "late: the guardian ended a process outside its run (status %#x)\n", st);
+	else if (kill(other, SIGKILL) == 0)
+		waitpid(other, NULL, 0);
+	char *err = slurp(errpath);
+	if (strstr(err, "ended during"))
+		bad++, fprintf(stderr, "late: the guardian took its runner's end for a death:\n%s\n", err);
+	free(err);
+	return bad;
+}
+
+static void late_guardian(void)
+{
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(late_guardian_run());
+	int st = -1;
+	EXPECT(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	       "late: a guardian let go after its runner ended normally (status %#x: failed expectations, 100: no set-up)",
+	       st);
+}
+
 static void test_endings(const char *name)
 {
 	char sub[64], arg[32];
@@ -1362,6 +1461,7 @@ int main(void)
 	test_endings("ends");
 	slots_are_freed();
 	no_hidden_child();
+	late_guardian();
 	test_not_through_the_header();
 	nested_runners();
 	fixture_children(CK_FORK);
