@@ -103,16 +103,12 @@ static void guard(int rfd, const char *marker, const char *cgroup, const struct 
 	/* Carry no environment: ours is the caller's (CI=true, HOME); /proc shows none since the
 	 * fork (fork_without_environ) */
 	clearenv();
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (null >= 0) {
-		dup2(null, 0);
-		dup2(null, 1);
-		dup2(null, 2);
-	}
 	/* Hold nothing of the run: no pipe, terminal or file of it (a reader waiting for EOF must
-	 * not wait for us), and no directory a cleanup might want to unmount. */
-	if (rfd > 3)
-		close_fds(3, (unsigned)rfd - 1);
+	 * not wait for us), not even its standard streams, and no directory a cleanup might want
+	 * to unmount. 0-2 stay closed while we wait (nothing here writes to them); they get
+	 * /dev/null before the reap, which may. */
+	if (rfd > 0)
+		close_fds(0, (unsigned)rfd - 1);
 	close_fds((unsigned)rfd + 1, ~0u);
 	if (chdir("/") < 0) {
 		/* stay where we are: only an unmount could notice */
@@ -123,6 +119,14 @@ static void guard(int rfd, const char *marker, const char *cgroup, const struct 
 		;
 	if (n == 1)
 		_exit(0); /* a normal stop */
+	/* Owner death. Nothing we open from here on may land on 0-2, where a warning of the reap
+	 * would write into it: /dev/null goes there first (the pipe, done with, makes room if it
+	 * was one of them). */
+	close(rfd);
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; null >= 0 && fd <= 2; fd++)
+		if (fd != null)
+			dup2(null, fd);
 	/* The run's cgroup holds what carries no marker (env -i). We were given its path before
 	 * it was made: made or not, only the run makes that name. The reap freezes and kills it
 	 * whole once what the run's rules spare has left it. */
