@@ -117,8 +117,15 @@ static void guard(int rfd, const char *marker, const char *cgroup, const struct 
 	ssize_t n;
 	while ((n = read(rfd, &c, 1)) < 0 && errno == EINTR)
 		;
-	if (n == 1)
-		_exit(0); /* a normal stop */
+	if (n == 1) {
+		/* a normal stop, sent once the run's reap is over: the run's cgroup goes now if it
+		 * is empty (what reaper kept there stays for reaper to move out), here while reaper
+		 * writes its reports, and still when reaper is killed before its own rmdir */
+		if (*cgroup && rmdir(cgroup) < 0) {
+			/* not empty, or gone already: reaper's to deal with */
+		}
+		_exit(0);
+	}
 	/* Owner death. Nothing we open from here on may land on 0-2, where a warning of the reap
 	 * would write into it: /dev/null goes there first (the pipe, done with, makes room if it
 	 * was one of them). */
@@ -195,14 +202,20 @@ int guardian_start(const char *marker, const char *cgroup, const struct guardian
  * loaded machine may not run it for a while. */
 #define STOP_WAIT_MS 30000
 
-void guardian_stop(int fd, struct pidref *guardian)
+void guardian_release(int *fd)
 {
-	if (fd < 0)
+	if (*fd < 0)
 		return;
-	if (write(fd, "q", 1) < 0) {
+	if (write(*fd, "q", 1) < 0) {
 		/* EPIPE: the guardian is gone already */
 	}
-	close(fd);
+	close(*fd);
+	*fd = -1;
+}
+
+void guardian_stop(int fd, struct pidref *guardian)
+{
+	guardian_release(&fd);
 	/* A caller that looks for leftovers the moment we return must not find our guardian,
 	 * nor its zombie: it is collected here (by pid while it is our unwaited child: an early
 	 * exit the run collected is gone, ECHILD). */

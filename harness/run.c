@@ -597,7 +597,7 @@ static void drop_cgroup(struct run *r)
 		return;
 	/* the end of a clean run: the cgroup we made is empty, and goes by one rmdir (what
 	 * reaper_cgroup_remove checks first, that the path is a cgroup, was so when we made it) */
-	if (rmdir(r->cgroup) == 0) {
+	if (rmdir(r->cgroup) == 0 || errno == ENOENT) { /* ENOENT: the released guardian removed it */
 		r->cgroup[0] = 0;
 		return;
 	}
@@ -1045,6 +1045,12 @@ static int run(struct run *r)
 	struct reaper_report *rep = NULL;
 	int rr = reap_leftovers(r, &rep);
 	end_command(r);
+	/* The reap is over and COMMAND collected: the guardian has nothing left to do on owner
+	 * death that the reap did not (an incomplete reap excepted: then it keeps guarding until
+	 * the end). It exits, and removes the run's cgroup, while we write the reports; run_done
+	 * collects it. */
+	if (rr == 0 && !output_incomplete(rep))
+		guardian_release(&r->guardian_fd);
 	code = choose_exit(r, rr, rep);
 	reaper_report_free(rep);
 	return code;
