@@ -723,10 +723,10 @@ static void want_signal(struct run *r, int sig)
 
 static int setup_signals(struct run *r)
 {
-	/* An inherited SIG_IGN for SIGCHLD would make the kernel discard our children's exit
-	 * statuses; a closed stderr must not kill us before the exit status is out. */
-	struct sigaction dfl = { .sa_handler = SIG_DFL }, ign = { .sa_handler = SIG_IGN };
-	sigaction(SIGCHLD, &dfl, NULL);
+	/* SIGCHLD is back to SIG_DFL since set_up began (an inherited SIG_IGN would make the
+	 * kernel discard our children's exit statuses); a closed stderr must not kill us before
+	 * the exit status is out. */
+	struct sigaction ign = { .sa_handler = SIG_IGN };
 	sigaction(SIGPIPE, &ign, &r->oldpipe);
 	sigemptyset(&r->mask);
 	sigaddset(&r->mask, SIGCHLD);
