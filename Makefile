@@ -87,6 +87,11 @@ $(BUILD)/reaper: $(CLI_OBJ) $(INTERNAL_LIB)
 	$(if $(CLI_STATIC),$(CC) $(ALL_CFLAGS) $(CLI_STATIC) -o $@ $(CLI_OBJ) $(INTERNAL_LIB) $(LDFLAGS) $(LDLIBS) 2>/dev/null || \
 		{ echo "note: no static link of $@ here ($(CLI_STATIC)): linking it dynamically"; \
 		$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJ) $(INTERNAL_LIB) $(LDFLAGS) $(LDLIBS); },$(CC) $(ALL_CFLAGS) -o $@ $(CLI_OBJ) $(INTERNAL_LIB) $(LDFLAGS) $(LDLIBS))
+	@# The file as the linker wrote it starts slower than a copy of the same bytes, as long as
+	@# the page cache holds what the linker wrote (`reaper --version`: 0.63 against 0.36 ms of
+	@# CPU under perf stat here; `reaper run -- /bin/true` 0.1 ms): the command is run from the
+	@# build tree by the tests and the bench, so it is replaced by a copy, as an install does.
+	@cp $@ $@.copy && mv -f $@.copy $@
 
 include $(sort $(wildcard */*.mk tests/*/*.mk harness/*/*.mk))
 # After check-c, which starts the list of tests not run afresh: a claimed Python this machine
