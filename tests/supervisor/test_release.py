@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: MIT
+"""The guardian's release once the run's reap is over (before reaper writes its reports and
+removes the run's cgroup): what the run spared (--keep, --report-only) is still moved out and
+the cgroup removed when reaper is SIGKILLed after the release; the guardian's removal and
+reaper's own, in either order, make no warning; an incomplete reap is said once; and what
+reaper makes sure of on 0-2 gives COMMAND no descriptor it did not have.
+
+Timings are forced with ptrace (reaper started with PTRACE_TRACEME, the guardian seized),
+never with sleeps."""
+import ctypes
+import os
+import resource
+import select
+import signal
+import subprocess
+
+import pytest
+
+from conftest import script
+from procutil import REAPER, running, wait_gone
+from test_cgroup import end_identified, needs_cgroup
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+libc.ptrace.restype = ctypes.c_long
+PTRACE_TRACEME, PTRACE_DETACH, PTRACE_SYSCALL, PTRACE_SETOPTIONS = 0, 17, 24, 0x4200
+PTRACE_GET_SYSCALL_INFO, PTRACE_SEIZE, PTRACE_INTERRUPT = 0x420E, 0x4206, 0x4207
+MKDIR, RMDIR, MKDIRAT = 83, 84, 258  # x86-64
+
+
+# COMMAND leaves one process (its cmdline says keepme), and one that ignores SIGTERM unless
+# argv[1] is "kept-only"; it prints "PID START" of each, kept first
+SPARED = """
+    import os, signal, sys
+    def leave(body):
+        r, w = os.pipe()
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                null = os.open("/dev/null", os.O_RDWR)
+                for i in (0, 1, 2):
+                    os.dup2(null, i)
+                st = open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]
+                os.write(w, ("%d %s " % (os.getpid(), st)).encode())
+                body()
+            os._exit(0)
+        os.wait()
+        os.close(w)
+        return os.read(r, 100).decode().strip()
+    def kept():
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", "keepme"])
+    def deaf():
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", "deaf"])
+    print(leave(kept), "" if sys.argv[1] == "kept-only" else leave(deaf), flush=True)
+"""
+
+
+def traceme():
+    libc.ptrace(PTRACE_TRACEME, 0, None, None)
+
+
+class Tracer:
+    """Follows a reaper started with traceme() from one system call on its run's cgroup to the
+    next; between two, it stays stopped."""
+
+    def __init__(self, pid):
+        assert os.uname().machine == "x86_64", "the calls' numbers are x86-64's"
+        self.pid = pid
+        _, st = os.waitpid(pid, 0)
+        assert os.WIFSTOPPED(st) and os.WSTOPSIG(st) == signal.SIGTRAP, st  # at its exec
+        assert libc.ptrace(PTRACE_SETOPTIONS, pid, None, 1) == 0  # PTRACE_O_TRACESYSGOOD
+        self.info = (ctypes.c_uint64 * 10)()  # op, arch | ip | sp | nr or rval | args
+
+    def until(self, calls, stop_op):
+        """On to the next call of calls ({number: the path's argument}) on a path of a run's
+        cgroup, at stop_op (1 its entry, 2 its exit). The path."""
+        pid, info, deliver, path = self.pid, self.info, 0, None
+        while True:
+            assert libc.ptrace(PTRACE_SYSCALL, pid, None, deliver) == 0, ctypes.get_errno()
+            _, st = os.waitpid(pid, 0)
+            assert os.WIFSTOPPED(st), "the reaper ended before the call on its cgroup (status %#x)" % st
+            deliver = 0
+            if os.WSTOPSIG(st) != signal.SIGTRAP | 0x80:
+                deliver = os.WSTOPSIG(st)
+                continue
+            assert libc.ptrace(PTRACE_GET_SYSCALL_INFO, pid, ctypes.sizeof(info), info) > 0
+            op = info[0] & 0xFF
+            if op == 1:
+                path = None
+                if info[3] in calls:
+                    with open("/proc/%d/mem" % pid, "rb") as mem:
+                        mem.seek(info[4 + calls[info[3]]])
+                        name = mem.read(4096).split(b"\0")[0].decode()
+                    path = name if "/reaper-run-" in name else None
+            if path and op == stop_op:
+                return path
+
+    def detach(self):
+        libc.ptrace(PTRACE_DETACH, self.pid, None, None)
+
+
+def guardian_of(pid):
+    """The guardian among pid's children (it names itself reaper-guard), as (pid, pidfd)."""
+    with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+        kids = [int(k) for k in f.read().split()]
+    for k in kids:
+        try:
+            with open("/proc/%d/comm" % k) as f:
+                if f.read().strip() == "reaper-guard":
+                    return k, os.pidfd_open(k)
+        except OSError:
+            pass
+    raise AssertionError("no guardian among %d's children %r" % (pid, kids))
+
+
+def remove_left(path):
+    """The test's own cleanup of a cgroup left behind (once what it held has been ended)."""
+    if path and os.path.isdir(path):
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+
+
+def test_an_o_path_stdin_gives_command_no_descriptor():
+    """reaper's 0 is an O_PATH descriptor (open, but poll() calls it invalid): nothing is
+    opened for it, and COMMAND has 0-2 and nothing else, as reaper got them."""
+    def o_path_stdin():
+        fd = os.open("/", os.O_PATH)
+        os.dup2(fd, 0)
+        os.close(fd)
+    # ls's listing holds the directory it reads (3): one descriptor more than 0-2
+    p = subprocess.run([REAPER, "run", "--cgroup", "off", "--", "ls", "/proc/self/fd"], preexec_fn=o_path_stdin,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == [b"0", b"1", b"2", b"3"], p.stdout
