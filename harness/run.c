@@ -1049,7 +1049,7 @@ static int run(struct run *r)
 	 * death that the reap did not (an incomplete reap excepted: then it keeps guarding until
 	 * the end). It exits, and removes the run's cgroup, while we write the reports; run_done
 	 * collects it. */
-	if (rr == 0 && !output_incomplete(rep))
+	if (rr == 0 && !rep->incomplete) /* (output_incomplete says it, in choose_exit) */
 		guardian_release(&r->guardian_fd);
 	code = choose_exit(r, rr, rep);
 	reaper_report_free(rep);

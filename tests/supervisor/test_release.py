@@ -123,6 +123,21 @@ def remove_left(path):
             pass
 
 
+@pytest.mark.parametrize("mode", [pytest.param("on", marks=needs_cgroup), "off"])
+def test_an_incomplete_reap_is_said_once(run, mode):
+    """Short of descriptors, the reap's result is incomplete: reaper says so once."""
+    seen = 0
+    for n in range(11, 17):
+        r = run(["--cgroup", mode, "--timeout", "0.2", "--grace", "0.2"],
+                ["sh", "-c", "for i in $(seq 30); do sleep 1000 >/dev/null 2>&1 & done; exit 0"], state=False,
+                preexec_fn=lambda n=n: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)))
+        code = r.wait(60)
+        said = r.stderr.count("the result is incomplete")
+        assert said <= 1, (n, code, r.stderr)
+        seen += said
+    assert seen, "no limit made the result incomplete"
+
+
 def test_an_o_path_stdin_gives_command_no_descriptor():
     """reaper's 0 is an O_PATH descriptor (open, but poll() calls it invalid): nothing is
     opened for it, and COMMAND has 0-2 and nothing else, as reaper got them."""
