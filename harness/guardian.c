@@ -118,12 +118,14 @@ static void guard(int rfd, const char *marker, const char *cgroup, const struct 
 	while ((n = read(rfd, &c, 1)) < 0 && errno == EINTR)
 		;
 	if (n == 1) {
-		/* a normal stop, sent once the run's reap is over: the run's cgroup goes now if it
-		 * is empty (what reaper kept there stays for reaper to move out), here while reaper
-		 * writes its reports, and still when reaper is killed before its own rmdir */
-		if (*cgroup && rmdir(cgroup) < 0) {
-			/* not empty, or gone already: reaper's to deal with */
-		}
+		/* a normal stop, sent once the run's reap is over: the run's cgroup goes now, here
+		 * while reaper writes its reports, and still when reaper is killed before its own
+		 * rmdir. What the run spared there (--keep, --report-only, moved in) moves up first,
+		 * as reaper would move it (and as an owner-death reap does): nothing is left to do
+		 * for a reaper killed from here on. Gone already (ENOENT): reaper removed it, or it
+		 * was never made. */
+		if (*cgroup && rmdir(cgroup) < 0 && errno != ENOENT)
+			reaper_cgroup_release(cgroup);
 		_exit(0);
 	}
 	/* Owner death. Nothing we open from here on may land on 0-2, where a warning of the reap

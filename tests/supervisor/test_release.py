@@ -10,7 +10,6 @@ never with sleeps."""
 import ctypes
 import os
 import resource
-import select
 import signal
 import subprocess
 
@@ -121,6 +120,79 @@ def remove_left(path):
             os.rmdir(path)
         except OSError:
             pass
+
+
+@needs_cgroup
+@pytest.mark.parametrize("rule", [["--keep", "*keepme*"], ["--report-only"]], ids=["keep", "report-only"])
+def test_a_reaper_killed_after_the_release_leaves_no_cgroup_around_what_the_run_spared(run, rule):
+    """reaper SIGKILLed after the guardian's release (held at its own rmdir of the run's
+    cgroup, which still holds what --keep or --report-only spared, nothing having been killed
+    around it): the run's cgroup goes all the same, what it held moved out, as a guardian
+    that was not released yet does."""
+    r = run(["--cgroup", "on", "--timeout", "0.1", "--grace", "0.2"] + rule,
+            script(SPARED) + ["kept-only" if rule[0] == "--keep" else "both"], preexec_fn=traceme)
+    path, spared, gfd = None, [], None
+    try:
+        t = Tracer(r.p.pid)
+        path = t.until({RMDIR: 0}, 1)  # its own rmdir, after the reports: the guardian released
+        _, gfd = guardian_of(r.p.pid)
+        f = list(map(int, r.line(60).split()))
+        spared = [(f[0], f[1])] + ([(f[2], f[3])] if rule == ["--report-only"] else [])
+        assert open(os.path.join(path, "cgroup.procs")).read(), "nothing spared in the run's cgroup"
+        r.signal(signal.SIGKILL)
+        t.detach()
+        assert r.wait(60) == -signal.SIGKILL
+        assert wait_gone([gfd], 120) == [], "the guardian did not end"
+        assert all(running(*p) for p in spared), "what the run spared was ended"
+        left = os.path.isdir(path) and open(os.path.join(path, "cgroup.procs")).read().split()
+        assert not os.path.isdir(path), "the run's cgroup %s is left, holding %s" % (path, left)
+    finally:
+        if gfd is not None:
+            os.close(gfd)
+        for p in spared:
+            end_identified(p)
+        remove_left(path)
+
+
+@needs_cgroup
+def test_a_guardian_that_removes_the_cgroup_last_makes_no_warning(run):
+    """The released guardian, late (stopped until reaper has moved out what --keep kept and is
+    at its last rmdir), removes the run's cgroup first: reaper's rmdir finds it gone, which is
+    the end it wanted, not a failure to warn about."""
+    r = run(["--cgroup", "on", "--keep", "*keepme*", "--timeout", "0.1", "--grace", "0.2"],
+            script(SPARED) + ["kept-only"], preexec_fn=traceme)
+    path, kept, gfd, g = None, None, None, None
+    try:
+        t = Tracer(r.p.pid)
+        path = t.until({MKDIR: 0, MKDIRAT: 1}, 2)  # the cgroup made: the guardian is there, waiting
+        g, gfd = guardian_of(r.p.pid)
+        assert libc.ptrace(PTRACE_SEIZE, g, None, None) == 0, ctypes.get_errno()
+        assert libc.ptrace(PTRACE_INTERRUPT, g, None, None) == 0
+        _, st = os.waitpid(g, 0x40000000)  # __WALL
+        assert os.WIFSTOPPED(st), st
+        # on to reaper's rmdir that comes after the kept process has been moved out
+        while True:
+            t.until({RMDIR: 0}, 1)
+            if not open(os.path.join(path, "cgroup.procs")).read():
+                break
+        f = list(map(int, r.line(60).split()))
+        kept = (f[0], f[1])
+        assert libc.ptrace(PTRACE_DETACH, g, None, None) == 0  # the released guardian goes on
+        g = None
+        assert wait_gone([gfd], 120) == [], "the released guardian did not end"
+        assert not os.path.isdir(path), "the released guardian did not remove the empty cgroup"
+        t.detach()
+        assert r.wait(60) == 0, r.stderr
+        assert "cannot remove" not in r.stderr, r.stderr
+        assert running(*kept)
+    finally:
+        if g is not None:
+            libc.ptrace(PTRACE_DETACH, g, None, None)
+        if gfd is not None:
+            os.close(gfd)
+        if kept:
+            end_identified(kept)
+        remove_left(path)
 
 
 @pytest.mark.parametrize("mode", [pytest.param("on", marks=needs_cgroup), "off"])
