@@ -117,25 +117,26 @@ static void guard(int rfd, const char *marker, const char *cgroup, const struct 
 	ssize_t n;
 	while ((n = read(rfd, &c, 1)) < 0 && errno == EINTR)
 		;
-	if (n == 1) {
-		/* a normal stop, sent once the run's reap is over: the run's cgroup goes now, here
-		 * while reaper writes its reports, and still when reaper is killed before its own
-		 * rmdir. What the run spared there (--keep, --report-only, moved in) moves up first,
-		 * as reaper would move it (and as an owner-death reap does): nothing is left to do
-		 * for a reaper killed from here on. Gone already (ENOENT): reaper removed it, or it
-		 * was never made. */
-		if (*cgroup && rmdir(cgroup) < 0 && errno != ENOENT)
-			reaper_cgroup_release(cgroup);
+	/* A normal stop, sent once the run's reap is over: the run's cgroup goes now, here while
+	 * reaper writes its reports, and still when reaper is killed before its own rmdir. Gone
+	 * already (ENOENT): reaper removed it, or it was never made. */
+	if (n == 1 && (!*cgroup || rmdir(cgroup) == 0 || errno == ENOENT))
 		_exit(0);
-	}
-	/* Owner death. Nothing we open from here on may land on 0-2, where a warning of the reap
-	 * would write into it: /dev/null goes there first (the pipe, done with, makes room if it
-	 * was one of them). */
+	/* Owner death, or a stop with the cgroup not empty. Nothing we open from here on may land
+	 * on 0-2, where a warning would write into it: /dev/null goes there first (the pipe, done
+	 * with, makes room if it was one of them). */
 	close(rfd);
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	for (int fd = 0; null >= 0 && fd <= 2; fd++)
 		if (fd != null)
 			dup2(null, fd);
+	if (n == 1) {
+		/* What the run spared there (--keep, --report-only, moved in) moves up first, as
+		 * reaper would move it (and as an owner-death reap does): nothing is left for a
+		 * reaper killed from here on. */
+		reaper_cgroup_release(cgroup);
+		_exit(0);
+	}
 	/* The run's cgroup holds what carries no marker (env -i). We were given its path before
 	 * it was made: made or not, only the run makes that name. The reap freezes and kills it
 	 * whole once what the run's rules spare has left it. */
