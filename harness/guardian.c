@@ -103,16 +103,12 @@ static void guard(int rfd, const char *marker, const char *cgroup, const struct 
 	/* Carry no environment: ours is the caller's (CI=true, HOME); /proc shows none since the
 	 * fork (fork_without_environ) */
 	clearenv();
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (null >= 0) {
-		dup2(null, 0);
-		dup2(null, 1);
-		dup2(null, 2);
-	}
 	/* Hold nothing of the run: no pipe, terminal or file of it (a reader waiting for EOF must
-	 * not wait for us), and no directory a cleanup might want to unmount. */
-	if (rfd > 3)
-		close_fds(3, (unsigned)rfd - 1);
+	 * not wait for us), not even its standard streams, and no directory a cleanup might want
+	 * to unmount. 0-2 stay closed while we wait (nothing here writes to them); they get
+	 * /dev/null before the reap, which may. */
+	if (rfd > 0)
+		close_fds(0, (unsigned)rfd - 1);
 	close_fds((unsigned)rfd + 1, ~0u);
 	if (chdir("/") < 0) {
 		/* stay where we are: only an unmount could notice */
@@ -121,8 +117,26 @@ static void guard(int rfd, const char *marker, const char *cgroup, const struct 
 	ssize_t n;
 	while ((n = read(rfd, &c, 1)) < 0 && errno == EINTR)
 		;
-	if (n == 1)
-		_exit(0); /* a normal stop */
+	/* A normal stop, sent once the run's reap is over: the run's cgroup goes now, here while
+	 * reaper writes its reports, and still when reaper is killed before its own rmdir. Gone
+	 * already (ENOENT): reaper removed it, or it was never made. */
+	if (n == 1 && (!*cgroup || rmdir(cgroup) == 0 || errno == ENOENT))
+		_exit(0);
+	/* Owner death, or a stop with the cgroup not empty. Nothing we open from here on may land
+	 * on 0-2, where a warning would write into it: /dev/null goes there first (the pipe, done
+	 * with, makes room if it was one of them). */
+	close(rfd);
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; null >= 0 && fd <= 2; fd++)
+		if (fd != null)
+			dup2(null, fd);
+	if (n == 1) {
+		/* What the run spared there (--keep, --report-only, moved in) moves up first, as
+		 * reaper would move it (and as an owner-death reap does): nothing is left for a
+		 * reaper killed from here on. */
+		reaper_cgroup_release(cgroup);
+		_exit(0);
+	}
 	/* The run's cgroup holds what carries no marker (env -i). We were given its path before
 	 * it was made: made or not, only the run makes that name. The reap freezes and kills it
 	 * whole once what the run's rules spare has left it. */
@@ -191,14 +205,20 @@ int guardian_start(const char *marker, const char *cgroup, const struct guardian
  * loaded machine may not run it for a while. */
 #define STOP_WAIT_MS 30000
 
-void guardian_stop(int fd, struct pidref *guardian)
+void guardian_release(int *fd)
 {
-	if (fd < 0)
+	if (*fd < 0)
 		return;
-	if (write(fd, "q", 1) < 0) {
+	if (write(*fd, "q", 1) < 0) {
 		/* EPIPE: the guardian is gone already */
 	}
-	close(fd);
+	close(*fd);
+	*fd = -1;
+}
+
+void guardian_stop(int fd, struct pidref *guardian)
+{
+	guardian_release(&fd);
 	/* A caller that looks for leftovers the moment we return must not find our guardian,
 	 * nor its zombie: it is collected here (by pid while it is our unwaited child: an early
 	 * exit the run collected is gone, ECHILD). */

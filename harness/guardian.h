@@ -31,7 +31,11 @@ struct guardian_rules {
  * started. */
 int guardian_start(const char *marker, const char *cgroup, const struct guardian_rules *rules, int procfd,
 		   struct pidref *guardian);
-/* Tell the guardian the run ended normally, close fd, and wait (boundedly) until it has
+/* Tell the guardian the run ended normally (it removes the run's cgroup if that is empty, and
+ * exits) and close *fd (set to -1): from here on nothing of the run is reaped on owner death.
+ * Once the run's reap is over, so that the guardian exits while reaper writes its reports. */
+void guardian_release(int *fd);
+/* guardian_release (when fd is still open), then wait (boundedly) until the guardian has
  * exited, and collect it: reaper leaves no process of its own behind when it returns. */
 void guardian_stop(int fd, struct pidref *guardian);
 

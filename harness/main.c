@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,8 +42,14 @@ static void short_usage(void)
  * whatever later puts /dev/null on 0-2 (the guardian does) would close it unseen. */
 static void hold_std_fds(void)
 {
+	/* one call for the three: poll marks a closed one POLLNVAL, but also an O_PATH one (open:
+	 * a /dev/null opened for it would land above 2, and COMMAND would inherit it), which
+	 * fcntl tells apart; poll fails (EINVAL) under a limit of fewer than 3 descriptors */
+	struct pollfd p[3] = { { .fd = 0 }, { .fd = 1 }, { .fd = 2 } };
+	int polled = poll(p, 3, 0) >= 0;
 	for (int fd = 0; fd <= 2; fd++)
-		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF && open("/dev/null", O_RDWR) < 0)
+		if ((!polled || (p[fd].revents & POLLNVAL)) && fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
+		    open("/dev/null", O_RDWR) < 0)
 			return; /* then nothing opens onto 0-2 either */
 }
 

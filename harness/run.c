@@ -597,12 +597,14 @@ static void drop_cgroup(struct run *r)
 		return;
 	/* the end of a clean run: the cgroup we made is empty, and goes by one rmdir (what
 	 * reaper_cgroup_remove checks first, that the path is a cgroup, was so when we made it) */
-	if (rmdir(r->cgroup) == 0) {
+	if (rmdir(r->cgroup) == 0 || errno == ENOENT) { /* ENOENT: the released guardian removed it */
 		r->cgroup[0] = 0;
 		return;
 	}
+	/* the released guardian moves out and removes it too: one of the two finds it gone,
+	 * which is the end wanted (ENOENT, or ENODEV from a file of it opened before) */
 	int e = reaper_cgroup_release(r->cgroup);
-	if (e < 0)
+	if (e < 0 && access(r->cgroup, F_OK) == 0)
 		warn("warning: cannot remove the run's cgroup %s: %s", r->cgroup, strerror(-e));
 	r->cgroup[0] = 0;
 }
@@ -723,10 +725,10 @@ static void want_signal(struct run *r, int sig)
 
 static int setup_signals(struct run *r)
 {
-	/* An inherited SIG_IGN for SIGCHLD would make the kernel discard our children's exit
-	 * statuses; a closed stderr must not kill us before the exit status is out. */
-	struct sigaction dfl = { .sa_handler = SIG_DFL }, ign = { .sa_handler = SIG_IGN };
-	sigaction(SIGCHLD, &dfl, NULL);
+	/* SIGCHLD is back to SIG_DFL since set_up began (an inherited SIG_IGN would make the
+	 * kernel discard our children's exit statuses); a closed stderr must not kill us before
+	 * the exit status is out. */
+	struct sigaction ign = { .sa_handler = SIG_IGN };
 	sigaction(SIGPIPE, &ign, &r->oldpipe);
 	sigemptyset(&r->mask);
 	sigaddset(&r->mask, SIGCHLD);
@@ -1045,6 +1047,12 @@ static int run(struct run *r)
 	struct reaper_report *rep = NULL;
 	int rr = reap_leftovers(r, &rep);
 	end_command(r);
+	/* The reap is over and COMMAND collected: the guardian has nothing left to do on owner
+	 * death that the reap did not (an incomplete reap excepted: then it keeps guarding until
+	 * the end). It exits, and removes the run's cgroup, while we write the reports; run_done
+	 * collects it. */
+	if (rr == 0 && !rep->incomplete) /* (output_incomplete says it, in choose_exit) */
+		guardian_release(&r->guardian_fd);
 	code = choose_exit(r, rr, rep);
 	reaper_report_free(rep);
 	return code;

@@ -628,6 +628,13 @@ def test_command_starts_in_the_cgroup_under_an_address_space_limit(run):
 def held_at_cgroup_creation(r):
     """Follow the reaper r (started traced: PTRACE_TRACEME) until its mkdir of the run's
     cgroup has returned; it stays stopped there. The cgroup's path."""
+    return held_at_cgroup_call(r, {83: 0, 258: 1}, 2)  # mkdir, mkdirat (the path's argument), exit
+
+
+def held_at_cgroup_call(r, calls, stop_op):
+    """Follow the reaper r (started traced: PTRACE_TRACEME) until a call of calls ({number:
+    the path's argument}) on the run's cgroup is at stop_op (1 its entry, 2 its exit); it stays
+    stopped there. The cgroup's path."""
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
@@ -635,8 +642,7 @@ def held_at_cgroup_creation(r):
     PTRACE_SYSCALL, PTRACE_SETOPTIONS, PTRACE_GET_SYSCALL_INFO = 24, 0x4200, 0x420E
     info = (ctypes.c_uint64 * 10)()  # op, arch | ip | sp | nr or rval | args
     pid, path = r.p.pid, None
-    assert os.uname().machine == "x86_64", "mkdir's number is x86-64's"
-    mkdirs = {83: 0, 258: 1}  # mkdir, mkdirat: which argument is the path
+    assert os.uname().machine == "x86_64", "the calls' numbers are x86-64's"
     _, st = os.waitpid(pid, 0)
     assert os.WIFSTOPPED(st) and os.WSTOPSIG(st) == signal.SIGTRAP, st  # at its exec
     assert libc.ptrace(PTRACE_SETOPTIONS, pid, None, 1) == 0  # PTRACE_O_TRACESYSGOOD
@@ -644,19 +650,19 @@ def held_at_cgroup_creation(r):
     while True:
         assert libc.ptrace(PTRACE_SYSCALL, pid, None, deliver) == 0, ctypes.get_errno()
         _, st = os.waitpid(pid, 0)
-        assert os.WIFSTOPPED(st), "the reaper ended before making its cgroup (status %#x)" % st
+        assert os.WIFSTOPPED(st), "the reaper ended before the call on its cgroup (status %#x)" % st
         deliver = 0
         if os.WSTOPSIG(st) != signal.SIGTRAP | 0x80:
             deliver = os.WSTOPSIG(st)
             continue
         assert libc.ptrace(PTRACE_GET_SYSCALL_INFO, pid, ctypes.sizeof(info), info) > 0
         op = info[0] & 0xFF
-        if op == 1 and info[3] in mkdirs:  # entry
+        if op == 1 and info[3] in calls:  # entry
             with open("/proc/%d/mem" % pid, "rb") as mem:
-                mem.seek(info[4 + mkdirs[info[3]]])
+                mem.seek(info[4 + calls[info[3]]])
                 name = mem.read(4096).split(b"\0")[0].decode()
             path = name if "/reaper-run-" in name else None
-        elif op == 2 and path:  # its exit
+        if path and op == stop_op:
             return path
 
 
@@ -736,6 +742,38 @@ def test_a_reaper_killed_the_moment_its_cgroup_exists_leaves_no_cgroup(run):
         r.signal(signal.SIGKILL)
         assert libc.ptrace(17, r.p.pid, None, None) in (0, -1)  # PTRACE_DETACH (the kill may win)
         assert r.wait(60) == -signal.SIGKILL
+        for fd in guardians:
+            assert select.select([fd], [], [], 120)[0], "the guardian did not end"
+            os.close(fd)
+        assert not os.path.isdir(path), "the run's cgroup %s is left" % path
+    finally:
+        if path and os.path.isdir(path) and not open(os.path.join(path, "cgroup.procs")).read():
+            os.rmdir(path)
+
+
+@needs_cgroup
+def test_a_reaper_killed_after_releasing_its_guardian_leaves_no_cgroup(run):
+    """The guardian is released once the run's reap is over, before reaper removes the run's
+    cgroup itself: a reaper SIGKILLed there (held at its own rmdir) still has the cgroup
+    removed, by the released guardian, which then ends."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    tag = "%d.%d" % (os.getpid(), time.monotonic_ns())
+    r = run(["--cgroup", "on"], ["true", tag], preexec_fn=lambda: libc.ptrace(0, 0, None, None))
+    path = None
+    try:
+        path = held_at_cgroup_call(r, {84: 0}, 1)  # rmdir, at its entry
+        guardians = []
+        for pid in os.listdir("/proc"):
+            try:
+                if pid.isdigit() and int(pid) != r.p.pid and tag.encode() in open("/proc/%s/cmdline" % pid, "rb").read():
+                    guardians.append(os.pidfd_open(int(pid)))
+            except OSError:
+                pass
+        r.signal(signal.SIGKILL)
+        assert libc.ptrace(17, r.p.pid, None, None) in (0, -1)  # PTRACE_DETACH (the kill may win)
+        assert r.wait(60) == -signal.SIGKILL
+        # (one not found had exited already, its rmdir made)
         for fd in guardians:
             assert select.select([fd], [], [], 120)[0], "the guardian did not end"
             os.close(fd)

@@ -92,6 +92,8 @@ def test_guardian_holds_nothing_of_the_run_and_leaves_with_a_normal_end(run, tmp
         held = {os.readlink("/proc/%d/fd/%s" % (g, n)) for n in os.listdir("/proc/%d/fd" % g)}
         assert not (ours & held), held
         assert len([h for h in held if h.startswith("pipe:")]) == 1  # its pipe from reaper
+        # and nothing else while it waits: not even 0-2 (/dev/null goes there only to reap)
+        assert len(os.listdir("/proc/%d/fd" % g)) == 1, held
         r.p.stdin.write(b"end\n")
         assert r.wait(30) == 0
         assert wait_gone([fd], 30) == []
