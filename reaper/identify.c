@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,10 +206,11 @@ static int identify_stat_free(struct scanner *sc, struct candset *cs, struct mat
 	int later = sc->origin_state == 1;
 	if (!sc->origin_state)
 		sc->origin_state = origin_forks(sc->rd.procfd, &sc->forks0) == 0 ? 1 : -1;
-	if (pidref_open_read(&ref, m->pid, "cmdline", sc->rd.procfd, &sc->rd.aux, &cmdlen) < 0)
+	if (pidref_read_open(&ref, m->pid, "cmdline", sc->rd.procfd, &sc->rd.aux, &cmdlen) < 0)
 		return -EAGAIN;
 	later = later && ARRAY_RESERVE(sc->unproven, sc->cunproven, sc->nunproven + 1, 64) == 0;
-	if (!later && (procfs_ino(sc->rd.procfd, m->pid, "", &ino) < 0 || ino != m->dir_ino))
+	if (!later && ((procfs_ino(sc->rd.procfd, m->pid, "", &ino) < 0 || ino != m->dir_ino) ||
+		       pidref_exited(&ref, sc->rd.procfd)))
 		return -EAGAIN;
 	while (cmdlen > 0 && sc->rd.aux.p[cmdlen - 1] == 0)
 		cmdlen--;
@@ -238,10 +240,35 @@ static int identify_stat_free(struct scanner *sc, struct candset *cs, struct mat
 	return 1;
 }
 
+/* Which of the n matches held unproven have exited since they were pinned (their pidfds
+ * readable): one poll for all of them; exited[i] set, or each asked alone when that poll cannot
+ * be made. Shown as live, each was then. 0 or -ENOMEM. */
+static int unproven_exited(struct scanner *sc, size_t n, char *exited)
+{
+	struct pollfd *v = malloc(n * sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		v[i] = (struct pollfd){ .fd = sc->unproven[i].c.ref.fd, .events = POLLIN };
+	int r = poll(v, (nfds_t)n, 0);
+	for (size_t i = 0; i < n; i++)
+		exited[i] = r < 0 ? (char)pidref_exited(&sc->unproven[i].c.ref, sc->rd.procfd) : v[i].revents != 0;
+	free(v);
+	return 0;
+}
+
 int identify_settle(struct scanner *sc, struct candset *cs, int discard)
 {
 	size_t n = sc->nunproven;
 	uint64_t forks = 0;
+	char *exited = n && !discard ? calloc(n, 1) : NULL;
+	if (n && !discard && (!exited || unproven_exited(sc, n, exited) < 0)) {
+		free(exited);
+		for (size_t i = 0; i < n; i++)
+			cand_clear(&sc->unproven[i].c);
+		sc->nunproven = 0;
+		return -ENOMEM;
+	}
 	/* (a task the kernel creates, a thread included, is counted in the same locked section,
 	 * interrupts off, that makes it found by its pid: one a pin found was counted long before
 	 * the scan ends) */
@@ -258,14 +285,14 @@ int identify_settle(struct scanner *sc, struct candset *cs, int discard)
 			cand_clear(&u->c);
 			continue;
 		}
-		if (quiet ||
-		    (procfs_ino(sc->rd.procfd, pid, "", &ino) == 0 && ino == u->dir_ino)) {
+		if (!exited[i] && (quiet ||
+				   (procfs_ino(sc->rd.procfd, pid, "", &ino) == 0 && ino == u->dir_ino))) {
 			if ((r = enlist(sc, cs, &u->c, &idx)) == 0)
 				added++;
 			continue;
 		}
-		/* the pid may have changed hands: judged the full way, its environment read again
-		 * when it is younger than the pass */
+		/* the pid may have changed hands, or its process has exited: judged the full way,
+		 * its environment read again when it is younger than the pass */
 		cand_clear(&u->c);
 		struct match m = { .pid = pid, .by = u->by, .mask = u->mask, .envlen = -ENODATA };
 		int k = identify(sc, cs, &m, &idx);
@@ -274,6 +301,7 @@ int identify_settle(struct scanner *sc, struct candset *cs, int discard)
 		else
 			added += k;
 	}
+	free(exited);
 	return r < 0 ? r : added;
 }
 

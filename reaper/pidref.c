@@ -101,21 +101,14 @@ int pidref_open_stat_read(struct pidref *p, int procfd, pid_t pid, struct reaper
 	return pidref_open(p, procfd, pid, st->start_time);
 }
 
-int pidref_open_read(struct pidref *p, pid_t pid, const char *what, int procfd, struct sbuf *b, ssize_t *n)
+int pidref_read_open(struct pidref *p, pid_t pid, const char *what, int procfd, struct sbuf *b, ssize_t *n)
 {
 	*p = PIDREF_NULL;
-	*n = -ENODATA;
+	*n = procfs_read(procfd, pid, what, b);
 	int fd = open_pidfd(pid);
 	if (fd < 0)
 		return fd == -ENOSYS ? -ESRCH : fd;
-	ssize_t got = procfs_read(procfd, pid, what, b);
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	if (poll(&pfd, 1, 0) != 0) {
-		close(fd);
-		return -ESRCH;
-	}
 	*p = (struct pidref){ .pid = pid, .fd = fd };
-	*n = got;
 	return 0;
 }
 

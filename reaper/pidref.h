@@ -48,12 +48,13 @@ int pidref_open_stat(struct pidref *p, int procfd, pid_t pid, struct reaper_stat
  * pidfd, or the holder had exited: read it again through the pin). */
 int pidref_open_stat_read(struct pidref *p, int procfd, pid_t pid, struct reaper_stat *st, void (*reads)(void *),
 			  void *ctx, int *pinned);
-/* Pin whatever holds pid now by a pidfd alone and read the file what of /proc/PID into b
- * (*n its length or -errno), proven the pinned process's by the fd not yet readable after
- * it. No stat is read: the start time stays 0, so pidref_verify fails and nothing may be
- * signalled through it; for a listing. -ESRCH when gone or exited (pin it the other way). */
 struct sbuf;
-int pidref_open_read(struct pidref *p, pid_t pid, const char *what, int procfd, struct sbuf *b, ssize_t *n);
+/* Read the file what of /proc/PID into b (*n its length or -errno), then pin whatever holds pid
+ * by a pidfd alone. Nothing here proves the two the same process, nor that it is still
+ * running: the caller proves the pid never changed hands between them (and looks at the pidfd
+ * for an exit). No stat is read: the start time stays 0, so pidref_verify fails and nothing may
+ * be signalled through it; for a listing. -ESRCH when gone. */
+int pidref_read_open(struct pidref *p, pid_t pid, const char *what, int procfd, struct sbuf *b, ssize_t *n);
 /* Pin pid by its stat alone (pid + start time, no pidfd: for when descriptors run out);
  * uses are re-checked the way pidfd-less kernels' are, and a signal to a process that is
  * not the caller's child opens a pidfd just for it. -ESRCH when gone. */
