@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* candset: an array of candidates plus a pid hash; see candset.h. */
+#define _GNU_SOURCE
 #include "candset.h"
 #include "array.h"
 #include "report.h"
@@ -7,6 +8,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
 
 static size_t slot(pid_t pid, size_t hcap)
 {
@@ -77,8 +84,38 @@ void cand_clear(struct cand *c)
 	proc_free(&c->info);
 }
 
+static int fd_cmp(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* Close the candidates' pidfds: a listing holds one per match, mostly at consecutive numbers,
+ * and a run of them goes in one close_range (each number of it is one of ours). */
+static void close_pidfds(struct candset *cs)
+{
+	int *fds = cs->pidfds > 1 ? malloc(cs->n * sizeof *fds) : NULL;
+	size_t n = 0;
+	for (size_t i = 0; i < cs->n && fds; i++)
+		if (cs->v[i].ref.fd >= 0) {
+			fds[n++] = cs->v[i].ref.fd;
+			cs->v[i].ref.fd = -1;
+		}
+	if (n)
+		qsort(fds, n, sizeof *fds, fd_cmp);
+	for (size_t i = 0, j; i < n; i = j + 1) {
+		for (j = i; j + 1 < n && fds[j + 1] == fds[j] + 1;)
+			j++;
+		if (j == i || syscall(SYS_close_range, (unsigned)fds[i], (unsigned)fds[j], 0) < 0)
+			for (size_t k = i; k <= j; k++)
+				close(fds[k]);
+	}
+	free(fds);
+}
+
 void candset_free(struct candset *cs)
 {
+	close_pidfds(cs);
 	for (size_t i = 0; i < cs->n; i++)
 		cand_clear(&cs->v[i]);
 	free(cs->v);
