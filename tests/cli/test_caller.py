@@ -4,6 +4,7 @@ caller alone (its pipeline, its other jobs, reaper's own guardian), even when a 
 reaper's own environment, and keep their exit status when their output pipe closes. Each
 pipeline runs under bash; PIPESTATUS says how every member ended."""
 import os
+import pty
 import select
 import signal
 import subprocess
@@ -317,6 +318,28 @@ def test_scan_with_few_descriptors_leaves_its_pipeline(mark, tmp_path):
         listed = (tmp_path / "out").read_text().splitlines()
         assert sorted(ln.split(None, 1)[-1] for ln in listed) == ["sleep 600"] * 120, (listed, err)
     finally:
+        assert not cleanup_marked(mark), "a leftover would not die"
+
+
+def test_scan_on_a_terminal_tells_its_leftovers_by_its_own_terminal(mark, tmp_path):
+    """`reaper scan | tee log | cat` from a terminal: the leftovers read and write the same
+    terminal as reaper's own input (no copy of a terminal is taken; each of their descriptors is
+    told by one compare with reaper's own). Every leftover is listed, tee and cat are not."""
+    master, slave = pty.openpty()
+    try:
+        e = {k: v for k, v in os.environ.items() if not k.startswith(("REAPER_", "GITHUB_"))}
+        e.update({"REAPER": REAPER, "PY": PY, "STATUS": str(tmp_path / "status"), "T": str(tmp_path)})
+        script = ('export %s; for i in 1 2 3; do ("$PY" -c "import time; time.sleep(600)" &) >&0 2>&0; done; '
+                  'until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 3 ]; do :; done; '
+                  '"$REAPER" scan --env %s 2>"$T/err" | tee "$T/log" | cat >"$T/out"; '
+                  'echo "${PIPESTATUS[*]}" >"$STATUS"' % (mark, mark, mark))
+        r = subprocess.run(["bash", "-c", script], stdin=slave, capture_output=True, env=e, timeout=120)
+        assert (tmp_path / "status").read_text().split() == ["0", "0", "0"], r.stderr
+        listed = (tmp_path / "out").read_text().splitlines()
+        assert sorted(ln.split()[-1] for ln in listed) == ["time.sleep(600)"] * 3, listed
+    finally:
+        os.close(slave)
+        os.close(master)
         assert not cleanup_marked(mark), "a leftover would not die"
 
 
