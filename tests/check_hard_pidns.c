@@ -758,7 +758,8 @@ static pid_t listing_child(const struct reaper_finder *f, int *go, int *res)
 		int e = reap_listing(f, 1, &o, &rep);
 		dprintf(r[1], "%d\n", e);
 		for (size_t i = 0; e == 0 && i < rep->n; i++)
-			dprintf(r[1], "%d cmdline=%s\n", (int)rep->procs[i].pid, rep->procs[i].cmdline);
+			dprintf(r[1], "%d cmdline=%s fate=%s\n", (int)rep->procs[i].pid, rep->procs[i].cmdline,
+				reaper_fate_name(rep->procs[i].fate));
 		reaper_report_free(rep);
 		_exit(0);
 	}
@@ -816,6 +817,49 @@ static int path_listing_pid_chosen(void)
 	if (unrelated_untouched(&w))
 		return 1;
 	return unrelated_untouched(&u);
+}
+
+/* A listing reads a match's cmdline before it pins it. Held as it pins the second of two
+ * marked leftovers, that one is killed (a zombie of ours, not collected): it exited before the
+ * pass ended, and the listing must not show it as running; the first one is listed. */
+static int path_listing_exit_before_pin(void)
+{
+	char m[128];
+	tu_unique_marker(m, sizeof m, "HARD_NS", "exited");
+	char *venv[] = { "PATH=/usr/bin:/bin", m, NULL };
+	struct sigproc a, v;
+	NS_CHECK(ns_sig_spawn(&a, venv) == 0 && ns_sig_spawn(&v, venv) == 0 && a.pid < v.pid, "spawn the leftovers");
+	struct reaper_finder f = reaper_find_env(m);
+	int go, res, r;
+	pid_t reaper = listing_child(&f, &go, &res);
+	NS_CHECK(reaper > 0, "fork the reaper");
+	NS_CHECK(trace_begin(reaper) == 0, "trace the reaper: %s", strerror(errno));
+	NS_CHECK(write(go, "g", 1) == 1, "go");
+	NS_CHECK((r = trace_until_pidfd_open(reaper, v.pid)) == 0, "never caught the reaper pinning %d: %s",
+		 (int)v.pid, strerror(-r));
+	siginfo_t si = { 0 };
+	NS_CHECK(kill(v.pid, SIGKILL) == 0 && waitid(P_PID, (id_t)v.pid, &si, WEXITED | WNOWAIT) == 0,
+		 "kill %d and see it exit", (int)v.pid);
+	fprintf(stderr, "hard: listing held before pinning %d, which has exited since its cmdline was read\n",
+		(int)v.pid);
+	NS_CHECK(ptrace(PTRACE_DETACH, reaper, 0, 0) == 0, "detach: %s", strerror(errno));
+	char out[4096], want[32];
+	if (reaper_result(reaper, res, out, sizeof out))
+		return 1;
+	snprintf(want, sizeof want, "\n%d ", (int)v.pid);
+	const char *line = strstr(out, want);
+	const char *end = line ? strchr(line + 1, '\n') : NULL;
+	NS_CHECK(!line || (end && memmem(line, (size_t)(end - line), " fate=alive", 11) == NULL),
+		 "%d, exited before the pass ended, was listed as running:\n%s", (int)v.pid, out);
+	snprintf(want, sizeof want, "\n%d ", (int)a.pid);
+	NS_CHECK(strstr(out, want), "the leftover %d was not listed:\n%s", (int)a.pid, out);
+	int st;
+	NS_CHECK(waitpid(v.pid, &st, 0) == v.pid, "collect %d", (int)v.pid);
+	close(v.rd);
+	kill(a.pid, SIGKILL);
+	waitpid(a.pid, &st, 0);
+	close(a.rd);
+	return 0;
 }
 
 /* A hard_sig child of ours with envp, its fd 0 in, its fd 1 and 2 /dev/null, ready when this
@@ -1409,6 +1453,12 @@ START_TEST(listing_pid_chosen_not_listed)
 }
 END_TEST
 
+START_TEST(listing_exit_before_pin_not_running)
+{
+	in_pid_namespace(path_listing_exit_before_pin);
+}
+END_TEST
+
 START_TEST(partner_holder_changed)
 {
 	in_pid_namespace(path_partner_holder_changed);
@@ -1473,6 +1523,7 @@ int main(void)
 	tcase_add_root_test(tc, setsid_sleep_found_mid_exec, PIDNS_WHY);
 	tcase_add_root_test(tc, marker_rechecked_after_pinning, PIDNS_WHY);
 	tcase_add_root_test(tc, listing_pid_chosen_not_listed, PIDNS_WHY);
+	tcase_add_root_test(tc, listing_exit_before_pin_not_running, PIDNS_WHY);
 	tcase_add_root_test(tc, partner_holder_changed, PIDNS_WHY);
 	tcase_add_root_test(tc, described_through_its_identity, PIDNS_WHY);
 	tcase_add_root_test(tc, described_uid_as_found, PIDNS_WHY);
