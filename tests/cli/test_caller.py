@@ -321,6 +321,26 @@ def test_scan_with_few_descriptors_leaves_its_pipeline(mark, tmp_path):
         assert not cleanup_marked(mark), "a leftover would not die"
 
 
+def test_scan_into_a_named_fifo_leaves_its_reader(mark, tmp_path):
+    """`reaper scan >fifo` with `cat <fifo` reading it (a named pipe, not a shell's `|`): cat,
+    which carries the marker as the leftovers do, is the reader of reaper's output, its
+    pipeline; the leftovers are listed, cat is not."""
+    os.mkfifo(tmp_path / "ff")
+    try:
+        statuses, r = sh(
+            'exec 2>"$T/sh-err"; export %s; for i in 1 2; do (exec sleep 600 &); done </dev/null >/dev/null 2>&1; '
+            'until [ "$("$REAPER" scan --env %s 2>/dev/null | grep -c "sleep 600")" -ge 2 ]; do :; done; '
+            'cat <"$T/ff" >"$T/out" & "$REAPER" scan --env %s 2>"$T/err" >"$T/ff"; s=$?; wait $!; '
+            'echo "$s $?" >"$STATUS"'
+            % (mark, mark, mark), tmp_path)
+        err = (tmp_path / "err").read_text()
+        assert statuses == [0, 0], err
+        listed = (tmp_path / "out").read_text().splitlines()
+        assert sorted(ln.split(None, 1)[-1] for ln in listed) == ["sleep 600"] * 2, (listed, err)
+    finally:
+        assert not cleanup_marked(mark), "a leftover would not die"
+
+
 def test_scan_on_a_terminal_tells_its_leftovers_by_its_own_terminal(mark, tmp_path):
     """`reaper scan | tee log | cat` from a terminal: the leftovers read and write the same
     terminal as reaper's own input (no copy of a terminal is taken; each of their descriptors is
