@@ -43,11 +43,19 @@ static size_t own_pipes(struct callers *cl)
 		int fl = fcntl(fd, F_GETFL);
 		if (fl < 0 || fstat(fd, &sb) < 0 || !S_ISFIFO(sb.st_mode))
 			continue;
+		/* (a named FIFO's link is its path, an anonymous pipe's pipe:[INO]) */
+		char path[32], link[8];
+		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(path, link, sizeof link);
+		int named = n > 0 && (n < 6 || memcmp(link, "pipe:[", 6) != 0);
 		size_t i = 0;
-		while (i < cl->npipes && cl->pipes[i].ino != (unsigned long)sb.st_ino)
+		while (i < cl->npipes && (cl->pipes[i].ino != (unsigned long)sb.st_ino || cl->pipes[i].named != named ||
+					  cl->pipes[i].dev != sb.st_dev))
 			i++;
 		cl->pipes[i].ino = (unsigned long)sb.st_ino;
 		cl->pipes[i].acc = fl & O_ACCMODE;
+		cl->pipes[i].named = named;
+		cl->pipes[i].dev = sb.st_dev;
 		cl->npipes += i == cl->npipes;
 	}
 	return cl->npipes;
@@ -318,19 +326,44 @@ static unsigned long pipe_on(struct callers *cl, struct reader *rd, struct fdpip
  * is not. A pipeline member holds the pipe where a pipeline puts it: a reader on its fd 0, a
  * writer on its fd 1 or 2; only those are looked at (one read per process when only the
  * caller's output is a pipe). */
+/* A named FIFO of the caller's (`reaper scan >fifo`, read by `cat <fifo`) on fp's fd, at the
+ * other end: its link names a path, not a pipe, and statx of it (which resolves no path and
+ * asks nothing of the file system) says which FIFO it is. */
+static int named_partner(struct callers *cl, struct reader *rd, struct fdpipes *fp, int fd)
+{
+	char path[64];
+	struct statx sx;
+	snprintf(path, sizeof path, "%d/fd/%d", (int)fp->pid, fd);
+	if (statx(rd->procfd, path, AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &sx) < 0 || !S_ISFIFO(sx.stx_mode))
+		return 0;
+	for (size_t i = 0; i < cl->npipes; i++) {
+		if (!cl->pipes[i].named || cl->pipes[i].ino != (unsigned long)sx.stx_ino ||
+		    cl->pipes[i].dev != makedev(sx.stx_dev_major, sx.stx_dev_minor))
+			continue;
+		int acc = fd_access(rd, fp->pid, fd);
+		if (acc >= 0 && acc != cl->pipes[i].acc)
+			return 1;
+	}
+	return 0;
+}
+
 static int pipeline_partner(struct callers *cl, struct reader *rd, struct fdpipes *fp)
 {
+	int named = 0;
 	int readers = 0, writers = 0;
 	for (size_t i = 0; i < cl->npipes; i++) {
 		readers |= cl->pipes[i].acc != O_RDONLY; /* the caller writes: look for its reader */
 		writers |= cl->pipes[i].acc != O_WRONLY;
+		named |= cl->pipes[i].named;
 	}
 	for (int fd = readers ? 0 : 1; fd <= (writers ? 2 : 0); fd++) {
 		unsigned long ino = pipe_on(cl, rd, fp, fd);
+		if (!ino && named && named_partner(cl, rd, fp, fd))
+			return 1;
 		if (!ino)
 			continue;
 		for (size_t i = 0; i < cl->npipes; i++) {
-			if (cl->pipes[i].ino != ino)
+			if (cl->pipes[i].named || cl->pipes[i].ino != ino)
 				continue;
 			int acc = fp->acc[fd] != -2 ? fp->acc[fd] : fd_access(rd, fp->pid, fd);
 			if (acc >= 0 && acc != cl->pipes[i].acc)
@@ -398,7 +431,7 @@ static void ancestors_pipes(struct callers *cl, struct reader *rd, unsigned pass
 static int callers_pipe(struct callers *cl, struct reader *rd, unsigned pass, unsigned long ino)
 {
 	for (size_t i = 0; i < own_pipes(cl); i++)
-		if (cl->pipes[i].ino == ino)
+		if (!cl->pipes[i].named && cl->pipes[i].ino == ino)
 			return 1;
 	ancestors_pipes(cl, rd, pass);
 	for (size_t i = 0; i < cl->nanc_pipes; i++)

@@ -22,6 +22,8 @@ struct callers {
 	struct {
 		unsigned long ino;
 		int acc; /* the access mode of the caller's end */
+		int named; /* a named FIFO (`>fifo`): ino is of its file system (dev), not of a pipe */
+		dev_t dev;
 	} pipes[3];
 	size_t npipes;
 	int pipes_read;   /* pipes[] holds ours (own_pipes in callers.c) */
