@@ -49,13 +49,16 @@ static size_t own_pipes(struct callers *cl)
 		ssize_t n = readlink(path, link, sizeof link);
 		int named = n > 0 && (n < 6 || memcmp(link, "pipe:[", 6) != 0);
 		size_t i = 0;
+		struct statx sx;
+		unsigned long long mnt_id = named && statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &sx) == 0 &&
+						    (sx.stx_mask & STATX_MNT_ID) ? sx.stx_mnt_id : 0;
 		while (i < cl->npipes && (cl->pipes[i].ino != (unsigned long)sb.st_ino || cl->pipes[i].named != named ||
-					  cl->pipes[i].dev != sb.st_dev))
+					  cl->pipes[i].mnt_id != mnt_id))
 			i++;
 		cl->pipes[i].ino = (unsigned long)sb.st_ino;
 		cl->pipes[i].acc = fl & O_ACCMODE;
 		cl->pipes[i].named = named;
-		cl->pipes[i].dev = sb.st_dev;
+		cl->pipes[i].mnt_id = mnt_id;
 		cl->npipes += i == cl->npipes;
 	}
 	return cl->npipes;
@@ -327,23 +330,31 @@ static unsigned long pipe_on(struct callers *cl, struct reader *rd, struct fdpip
  * writer on its fd 1 or 2; only those are looked at (one read per process when only the
  * caller's output is a pipe). */
 /* A named FIFO of the caller's (`reaper scan >fifo`, read by `cat <fifo`) on fp's fd, at the
- * other end: its link names a path, not a pipe, and statx of it (which resolves no path and
- * asks nothing of the file system) says which FIFO it is. */
+ * other end: its link names a path, not a pipe. Told by its fdinfo (mount, inode and access
+ * mode), which asks nothing of its file system: a stat through the link would end its path walk
+ * with a revalidation (NFS's d_weak_revalidate asks the server). */
 static int named_partner(struct callers *cl, struct reader *rd, struct fdpipes *fp, int fd)
 {
-	char path[64];
-	struct statx sx;
-	snprintf(path, sizeof path, "%d/fd/%d", (int)fp->pid, fd);
-	if (statx(rd->procfd, path, AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &sx) < 0 || !S_ISFIFO(sx.stx_mode))
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "%d/fdinfo/%d", (int)fp->pid, fd);
+	int f = openat(rd->procfd, path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
 		return 0;
-	for (size_t i = 0; i < cl->npipes; i++) {
-		if (!cl->pipes[i].named || cl->pipes[i].ino != (unsigned long)sx.stx_ino ||
-		    cl->pipes[i].dev != makedev(sx.stx_dev_major, sx.stx_dev_minor))
-			continue;
-		int acc = fd_access(rd, fp->pid, fd);
-		if (acc >= 0 && acc != cl->pipes[i].acc)
+	ssize_t n = read(f, buf, sizeof buf - 1);
+	close(f);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *flags = strstr(buf, "flags:"), *mnt = strstr(buf, "mnt_id:"), *ino = strstr(buf, "\nino:");
+	if (!flags || !mnt || !ino)
+		return 0;
+	int acc = (int)(strtoul(flags + 6, NULL, 8) & O_ACCMODE);
+	unsigned long long mnt_id = strtoull(mnt + 7, NULL, 10);
+	unsigned long inode = strtoul(ino + 5, NULL, 10);
+	for (size_t i = 0; i < cl->npipes; i++)
+		if (cl->pipes[i].named && cl->pipes[i].mnt_id && cl->pipes[i].mnt_id == mnt_id && cl->pipes[i].ino == inode &&
+		    acc != cl->pipes[i].acc)
 			return 1;
-	}
 	return 0;
 }
 

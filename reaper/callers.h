@@ -22,8 +22,8 @@ struct callers {
 	struct {
 		unsigned long ino;
 		int acc; /* the access mode of the caller's end */
-		int named; /* a named FIFO (`>fifo`): ino is of its file system (dev), not of a pipe */
-		dev_t dev;
+		int named; /* a named FIFO (`>fifo`): ino is of its file system's, not of a pipe */
+		unsigned long long mnt_id; /* a named FIFO's mount (0: not known) */
 	} pipes[3];
 	size_t npipes;
 	int pipes_read;   /* pipes[] holds ours (own_pipes in callers.c) */
