@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import _thread
 import errno
 import os
 from typing import Optional
@@ -45,52 +44,24 @@ class _Cgroups:
         self.cg = cgroup
         self.own = own
         self.session = cgroup.create(own, f"reaper-pytest-{prefix}")
-        self._where = own
+        self.where = own
         # a test's cgroup that held only pytest when its test ended: pytest stays in it and the
         # next test that starts something takes it, so that a test leaving nothing costs no move
         # (each move waits for an RCU grace period: milliseconds)
         self.spare: Optional[str] = None
         self.alone = f"{os.getpid()}\n".encode()
-        self.moving: Optional[_FirstMove] = None
-
-    def enter_session(self) -> None:
-        """pytest into the session's cgroup, the move made by a thread of its own: it waits
-        for an RCU grace period (milliseconds) while collection goes on. Whatever depends on
-        where pytest is (a spawn, a move, a test) waits for it first (see settle)."""
         try:
-            self.moving = _FirstMove(self.cg, self.session, self.own)
-            HOST.first_move = self.settle
+            self.goto(self.session)
         except BaseException:
             self.drop(self.session)
             raise
-
-    def settle(self) -> None:
-        """The first move, done (a move that failed in the thread is made here again, and
-        raises as goto would)."""
-        moving = self.moving
-        if moving is None or moving.pid != os.getpid():
-            return  # done, or a child forked meanwhile below the interception: not its own
-        moving.done.acquire()
-        moving.done.release()
-        self.moving = None
-        if HOST.first_move == self.settle:
-            HOST.first_move = None
-        if moving.error is not None:
-            self.cg.enter(self.session)
-        self._where = HOST.here = self.session
-
-    @property
-    def where(self) -> str:
-        if self.moving is not None:
-            self.settle()
-        return self._where
 
     def goto(self, path: str) -> None:
         if path != self.where:
             with HOST.moving:  # not while a fork that counts on where pytest is is under way
                 HOST.moving.wait_for(lambda: HOST.inheriting == 0, 30)
                 self.cg.enter(path)
-                self._where = HOST.here = path
+                self.where = HOST.here = path
 
     def only_pytest(self, path: str) -> bool:
         """Whether nothing but pytest is in path (no fork that counts on where pytest is under
@@ -133,39 +104,6 @@ class _Cgroups:
         return self.drop(self.session)
 
 
-class _FirstMove:
-    """pytest's move into the session's cgroup, made by a thread started here. A child forked
-    meanwhile below the interception (C code) may be born where pytest was: once pytest is in,
-    each child it did not have before is moved there too, with what it forked."""
-
-    def __init__(self, cg, path: str, before: str):
-        from .. import kin
-        self.pid = os.getpid()
-        self.error: Optional[BaseException] = None
-        self.had = {p.ident for p in kin.children()}  # the host's own: they stay where they are
-        self.done = _thread.allocate_lock()
-        self.done.acquire()
-        try:
-            _thread.start_new_thread(self._run, (cg, kin, path, before))
-        except BaseException:
-            self.done.release()
-            raise
-
-    def _run(self, cg, kin, path: str, before: str) -> None:
-        try:
-            cg.enter(path)
-            for p in kin.children():
-                if p.ident not in self.had and p.state != "Z":
-                    try:
-                        cg.move_tree(path, p.ident, [before])
-                    except OSError:  # gone meanwhile
-                        pass
-        except BaseException as e:  # made again by the thread that waits for it
-            self.error = e
-        finally:
-            self.done.release()
-
-
 def _tracking(config, prefix: str):
     """(cgroup tracking or None, the header's words for it)."""
     mode = config.getoption("reaper_cgroup") or config.getini("reaper_cgroup") or "auto"
@@ -187,7 +125,6 @@ def _tracking(config, prefix: str):
     if not err:
         try:
             cg = _Cgroups(own, prefix)
-            cg.enter_session()
             return cg, f"cgroup (one per test below {cg.session})"
         except reaper.ReaperError as e:
             err = e.errno

@@ -80,7 +80,6 @@ class _HostChildren:
         self.inflight = 0  # forks under way whose child must be moved
         self.inheriting = 0  # forks under way whose child is where pytest is (here), as it must be
         self.here: Optional[str] = None  # the cgroup pytest is in, when it moved itself
-        self.first_move = None  # waits for pytest's move into the session's cgroup while it is under way
         self.closed = False  # forks for another scope wait (a check by descent is listing)
         self.at_fork = False
         self.term = None  # the session's SIGTERM handler, as it was installed (see _handles_sigterm)
@@ -307,8 +306,6 @@ class _HostChildren:
         object it touches is a page that the next os.fork makes this process copy."""
         if self.final is not None:
             self.hold_at_exit()
-        if self.first_move is not None:
-            self.first_move()
         if scope is None:
             scope = self.scope_here()
         if scope is not None:

@@ -155,8 +155,6 @@ def system(fn, applied_for=None):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         HOST.hold_at_exit()
-        if HOST.first_move is not None:
-            HOST.first_move()
         scope = HOST.scope_here()
         if scope is not None:
             scope.spawned = True
