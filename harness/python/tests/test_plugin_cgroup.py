@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import TAG_VAR
 from test_plugin_guest import PLUGIN, cgroup_usable, inner, run_sub  # noqa: F401 (inner: a fixture)
 
 import reaper
@@ -412,4 +413,68 @@ def test_after_its_first_spawn():
         pid, where = (tmp_path / name).read_text().split()
         assert where.endswith(f"/test-{n}"), (name, where)
         result.stdout.fnmatch_lines([f"*  {pid}: sleep 600"])
+    assert left_below(box) == [] and not reaper.cgroup.populated(box)
+
+
+@needs_cgroup
+def test_a_cgroup_pytest_cannot_enter_means_markers_and_descent(inner, box):
+    # pytest starts in a threaded cgroup: the session's cgroup made below it is "domain
+    # invalid", and no process can be moved there (EOPNOTSUPP), which cgroup.usable cannot tell
+    # beforehand. The session tracks by markers and descent from its start, as with a cgroup2
+    # that cannot be written; no test fails for it.
+    threaded = os.path.join(box, "threaded")
+    os.mkdir(threaded)
+    with open(os.path.join(threaded, "cgroup.type"), "w") as f:
+        f.write("threaded")
+    inner.makepyfile(test_thr="""
+import os, subprocess, time
+def test_spawns():
+    subprocess.run(["true"], check=True)
+def test_forks():
+    if os.fork() == 0:
+        time.sleep(600)
+        os._exit(0)
+def test_clean():
+    pass
+""")
+    result = run_in(inner, threaded, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=3, errors=1)
+    result.stdout.fnmatch_lines(["reaper: tracking: proc (markers and descent: *)",
+                                 "*reaper: test_thr.py::test_forks left 1 process running*"])
+    assert left_below(threaded) == [] and not reaper.cgroup.populated(box)
+
+
+@needs_cgroup
+def test_what_c_code_daemonizes_during_pytests_first_move_is_the_sessions(inner, box, tmp_path):
+    # C code (below the interception) starts a daemon at the session's start, without the
+    # session's marker in its environment: it is in the session's cgroup, and the session's
+    # check ends it. The inner conftest holds back pytest's move into the session's cgroup
+    # (when another thread makes it) until the daemon is started: the move takes an RCU grace
+    # period, longer on a busy host, and the daemon's middle process may exit before it ends.
+    pidfile = tmp_path / "daemon.pid"
+    inner.makeconftest(f"""
+import _thread, ctypes, os, threading
+import reaper.cgroup
+MAIN = _thread.get_ident()
+entered, gate = threading.Event(), threading.Event()
+_enter = reaper.cgroup.enter
+def enter(path):
+    if _thread.get_ident() != MAIN and not gate.is_set():
+        entered.set()
+        gate.wait()
+    return _enter(path)
+reaper.cgroup.enter = enter
+def pytest_sessionstart(session):
+    if not os.path.basename(reaper.cgroup.current()).startswith("reaper-pytest-"):
+        entered.wait()  # pytest's move is under way, made by another thread
+    try:
+        ctypes.CDLL(None).system(b"env -i {TAG_VAR}={os.environ[TAG_VAR]} sleep 600 & echo $! > {pidfile}")
+    finally:
+        gate.set()
+""")
+    inner.makepyfile(test_clean="def test_clean():\n    pass\n")
+    result = run_in(inner, box, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0")
+    result.assert_outcomes(passed=1)
+    pid = int(pidfile.read_text())
+    result.stdout.fnmatch_lines(["*reaper: left by fixtures wider than a test*", f"{pid}: sleep 600 *"])
     assert left_below(box) == [] and not reaper.cgroup.populated(box)

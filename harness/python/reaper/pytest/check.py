@@ -274,31 +274,45 @@ class Checks:
     def _none_since(self, test: _Scope) -> bool:
         """Whether every pid given out since the test began is gone, a zombie, a thread of pytest's,
         or a process that neither carries the test's marker nor descends from pytest (the host's):
-        what the scan's finders would take, each read once."""
+        what the scan's finders would take. The environments are read last, and only those of
+        the host's processes: reading one that is in the middle of an exec waits for the exec
+        (milliseconds on a busy host), which no other fact read here does."""
         last = kin.last_pid()
         if last == -1 or self.last_pid == -1 or last < self.last_pid or last - self.last_pid > 4096:
             return False  # the pids wrapped, or so many were given out that the scan costs no more
-        me = os.getpid()
-        entry = f"{MARKER}={test.marker}".encode()
+        since = self.since
         live = []
         for pid in range(self.last_pid + 1, last + 1):
             st = kin.pstat(pid)
             # a zombie is no leak (nor to the scan); its children have pids of their own
-            if st is None or st.state == "Z" or st.start_time < self.since or os.path.exists(f"/proc/{me}/task/{pid}"):
-                continue
-            # an environment that cannot be read (an exec or an exit under way, another
-            # user's) is no match to the scan's marker finder either; descent is judged below
-            env = kin.environ(pid)
-            if env is not None and entry in env.split(b"\0"):
-                return False
-            live.append(st)
+            if st is not None and st.state != "Z" and st.start_time >= since:
+                live.append(st)
+        if not live:
+            return True
+        me = os.getpid()
+        threads = {int(t) for t in os.listdir(f"/proc/{me}/task")}
+        live = [p for p in live if p.pid not in threads]
         if not live:
             return True
         start = kin.start_time(me)
         if start is None:
             return False
         ours = {p.pid for p in kin.trees([(me, start)])}
-        return not any(p.pid in ours or p.ppid in ours for p in live)
+        if any(p.pid in ours or p.ppid in ours for p in live):
+            return False
+        # an environment that cannot be read (an exit under way, another user's) is no match to
+        # the scan's marker finder either; one whose exec is under way (uninterruptible, "D")
+        # is read last, if it is still there by then
+        entry = f"{MARKER}={test.marker}".encode()
+        for p in sorted(live, key=lambda p: p.state == "D"):
+            if p.state == "D":
+                st = kin.pstat(p.pid)
+                if st is None or st.state == "Z" or st.start_time != p.start_time:
+                    continue
+            env = kin.environ(p.pid)
+            if env is not None and entry in env.split(b"\0"):
+                return False
+        return True
 
     def _check(self, item, test: _Scope, pools: List[str], left: bool = True) -> None:
         mark = item.get_closest_marker("reaper")
