@@ -335,27 +335,22 @@ static unsigned long pipe_on(struct callers *cl, struct reader *rd, struct fdpip
  * with a revalidation (NFS's d_weak_revalidate asks the server). */
 static int named_partner(struct callers *cl, struct reader *rd, struct fdpipes *fp, int fd)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof path, "%d/fdinfo/%d", (int)fp->pid, fd);
-	int f = openat(rd->procfd, path, O_RDONLY | O_CLOEXEC);
-	if (f < 0)
-		return 0;
-	ssize_t n = read(f, buf, sizeof buf - 1);
-	close(f);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	const char *flags = strstr(buf, "flags:"), *mnt = strstr(buf, "mnt_id:"), *ino = strstr(buf, "\nino:");
-	if (!flags || !mnt || !ino)
-		return 0;
-	int acc = (int)(strtoul(flags + 6, NULL, 8) & O_ACCMODE);
-	unsigned long long mnt_id = strtoull(mnt + 7, NULL, 10);
-	unsigned long inode = strtoul(ino + 5, NULL, 10);
-	for (size_t i = 0; i < cl->npipes; i++)
-		if (cl->pipes[i].named && cl->pipes[i].mnt_id && cl->pipes[i].mnt_id == mnt_id && cl->pipes[i].ino == inode &&
-		    acc != cl->pipes[i].acc)
-			return 1;
-	return 0;
+	char what[32];
+	struct sbuf b = { 0 };
+	snprintf(what, sizeof what, "fdinfo/%d", fd);
+	const char *text = procfs_read(rd->procfd, fp->pid, what, &b) > 0 ? b.p : "";
+	const char *flags = strstr(text, "flags:"), *mnt = strstr(text, "mnt_id:"), *ino = strstr(text, "\nino:");
+	int found = 0;
+	if (flags && mnt && ino) {
+		int acc = (int)(strtoul(flags + 6, NULL, 8) & O_ACCMODE);
+		unsigned long long mnt_id = strtoull(mnt + 7, NULL, 10);
+		unsigned long inode = strtoul(ino + 5, NULL, 10);
+		for (size_t i = 0; i < cl->npipes && !found; i++)
+			found = cl->pipes[i].named && cl->pipes[i].mnt_id && cl->pipes[i].mnt_id == mnt_id &&
+				cl->pipes[i].ino == inode && acc != cl->pipes[i].acc;
+	}
+	sbuf_free(&b);
+	return found;
 }
 
 static int pipeline_partner(struct callers *cl, struct reader *rd, struct fdpipes *fp)
