@@ -2,11 +2,15 @@
 """Owner death: a reaper that is SIGKILLed mid-run still takes its run with
 it (its guardian sees the pipe close and kills by the run's marker), while another, live
 reaper run is left alone."""
+import json
 import os
+import platform
 import signal
 import subprocess
 import textwrap
 import time
+
+import pytest
 
 from conftest import marked, script
 from procutil import PY, REAPER, alive, stat, wait_gone
@@ -150,3 +154,75 @@ def test_a_guardian_killed_early_is_no_longer_named(run):
         assert r.wait(30) == 3, r.stderr
     finally:
         os.close(fd)
+
+
+# The guardian runs on reaper's memory on x86-64 only; elsewhere it is a fork (as under valgrind)
+on_reapers_memory = pytest.mark.skipif(platform.machine() != "x86_64",
+                                       reason="the guardian is a fork of reaper's here")
+
+
+@on_reapers_memory
+def test_reaper_and_its_guardian_show_no_environment_yet_command_and_settings_get_it(run, tmp_path):
+    """The guardian runs on reaper's memory, whose environment is what /proc shows for both:
+    reaper moves its own out of sight as it starts (a scan by a marker of the caller's must
+    find neither). What it read from its environment still holds (REAPER_STATE names the
+    document, REAPER_GRACE the grace) and COMMAND gets the caller's environment whole."""
+    state = tmp_path / "from-env.json"
+    r = run(None, [REAPER, "run", "--", PY, "-c", textwrap.dedent("""
+        import os, sys
+        print(os.environ.get("REAPER_T_FOO"), os.environ.get("REAPER_GRACE"), flush=True)
+        sys.stdin.readline()
+    """)], env={"REAPER_T_FOO": "bar baz", "REAPER_STATE": str(state), "REAPER_GRACE": "7"},
+            stdin=subprocess.PIPE)
+    assert r.line() == "bar baz 7"
+    with open(state) as f:
+        doc = json.load(f)
+    g = doc["guardian_pid"]
+    assert doc["grace"] == 7 and g and g != r.p.pid
+    for pid in (r.p.pid, g):
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            assert not f.read().strip(b"\0"), "pid %d shows an environment" % pid
+    fd = os.pidfd_open(g)
+    try:
+        r.p.stdin.write(b"end\n")
+        r.p.stdin.flush()
+        assert r.wait(30) == 0, r.stderr
+        assert wait_gone([fd], 30) == []
+    finally:
+        os.close(fd)
+
+
+@on_reapers_memory
+def test_the_guardian_of_a_sigkilled_reaper_reaps_as_a_process_of_its_own(run):
+    """reaper SIGKILLed: its guardian, which waited on reaper's memory, execs reaper afresh for
+    the reap (the memory of a process killed at any moment is nothing to run on): by the same
+    pid, with no environment, given the run's marker; and the run ends whole."""
+    r = run(["--timeout", "60", "--grace", "60"], script(FAMILY))
+    r.expect("ready")
+    doc = r.state()
+    g = doc["guardian_pid"]
+    v = marked(r.run_id)
+    fd = os.pidfd_open(g)
+    try:
+        assert len(v) == 4, v
+        r.signal(signal.SIGKILL)
+        execd = None
+        while alive(fd) and execd is None:
+            try:
+                with open("/proc/%d/cmdline" % g, "rb") as f:
+                    argv = f.read().split(b"\0")
+                with open("/proc/%d/environ" % g, "rb") as f:
+                    env = f.read()
+            except (FileNotFoundError, ProcessLookupError):
+                break
+            if len(argv) > 3 and argv[1] == b"__guardian" and alive(fd):  # still ours: its pidfd
+                execd = (argv[2], argv[3], env)
+        assert execd is not None, "the guardian ended without an exec of its own"
+        assert execd[:2] == (b"death", ("REAPER_RUN=%s" % r.run_id).encode()), execd
+        assert not execd[2].strip(b"\0"), "the guardian's exec has an environment: %r" % execd[2]
+        assert wait_gone([fd] + [f for _, f in v], 30) == [], "the run outlived its SIGKILLed reaper"
+        assert marked(r.run_id) == []
+    finally:
+        os.close(fd)
+        for _, f in v:
+            os.close(f)
