@@ -2,6 +2,7 @@
 """Owner death: a reaper that is SIGKILLed mid-run still takes its run with
 it (its guardian sees the pipe close and kills by the run's marker), while another, live
 reaper run is left alone."""
+import ctypes
 import json
 import os
 import platform
@@ -196,30 +197,30 @@ def test_reaper_and_its_guardian_show_no_environment_yet_command_and_settings_ge
 def test_the_guardian_of_a_sigkilled_reaper_reaps_as_a_process_of_its_own(run):
     """reaper SIGKILLed: its guardian, which waited on reaper's memory, execs reaper afresh for
     the reap (the memory of a process killed at any moment is nothing to run on): by the same
-    pid, with no environment, given the run's marker; and the run ends whole."""
+    pid, with no environment, given the run's marker; and the run ends whole. The guardian is
+    seized (ptrace) to be seen at its exec."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    libc.ptrace.restype = ctypes.c_long
+    PTRACE_SEIZE, PTRACE_DETACH, PTRACE_O_TRACEEXEC, PTRACE_EVENT_EXEC = 0x4206, 17, 0x10, 4
     r = run(["--timeout", "60", "--grace", "60"], script(FAMILY))
     r.expect("ready")
-    doc = r.state()
-    g = doc["guardian_pid"]
+    g = r.state()["guardian_pid"]
     v = marked(r.run_id)
     fd = os.pidfd_open(g)
     try:
         assert len(v) == 4, v
+        assert libc.ptrace(PTRACE_SEIZE, g, None, PTRACE_O_TRACEEXEC) == 0, ctypes.get_errno()
         r.signal(signal.SIGKILL)
-        execd = None
-        while alive(fd) and execd is None:
-            try:
-                with open("/proc/%d/cmdline" % g, "rb") as f:
-                    argv = f.read().split(b"\0")
-                with open("/proc/%d/environ" % g, "rb") as f:
-                    env = f.read()
-            except (FileNotFoundError, ProcessLookupError):
-                break
-            if len(argv) > 3 and argv[1] == b"__guardian" and alive(fd):  # still ours: its pidfd
-                execd = (argv[2], argv[3], env)
-        assert execd is not None, "the guardian ended without an exec of its own"
-        assert execd[:2] == (b"death", ("REAPER_RUN=%s" % r.run_id).encode()), execd
-        assert not execd[2].strip(b"\0"), "the guardian's exec has an environment: %r" % execd[2]
+        _, st = os.waitpid(g, 0x40000000)  # __WALL: the guardian is our tracee, not our child
+        assert os.WIFSTOPPED(st) and st >> 8 == signal.SIGTRAP | PTRACE_EVENT_EXEC << 8, "%#x" % st
+        with open("/proc/%d/cmdline" % g, "rb") as f:
+            argv = f.read().split(b"\0")
+        with open("/proc/%d/environ" % g, "rb") as f:
+            env = f.read()
+        assert libc.ptrace(PTRACE_DETACH, g, None, None) == 0, ctypes.get_errno()
+        assert argv[1:4] == [b"__guardian", b"death", ("REAPER_RUN=%s" % r.run_id).encode()], argv
+        assert not env.strip(b"\0"), "the guardian's exec has an environment: %r" % env
         assert wait_gone([fd] + [f for _, f in v], 30) == [], "the run outlived its SIGKILLed reaper"
         assert marked(r.run_id) == []
     finally:
