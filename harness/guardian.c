@@ -215,6 +215,9 @@ static struct vm_guardian {
 /* Its stack; only the pages it touches are ever faulted in (the last resort, a reap on it
  * when the exec failed, goes deepest) */
 static char vm_stack[256 * 1024] __attribute__((aligned(64)));
+/* guardian_hide_environ hid our environment (or found none to hide): a guardian on our memory
+ * shows none then */
+static int vm_hidden;
 
 static long sys4(long nr, long a, long b, long c, long d)
 {
@@ -265,10 +268,13 @@ __attribute__((no_sanitize_address)) static int vm_guard(void *arg)
 	sys(SYS_prctl, PR_SET_NAME, "reaper-guard", 0);
 	uint64_t none = 0;
 	sys4(SYS_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof none);
+	/* one by one where close_range fails, whatever the error: ENOSYS before Linux 5.9, EPERM
+	 * from a seccomp filter that does not list it (a copy of the pipe's write end kept here
+	 * would hide our death) */
 	long e = v->rfd > 0 ? sys(SYS_close_range, 0, v->rfd - 1, 0) : 0;
 	if (e == 0)
 		e = sys(SYS_close_range, v->rfd + 1, ~0u, 0);
-	for (unsigned fd = 0; e == -ENOSYS && fd < v->nofile; fd++)
+	for (unsigned fd = 0; e < 0 && fd < v->nofile; fd++)
 		if ((int)fd != v->rfd)
 			sys(SYS_close, fd, 0, 0);
 	sys(SYS_chdir, "/", 0, 0);
@@ -352,6 +358,10 @@ static void vm_argv_free(void)
  * started: no clone3, under valgrind say; the caller forks then) */
 static pid_t vm_guardian_start(int rfd, const char *marker, const char *cgroup, const struct guardian_rules *rules)
 {
+	if (!vm_hidden) { /* our environment shows (guardian_hide_environ): a fork hides it from its copy */
+		errno = EPERM;
+		return -1;
+	}
 	if (vmg.argv) { /* one guardian at a time */
 		errno = EBUSY;
 		return -1;
@@ -382,9 +392,19 @@ static pid_t vm_guardian_start(int rfd, const char *marker, const char *cgroup, 
 void guardian_hide_environ(void)
 {
 #ifdef VM_GUARDIAN
+	/* Nested in another reaper's run (REAPER_RUN is its marker): we are one of that run's
+	 * processes and must show its marker, for its guardian finds the run by it alone when
+	 * there is no cgroup (the outer reaper SIGKILLed: we are killed, our guardian ends our
+	 * run). A guardian on our memory would show it too and be killed along with us: ours is
+	 * a fork then (fork_without_environ), whose copy shows none. */
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, "REAPER_RUN=", strlen("REAPER_RUN=")))
+			return;
 	char *lo = NULL, *hi = NULL;
-	if (environ_span(&lo, &hi) < 0)
+	if (environ_span(&lo, &hi) < 0) {
+		vm_hidden = 1; /* nothing of ours shows */
 		return;
+	}
 	char *copy = malloc((size_t)(hi - lo));
 	if (!copy)
 		return; /* then fork_without_environ hides it from a forked guardian */
@@ -393,6 +413,7 @@ void guardian_hide_environ(void)
 		if (*e >= lo && *e < hi)
 			*e = copy + (*e - lo);
 	memset(lo, 0, (size_t)(hi - lo));
+	vm_hidden = 1;
 #endif
 }
 
