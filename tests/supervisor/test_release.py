@@ -12,6 +12,7 @@ import os
 import resource
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -103,6 +104,18 @@ def guardian_of(pid):
     """The guardian among pid's children, as (pid, pidfd): it names itself reaper-guard, or,
     exec'd for its work (on reaper's memory until then), runs `reaper __guardian ...` (named
     exe until it names itself again: under ASan, for the whole of the sanitizer's start)."""
+    deadline = time.monotonic() + 30
+    while True:  # until it has named itself (a fork, or a clone, that has not run yet has not)
+        got = _guardian_among_children(pid)
+        if isinstance(got, tuple) or time.monotonic() > deadline:
+            break
+        time.sleep(0.001)
+    if isinstance(got, tuple):
+        return got
+    raise AssertionError("no guardian among %d's children %r" % (pid, got))
+
+
+def _guardian_among_children(pid):
     with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
         kids = [int(k) for k in f.read().split()]
     seen = {}
@@ -121,7 +134,7 @@ def guardian_of(pid):
                 os.close(fd)
         except OSError:
             pass
-    raise AssertionError("no guardian among %d's children %r" % (pid, seen))
+    return seen
 
 
 def remove_left(path):
