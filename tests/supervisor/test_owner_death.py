@@ -299,12 +299,17 @@ def test_with_close_range_refused_the_guardian_still_holds_only_its_pipe_and_end
     r.expect("ready")
     g = r.state()["guardian_pid"]
     v = marked(r.run_id)
+    gfd = os.pidfd_open(g)  # reaper's child: it is the guardian
     try:
         assert len(v) == 4, v
         held = [os.readlink("/proc/%d/fd/%s" % (g, n)) for n in os.listdir("/proc/%d/fd" % g)]
         assert len(held) == 1 and held[0].startswith("pipe:"), held
         r.signal(signal.SIGKILL)
         assert wait_gone([f for _, f in v], 20) == [], "the run outlived its SIGKILLed reaper"
+        assert wait_gone([gfd], 30) == [], "the guardian did not end"
     finally:
+        if alive(gfd):  # one that holds its own pipe's write end waits forever
+            signal.pidfd_send_signal(gfd, signal.SIGKILL)
+        os.close(gfd)
         for _, f in v:
             os.close(f)
