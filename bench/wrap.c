@@ -120,23 +120,34 @@ static int vfork_middle(void *arg)
 }
 
 /* bench-wrap --guardian RUNS: what starting a detached helper costs, the ways reaper run has
- * started its owner-death guardian: one fork (harness/guardian.c: the caller goes on at once,
- * the helper is collected when it is stopped, outside the timing), a middle process on our
- * memory that forks the helper and exits, and a double fork (fork a middle process that forks
- * the helper and exits; we wait for the middle one). The helper exits at once. Prints, per
- * way, the median wall and CPU seconds (the CPU of this process and of what it collected). */
+ * started its owner-death guardian: one fork (the caller goes on at once, the helper is
+ * collected when it is stopped, outside the timing), a middle process on our memory that forks
+ * the helper and exits, a double fork (fork a middle process that forks the helper and exits;
+ * we wait for the middle one), and a clone on our memory (CLONE_VM, a stack of its own: how
+ * harness/guardian.c starts it on x86-64; collected as the fork is). The helper exits at once.
+ * Prints, per way, the median wall and CPU seconds (the CPU of this process and of what it
+ * collected). */
+static int exit_at_once(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
 static int guardian(long runs)
 {
-	double *t = calloc((size_t)runs * 3, sizeof *t), *c = calloc((size_t)runs * 3, sizeof *c);
+	double *t = calloc((size_t)runs * 4, sizeof *t), *c = calloc((size_t)runs * 4, sizeof *c);
 	static char stack[65536] __attribute__((aligned(16)));
-	for (long r = 0; r < runs * 3; r++) {
+	static char helper_stack[65536] __attribute__((aligned(16)));
+	for (long r = 0; r < runs * 4; r++) {
 		struct rusage ru0, ru1, ch0, ch1;
 		getrusage(RUSAGE_SELF, &ru0);
 		getrusage(RUSAGE_CHILDREN, &ch0);
 		double w = bench_now();
 		pid_t mid;
-		int way = (int)(r % 3);
-		if (way == 0) {
+		int way = (int)(r % 4);
+		if (way == 3) {
+			mid = clone(exit_at_once, helper_stack + sizeof helper_stack, CLONE_VM | SIGCHLD, NULL);
+		} else if (way == 0) {
 			mid = fork();
 			if (mid == 0)
 				_exit(0);
@@ -153,8 +164,8 @@ static int guardian(long runs)
 		double took = bench_now() - w;
 		while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
 			;
-		long i = way * runs + r / 3;
-		t[i] = way == 0 ? took : bench_now() - w;
+		long i = way * runs + r / 4;
+		t[i] = way == 0 || way == 3 ? took : bench_now() - w;
 		getrusage(RUSAGE_SELF, &ru1);
 		getrusage(RUSAGE_CHILDREN, &ch1);
 #define TV(x) ((double)(x).tv_sec + (double)(x).tv_usec / 1e6)
@@ -163,10 +174,11 @@ static int guardian(long runs)
 #undef TV
 	}
 	printf("{\"fork\": {\"median\": %.9f, \"cpu\": %.9f}, \"vfork_middle\": {\"median\": %.9f, \"cpu\": %.9f}, "
-	       "\"double_fork\": {\"median\": %.9f, \"cpu\": %.9f}}\n",
+	       "\"double_fork\": {\"median\": %.9f, \"cpu\": %.9f}, \"vm_clone\": {\"median\": %.9f, \"cpu\": %.9f}}\n",
 	       bench_median(t, (size_t)runs), bench_median(c, (size_t)runs), bench_median(t + runs, (size_t)runs),
 	       bench_median(c + runs, (size_t)runs), bench_median(t + 2 * runs, (size_t)runs),
-	       bench_median(c + 2 * runs, (size_t)runs));
+	       bench_median(c + 2 * runs, (size_t)runs), bench_median(t + 3 * runs, (size_t)runs),
+	       bench_median(c + 3 * runs, (size_t)runs));
 	return 0;
 }
 

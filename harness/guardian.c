@@ -3,12 +3,15 @@
 #define _GNU_SOURCE
 #include "guardian.h"
 
+#include "exits.h"
 #include "msg.h"
 #include "reaper/procfs.h"
 #include "reaper/reaper.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -18,6 +21,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,47 +94,23 @@ static pid_t fork_without_environ(void)
 	return g;
 }
 
-static void guard(int rfd, const char *marker, const char *cgroup, const struct guardian_rules *rules)
+/* What the guardian does once its wait is over: release (the run ended normally: remove the
+ * run's cgroup, moving out what it still holds), or, on owner death, reap the run. Never
+ * returns. */
+static void guard_act(int release, const char *marker, const char *cgroup, const struct guardian_rules *rules)
 {
-	/* A process group of our own (reaper sets it too, whichever runs first): signals sent to
-	 * reaper's group or COMMAND's (job control, kill -- -PGID, a terminal's keys, which reach
-	 * only its foreground group) miss us. Not a session of our own: setsid() makes a new
-	 * scheduler autogroup, which costs the run's start a millisecond on a busy machine, and a
-	 * session buys nothing more: no signal is sent to a session, and a hangup reaches only the
-	 * session's leader and the terminal's foreground group. */
-	setpgid(0, 0);
-	prctl(PR_SET_NAME, "reaper-guard", 0, 0, 0);
-	/* Carry no environment: ours is the caller's (CI=true, HOME); /proc shows none since the
-	 * fork (fork_without_environ) */
-	clearenv();
-	/* Hold nothing of the run: no pipe, terminal or file of it (a reader waiting for EOF must
-	 * not wait for us), not even its standard streams, and no directory a cleanup might want
-	 * to unmount. 0-2 stay closed while we wait (nothing here writes to them); they get
-	 * /dev/null before the reap, which may. */
-	if (rfd > 0)
-		close_fds(0, (unsigned)rfd - 1);
-	close_fds((unsigned)rfd + 1, ~0u);
-	if (chdir("/") < 0) {
-		/* stay where we are: only an unmount could notice */
-	}
-	char c;
-	ssize_t n;
-	while ((n = read(rfd, &c, 1)) < 0 && errno == EINTR)
-		;
 	/* A normal stop, sent once the run's reap is over: the run's cgroup goes now, here while
 	 * reaper writes its reports, and still when reaper is killed before its own rmdir. Gone
 	 * already (ENOENT): reaper removed it, or it was never made. */
-	if (n == 1 && (!*cgroup || rmdir(cgroup) == 0 || errno == ENOENT))
+	if (release && (!*cgroup || rmdir(cgroup) == 0 || errno == ENOENT))
 		_exit(0);
 	/* Owner death, or a stop with the cgroup not empty. Nothing we open from here on may land
-	 * on 0-2, where a warning would write into it: /dev/null goes there first (the pipe, done
-	 * with, makes room if it was one of them). */
-	close(rfd);
+	 * on 0-2, where a warning would write into it: /dev/null goes there first. */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	for (int fd = 0; null >= 0 && fd <= 2; fd++)
 		if (fd != null)
 			dup2(null, fd);
-	if (n == 1) {
+	if (release) {
 		/* What the run spared there (--keep, --report-only, moved in) moves up first, as
 		 * reaper would move it (and as an owner-death reap does): nothing is left for a
 		 * reaper killed from here on. */
@@ -166,6 +146,277 @@ static void guard(int rfd, const char *marker, const char *cgroup, const struct 
 	_exit(r < 0 ? 1 : 0);
 }
 
+/* The guardian as a fork of ours (where it cannot share our memory, below): it waits on its
+ * own copy of it. */
+static void guard(int rfd, const char *marker, const char *cgroup, const struct guardian_rules *rules)
+{
+	/* A process group of our own (reaper sets it too, whichever runs first): signals sent to
+	 * reaper's group or COMMAND's (job control, kill -- -PGID, a terminal's keys, which reach
+	 * only its foreground group) miss us. Not a session of our own: setsid() makes a new
+	 * scheduler autogroup, which costs the run's start a millisecond on a busy machine, and a
+	 * session buys nothing more: no signal is sent to a session, and a hangup reaches only the
+	 * session's leader and the terminal's foreground group. */
+	setpgid(0, 0);
+	prctl(PR_SET_NAME, "reaper-guard", 0, 0, 0);
+	/* Carry no environment: ours is the caller's (CI=true, HOME); /proc shows none since the
+	 * fork (fork_without_environ) */
+	clearenv();
+	/* Hold nothing of the run: no pipe, terminal or file of it (a reader waiting for EOF must
+	 * not wait for us), not even its standard streams, and no directory a cleanup might want
+	 * to unmount. 0-2 stay closed while we wait (nothing here writes to them); they get
+	 * /dev/null before the reap, which may. */
+	if (rfd > 0)
+		close_fds(0, (unsigned)rfd - 1);
+	close_fds((unsigned)rfd + 1, ~0u);
+	if (chdir("/") < 0) {
+		/* stay where we are: only an unmount could notice */
+	}
+	char c;
+	ssize_t n;
+	while ((n = read(rfd, &c, 1)) < 0 && errno == EINTR)
+		;
+	close(rfd); /* done with: it makes room on 0-2 if it was one of them */
+	guard_act(n == 1, marker, cgroup, rules);
+}
+
+/* The guardian on our memory (x86-64): a clone with CLONE_VM, not a fork. A fork copies our
+ * page tables, and every page either side writes after it is copied once more (some thirty
+ * faults a run, most of them ours, on the run's way); a child on our memory costs neither,
+ * and its exit tears no address space down. While we live it only waits, on a stack of its
+ * own, by bare system calls: no libc, whose state (errno, the heap) is ours. When it has work
+ * to do (our death, or a release with the cgroup not empty) it execs reaper afresh
+ * (`reaper __guardian ...`, guardian_main) with the job written out before the clone, and
+ * works in a memory of its own: a reaper SIGKILLed in the middle of a malloc leaves our heap
+ * as it was then, which nothing may use. Our environment is hidden for it (guardian_hide_environ):
+ * /proc shows the environment of a process's memory, ours. The price: the OOM killer kills
+ * every process of the memory it picks, the guardian with an OOM-killed reaper (build with
+ * -DREAPER_FORK_GUARDIAN for a fork, which survives it). */
+/* The guardian's argv: "reaper", GUARDIAN_SUBCOMMAND, MODE, MARKER, CGROUP, FLAGS, ORIGIN,
+ * then KIND GLOB for each pattern; MODE is "release" or "death", FLAGS holds k
+ * (--kill-moved-in) and r (--report-only) or is "-", ORIGIN is "-" or the origin's six fields
+ * joined by ':'. */
+enum { GA_MODE = 2, GA_MARKER, GA_CGROUP, GA_FLAGS, GA_ORIGIN, GA_PATTERNS };
+
+#if defined(__x86_64__) && defined(SYS_clone3) && !defined(REAPER_FORK_GUARDIAN)
+#define VM_GUARDIAN 1
+
+static struct vm_guardian {
+	int rfd;
+	unsigned nofile;           /* where closing one by one stops (no close_range) */
+	char **argv;               /* the exec's, GA_MODE set by the guardian */
+	struct guardian_rules rules; /* for the last resort: no exec */
+	struct reaper_origin origin;
+	char marker[96];
+	char cgroup[PATH_MAX];
+	char flags[4];
+	char origin_arg[160];
+	char *kinds;               /* the patterns' KIND arguments, one block */
+} vmg;
+/* Its stack; only the pages it touches are ever faulted in (the last resort, a reap on it
+ * when the exec failed, goes deepest) */
+static char vm_stack[256 * 1024] __attribute__((aligned(64)));
+/* guardian_hide_environ hid our environment (or found none to hide): a guardian on our memory
+ * shows none then */
+static int vm_hidden;
+
+static long sys4(long nr, long a, long b, long c, long d)
+{
+	register long r10 __asm__("r10") = d;
+	long r;
+	__asm__ volatile("syscall" : "=a"(r) : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+	return r;
+}
+#define sys(nr, a, b, c) sys4((nr), (long)(a), (long)(b), (long)(c), 0)
+#ifndef SYS_close_range
+#define SYS_close_range 436 /* x86-64's, where the headers are older than Linux 5.9 */
+#endif
+
+/* clone3 with CLONE_VM: fn(arg) runs in the child on the stack given, then the child exits
+ * with what it returned. The child's pid, or -errno: clone3 and not clone, which valgrind
+ * answers ENOSYS (as seccomp filters may) where it would end the program at such a clone. */
+static long clone3_vm(char *stack, size_t size, int (*fn)(void *), void *arg)
+{
+	struct clone_args a = { .flags = CLONE_VM, .exit_signal = SIGCHLD,
+				.stack = (uint64_t)(uintptr_t)stack, .stack_size = size };
+	register int (*f)(void *) __asm__("r12") = fn;
+	register void *x __asm__("r13") = arg;
+	long r;
+	__asm__ volatile("syscall\n\t"
+			 "test %%rax, %%rax\n\t"
+			 "jnz 1f\n\t"
+			 "xor %%ebp, %%ebp\n\t" /* the child, on its own stack: no frame above fn's */
+			 "mov %%r13, %%rdi\n\t"
+			 "call *%%r12\n\t"
+			 "mov %%eax, %%edi\n\t"
+			 "mov %[exit], %%eax\n\t"
+			 "syscall\n\t"
+			 "hlt\n"
+			 "1:"
+			 : "=a"(r)
+			 : "0"((long)SYS_clone3), "D"(&a), "S"(sizeof a), "r"(f), "r"(x), [exit] "i"(SYS_exit)
+			 : "rcx", "r11", "memory");
+	return r;
+}
+
+/* (not instrumented by ASan: nothing of the sanitizer's runtime, which is reaper's, may run
+ * in it) */
+__attribute__((no_sanitize_address)) static int vm_guard(void *arg)
+{
+	struct vm_guardian *v = arg;
+	/* as guard(), by bare system calls */
+	sys(SYS_setpgid, 0, 0, 0);
+	sys(SYS_prctl, PR_SET_NAME, "reaper-guard", 0);
+	uint64_t none = 0;
+	sys4(SYS_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof none);
+	/* one by one where close_range fails, whatever the error: ENOSYS before Linux 5.9, EPERM
+	 * from a seccomp filter that does not list it (a copy of the pipe's write end kept here
+	 * would hide our death) */
+	long e = v->rfd > 0 ? sys(SYS_close_range, 0, v->rfd - 1, 0) : 0;
+	if (e == 0)
+		e = sys(SYS_close_range, v->rfd + 1, ~0u, 0);
+	for (unsigned fd = 0; e < 0 && fd < v->nofile; fd++)
+		if ((int)fd != v->rfd)
+			sys(SYS_close, fd, 0, 0);
+	sys(SYS_chdir, "/", 0, 0);
+	char c;
+	long n;
+	while ((n = sys(SYS_read, v->rfd, &c, 1)) == -EINTR)
+		;
+	if (n == 1 && (!v->cgroup[0] || (e = sys(SYS_rmdir, v->cgroup, 0, 0)) == 0 || e == -ENOENT))
+		sys(SYS_exit, 0, 0, 0);
+	static char *const no_env[] = { NULL };
+	v->argv[GA_MODE] = n == 1 ? "release" : "death";
+	sys(SYS_execve, "/proc/self/exe", v->argv, no_env);
+	/* No exec (no /proc here, say). Released: reaper, alive, moves out and removes what is
+	 * left itself (drop_cgroup). Otherwise reaper is gone and its memory ours alone: the
+	 * reap runs on it, as a forked guardian's would, our last resort. */
+	if (n == 1)
+		sys(SYS_exit, 0, 0, 0);
+	sys(SYS_close, v->rfd, 0, 0);
+	guard_act(0, v->marker, v->cgroup, &v->rules);
+	return 0;
+}
+
+/* The exec's argv, written now: nothing of ours the guardian reads may change under it */
+static char **vm_argv(const char *marker, const char *cgroup, const struct guardian_rules *rules)
+{
+	if (strlen(marker) >= sizeof vmg.marker || strlen(cgroup) >= sizeof vmg.cgroup)
+		return NULL;
+	char **argv = calloc(GA_PATTERNS + 2 * rules->npatterns + 1, sizeof *argv);
+	char *kinds = vmg.kinds = malloc(rules->npatterns * 2 + 1);
+	if (!argv || !kinds) {
+		free(argv);
+		free(kinds);
+		vmg.kinds = NULL;
+		return NULL;
+	}
+	strcpy(vmg.marker, marker);
+	strcpy(vmg.cgroup, cgroup);
+	char *f = vmg.flags;
+	if (rules->kill_moved_in)
+		*f++ = 'k';
+	if (rules->report_only)
+		*f++ = 'r';
+	strcpy(f, f == vmg.flags ? "-" : "");
+	strcpy(vmg.origin_arg, "-");
+	vmg.rules = *rules;
+	if (rules->origin) {
+		const struct reaper_origin *o = rules->origin;
+		vmg.origin = *o;
+		vmg.rules.origin = &vmg.origin;
+		snprintf(vmg.origin_arg, sizeof vmg.origin_arg, "%d:%d:%llu:%llu:%llu:%llu", (int)o->last_pid,
+			 (int)o->pid_max, (unsigned long long)o->forks, (unsigned long long)o->tasks,
+			 (unsigned long long)o->start_time, (unsigned long long)o->pidns);
+	}
+	size_t i = 0;
+	argv[i++] = "reaper";
+	argv[i++] = GUARDIAN_SUBCOMMAND;
+	argv[i++] = "death";
+	argv[i++] = vmg.marker;
+	argv[i++] = vmg.cgroup;
+	argv[i++] = vmg.flags;
+	argv[i++] = vmg.origin_arg;
+	for (size_t k = 0; k < rules->npatterns; k++) {
+		kinds[2 * k] = rules->patterns[k].kind == REAPER_KEEP ? 'k' : 'a';
+		kinds[2 * k + 1] = 0;
+		argv[i++] = &kinds[2 * k];
+		argv[i++] = (char *)rules->patterns[k].glob;
+	}
+	argv[i] = NULL;
+	return argv;
+}
+
+static void vm_argv_free(void)
+{
+	free(vmg.argv);
+	free(vmg.kinds);
+	vmg.argv = NULL;
+	vmg.kinds = NULL;
+}
+
+/* clone3(CLONE_VM) of vm_guard, its job ready: the guardian's pid, or -1 (errno set, nothing
+ * started: no clone3, under valgrind say; the caller forks then) */
+static pid_t vm_guardian_start(int rfd, const char *marker, const char *cgroup, const struct guardian_rules *rules)
+{
+	if (!vm_hidden) { /* our environment shows (guardian_hide_environ): a fork hides it from its copy */
+		errno = EPERM;
+		return -1;
+	}
+	if (vmg.argv) { /* one guardian at a time */
+		errno = EBUSY;
+		return -1;
+	}
+	char **argv = vm_argv(marker, cgroup, rules);
+	if (!argv) {
+		errno = ENOMEM;
+		return -1;
+	}
+	struct rlimit rl;
+	vmg.nofile = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1u << 20 ? (unsigned)rl.rlim_cur : 1u << 20;
+	vmg.rfd = rfd;
+	vmg.argv = argv;
+	long g = clone3_vm(vm_stack, sizeof vm_stack, vm_guard, &vmg);
+	if (g < 0) {
+		vm_argv_free();
+		errno = (int)-g;
+		return -1;
+	}
+	return (pid_t)g;
+}
+#endif
+
+/* Hide our environment: its strings, where /proc/PID/environ reads them, are copied to the
+ * heap (environ points there from now on) and zeroed. A guardian on our memory shows our
+ * environment; it must show none (fork_without_environ). Before anything keeps a pointer
+ * into it (getenv): cmd_run calls it first. */
+void guardian_hide_environ(void)
+{
+#ifdef VM_GUARDIAN
+	/* Nested in another reaper's run (REAPER_RUN is its marker): we are one of that run's
+	 * processes and must show its marker, for its guardian finds the run by it alone when
+	 * there is no cgroup (the outer reaper SIGKILLed: we are killed, our guardian ends our
+	 * run). A guardian on our memory would show it too and be killed along with us: ours is
+	 * a fork then (fork_without_environ), whose copy shows none. */
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, "REAPER_RUN=", strlen("REAPER_RUN=")))
+			return;
+	char *lo = NULL, *hi = NULL;
+	if (environ_span(&lo, &hi) < 0) {
+		vm_hidden = 1; /* nothing of ours shows */
+		return;
+	}
+	char *copy = malloc((size_t)(hi - lo));
+	if (!copy)
+		return; /* then fork_without_environ hides it from a forked guardian */
+	memcpy(copy, lo, (size_t)(hi - lo));
+	for (char **e = environ; *e; e++)
+		if (*e >= lo && *e < hi)
+			*e = copy + (*e - lo);
+	memset(lo, 0, (size_t)(hi - lo));
+	vm_hidden = 1;
+#endif
+}
+
 int guardian_start(const char *marker, const char *cgroup, const struct guardian_rules *rules, int procfd,
 		   struct pidref *guardian)
 {
@@ -175,7 +426,13 @@ int guardian_start(const char *marker, const char *cgroup, const struct guardian
 	/* Our child, started by one fork and never waited for by the run: nothing waits for it
 	 * to start (a middle process that forks it and exits would be one more process, and one
 	 * more hand-off, on every run) */
-	pid_t g = pipe2(p, O_CLOEXEC) < 0 ? -1 : fork_without_environ();
+	pid_t g = pipe2(p, O_CLOEXEC) < 0 ? -1 : -2;
+#ifdef VM_GUARDIAN
+	if (g == -2)
+		g = vm_guardian_start(p[0], marker, cgroup, rules);
+#endif
+	if (g < 0 && p[0] >= 0)
+		g = fork_without_environ();
 	if (g == 0) {
 		sigset_t none;
 		sigemptyset(&none);
@@ -238,5 +495,44 @@ void guardian_stop(int fd, struct pidref *guardian)
 		if (n == 0)
 			waited += step;
 	}
+#ifdef VM_GUARDIAN
+	/* its job, once it is gone (collected, or not ours: it ended early): not before, it may
+	 * still read it */
+	if (g <= 0 || waitpid(g, NULL, WNOHANG) < 0)
+		vm_argv_free();
+#endif
 	pidref_done(guardian);
+}
+
+/* `reaper __guardian MODE MARKER CGROUP FLAGS ORIGIN [KIND GLOB]...`: what a guardian on our
+ * memory execs to do its work (see vm_guard): never run by hand. */
+int guardian_main(int argc, char **argv)
+{
+	prctl(PR_SET_NAME, "reaper-guard", 0, 0, 0);
+	argc++; /* as the exec's argv: argv[1] is the subcommand, MODE argv[GA_MODE] */
+	argv--;
+	if (argc < GA_PATTERNS || (argc - GA_PATTERNS) % 2 || (strcmp(argv[GA_MODE], "death") && strcmp(argv[GA_MODE], "release")))
+		return EXIT_USAGE;
+	struct guardian_rules rules = { 0 };
+	size_t np = (size_t)(argc - GA_PATTERNS) / 2;
+	struct reaper_pattern *pat = np ? calloc(np, sizeof *pat) : NULL;
+	if (np && !pat)
+		return 1;
+	for (size_t k = 0; k < np; k++) {
+		pat[k].kind = argv[GA_PATTERNS + 2 * k][0] == 'k' ? REAPER_KEEP : REAPER_ALLOW;
+		pat[k].glob = argv[GA_PATTERNS + 2 * k + 1];
+	}
+	rules.patterns = pat;
+	rules.npatterns = np;
+	rules.kill_moved_in = strchr(argv[GA_FLAGS], 'k') != NULL;
+	rules.report_only = strchr(argv[GA_FLAGS], 'r') != NULL;
+	struct reaper_origin origin = { 0 };
+	int lp, pm;
+	unsigned long long forks, tasks, start, ns;
+	if (sscanf(argv[GA_ORIGIN], "%d:%d:%llu:%llu:%llu:%llu", &lp, &pm, &forks, &tasks, &start, &ns) == 6) {
+		origin = (struct reaper_origin){ lp, pm, forks, tasks, start, ns };
+		rules.origin = &origin;
+	}
+	guard_act(!strcmp(argv[GA_MODE], "release"), argv[GA_MARKER], argv[GA_CGROUP], &rules);
+	return 0;
 }

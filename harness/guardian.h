@@ -39,4 +39,16 @@ void guardian_release(int *fd);
  * exited, and collect it: reaper leaves no process of its own behind when it returns. */
 void guardian_stop(int fd, struct pidref *guardian);
 
+/* cmd_run, before anything else (a getenv's pointer into it): our environment's strings, as
+ * /proc/PID/environ shows them, are moved to the heap and zeroed there, so that a guardian on
+ * our memory shows no environment (environ and getenv work as before). Where the guardian is
+ * a fork instead, nothing is done; so too in another reaper's run (REAPER_RUN set), where we
+ * must show its marker, and the guardian is a fork. */
+void guardian_hide_environ(void);
+
+/* The subcommand a guardian on reaper's memory execs for its work (owner death, or a release
+ * that finds the cgroup not empty): `reaper __guardian ...`, by guardian_start only. */
+#define GUARDIAN_SUBCOMMAND "__guardian"
+int guardian_main(int argc, char **argv);
+
 #endif

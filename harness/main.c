@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* reaper: the command.  `reaper run|scan|reap ...`; see usage() and reaper(1). */
 #include "exits.h"
+#include "guardian.h"
 #include "msg.h"
 #include "options.h"
 #include "run.h"
@@ -71,6 +72,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(sub, "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(sub, GUARDIAN_SUBCOMMAND))
+		return guardian_main(argc - 1, argv + 1);
 	if (!strcmp(sub, "scan"))
 		return cmd_scan(argc - 1, argv + 1);
 	if (!strcmp(sub, "reap"))

@@ -1094,6 +1094,7 @@ static void run_done(struct run *r)
 
 int cmd_run(int argc, char **argv)
 {
+	guardian_hide_environ(); /* first: nothing holds a pointer into it yet */
 	struct run r;
 	run_init(&r);
 	int code = parse(&r, argc, argv);

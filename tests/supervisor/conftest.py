@@ -116,7 +116,11 @@ class Run:
         e = dict(os.environ)
         for k in ("REAPER_TIMEOUT", "REAPER_GRACE", "REAPER_STATE", "REAPER_LEAK_EXIT_CODE"):
             e.pop(k, None)
-        e.update(env or {})
+        for k, v in (env or {}).items():  # None: not in reaper's environment
+            if v is None:
+                e.pop(k, None)
+            else:
+                e[k] = v
         popen.setdefault("stdin", subprocess.DEVNULL)
         popen.setdefault("stdout", subprocess.PIPE)
         popen.setdefault("stderr", subprocess.PIPE)
