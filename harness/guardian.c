@@ -22,6 +22,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -179,7 +180,7 @@ static void guard(int rfd, const char *marker, const char *cgroup, const struct 
 	guard_act(n == 1, marker, cgroup, rules);
 }
 
-/* The guardian on our memory (x86-64): a clone with CLONE_VM, not a fork. A fork copies our
+/* The guardian on our memory (x86-64, Linux 5.16 or later): a clone with CLONE_VM, not a fork. A fork copies our
  * page tables, and every page either side writes after it is copied once more (some thirty
  * faults a run, most of them ours, on the run's way); a child on our memory costs neither,
  * and its exit tears no address space down. While we live it only waits, on a stack of its
@@ -385,6 +386,20 @@ static pid_t vm_guardian_start(int rfd, const char *marker, const char *cgroup, 
 }
 #endif
 
+#ifdef VM_GUARDIAN
+/* Before Linux 5.16 a core-dumping signal (SIGSEGV, SIGABRT, SIGQUIT) killed every process
+ * of the memory, not only the thread group: a crash of reaper would take a guardian on its
+ * memory along, and the run would be left. 1 when the kernel is 5.16 or later. */
+static int shared_memory_survives_core_dumps(void)
+{
+	struct utsname u;
+	unsigned major = 0, minor = 0;
+	if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+		return 0;
+	return major > 5 || (major == 5 && minor >= 16);
+}
+#endif
+
 /* Hide our environment: its strings, where /proc/PID/environ reads them, are copied to the
  * heap (environ points there from now on) and zeroed. A guardian on our memory shows our
  * environment; it must show none (fork_without_environ). Before anything keeps a pointer
@@ -392,6 +407,8 @@ static pid_t vm_guardian_start(int rfd, const char *marker, const char *cgroup, 
 void guardian_hide_environ(void)
 {
 #ifdef VM_GUARDIAN
+	if (!shared_memory_survives_core_dumps())
+		return; /* a forked guardian then */
 	/* Nested in another reaper's run (REAPER_RUN is its marker): we are one of that run's
 	 * processes and must show its marker, for its guardian finds the run by it alone when
 	 * there is no cgroup (the outer reaper SIGKILLed: we are killed, our guardian ends our

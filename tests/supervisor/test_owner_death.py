@@ -313,3 +313,32 @@ def test_with_close_range_refused_the_guardian_still_holds_only_its_pipe_and_end
         os.close(gfd)
         for _, f in v:
             os.close(f)
+
+
+@on_reapers_memory
+def test_on_a_kernel_before_5_16_the_guardian_is_a_fork_and_reaper_shows_its_environment(run, tmp_path):
+    """Before Linux 5.16 a core dump killed every process of a memory: a guardian on reaper's
+    would die with a crashing reaper. There (uname says 2.6.x under setarch --uname-2.6) it is
+    a fork, and reaper keeps its environment in sight."""
+    state = tmp_path / "old-kernel.json"
+    r = run(None, ["setarch", "x86_64", "--uname-2.6", REAPER, "run", "--", PY, "-c",
+                   "import sys; print('up', flush=True); sys.stdin.readline()"],
+            env={"REAPER_T_FOO": "old", "REAPER_STATE": str(state), "REAPER_RUN": None},
+            stdin=subprocess.PIPE)
+    assert r.line() == "up"
+    with open(state) as f:
+        doc = json.load(f)
+    g = doc["guardian_pid"]
+    assert g and g != r.p.pid
+    with open("/proc/%d/environ" % r.p.pid, "rb") as f:
+        assert b"REAPER_T_FOO=old" in f.read().split(b"\0"), "reaper hid its environment on an old kernel"
+    with open("/proc/%d/environ" % g, "rb") as f:
+        assert not f.read().strip(b"\0"), "the forked guardian shows an environment"
+    fd = os.pidfd_open(g)
+    try:
+        r.p.stdin.write(b"end\n")
+        r.p.stdin.flush()
+        assert r.wait(30) == 0, r.stderr
+        assert wait_gone([fd], 30) == []
+    finally:
+        os.close(fd)
