@@ -627,8 +627,22 @@ uint32_t callers_filter(struct callers *cl, struct reader *rd, unsigned pass, co
 int callers_filter_unstated(struct callers *cl, struct reader *rd, unsigned pass, const struct pidref *ref,
 			    uint32_t *mask)
 {
-	if (cl->nexclude || cl->exclude_pgrp > 0 || cl->outside_session)
+	if (cl->nexclude)
 		return -EAGAIN;
+	/* the job's process group and the caller's sessions are asked of the kernel by pid, not
+	 * read from a stat: the pidfd, still open after, proves the answers the pinned process's */
+	if (*mask && (cl->exclude_pgrp > 0 || cl->outside_session)) {
+		pid_t pgrp = cl->exclude_pgrp > 0 ? getpgid(ref->pid) : 0;
+		pid_t sid = cl->outside_session ? getsid(ref->pid) : 0;
+		if (pgrp < 0 || sid < 0 || pidref_held(ref, rd->procfd) < 0)
+			return -EAGAIN;
+		if (cl->exclude_pgrp > 0 && pgrp == cl->exclude_pgrp) {
+			*mask = 0;
+			return 0;
+		}
+		if (cl->outside_session && caller_session(cl, rd, sid))
+			*mask &= ~cl->outside_session;
+	}
 	if (!*mask || !own_pipes(cl))
 		return 0;
 	struct fdpipes fp = { .pid = ref->pid, .pidfd = ref->fd, .acc = { -2, -2, -2 } };

@@ -83,9 +83,10 @@ void callers_pass_done(struct callers *cl);
  * in (the pipeline beyond the partners is read once per pass). */
 uint32_t callers_filter(struct callers *cl, struct reader *rd, unsigned pass, const struct pidref *ref,
 			const struct reaper_stat *st, uint32_t mask);
-/* callers_filter for a process pinned as ref whose stat was not read: 0 or -EAGAIN when the
- * answer needs its stat (an identity or a process group o named, a member of the pipeline
- * past the partners by its pid), *mask narrowed. */
+/* callers_filter for a process pinned as ref whose stat was not read (its process group and
+ * session asked by pid when o names a group or session-bound finders): 0 or -EAGAIN when the
+ * answer needs its stat (an identity o named, a member of the pipeline past the partners by
+ * its pid, a process gone since its pin), *mask narrowed. */
 int callers_filter_unstated(struct callers *cl, struct reader *rd, unsigned pass, const struct pidref *ref,
 			    uint32_t *mask);
 

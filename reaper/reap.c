@@ -638,7 +638,7 @@ static int reap_as(const struct reaper_finder *finders, size_t n, const struct r
 	rp.sc.outer_procfd = opts->outer_procfd;
 	callers_init(&rp.sc.callers, &rp.sc.rd, opts);
 	rp.sc.stat_free = brief && scan_only(&rp) && !opts->npatterns && !opts->nhost_children && !opts->holdings &&
-			  !rp.sc.callers.nexclude && rp.sc.callers.exclude_pgrp <= 0 && !rp.sc.callers.outside_session;
+			  !rp.sc.callers.nexclude;
 	for (size_t i = 0; i < n; i++)
 		rp.sc.stat_free &= !finders[i].origin;
 	if ((r = open_epoll(&rp)) < 0 || (r = watch_cgroups(&rp)) < 0)

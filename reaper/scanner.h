@@ -48,7 +48,8 @@ struct scanner {
 	int want_uid; /* the uid of a marker-only match is needed when it is found (foreign) */
 	int brief;    /* a match is described by its cmdline alone (a listing shows no more) */
 	/* a one-pass listing that shows no stat field and judges by none (no identities,
-	 * process group, sessions, patterns, host children or origins to check): a marker
+	 * patterns, host children or origins to check; a process group or the sessions are
+	 * asked of the kernel by pid): a marker
 	 * match is pinned by its pidfd alone, without its stat, when its environment is proven
 	 * its own another way (identify) */
 	int stat_free;

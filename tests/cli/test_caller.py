@@ -136,6 +136,29 @@ def test_reap_own_env_marker_leaves_each_member_of_its_job(mark, tmp_path):
     assert statuses == [0, 0, 0], (tmp_path / "log").read_text()
 
 
+def test_scan_under_job_control_leaves_its_job_and_lists_the_rest(mark, tmp_path):
+    """Job control (set -m): the listing's pipeline is a process group of its own. A member
+    of it that holds none of reaper's pipes (a background job of its reader, its stdio on
+    /dev/null) is told by its process group alone and is not listed; a leftover of another
+    group carrying the same marker is."""
+    try:
+        statuses, r = sh(
+            'set -m; export %s; '
+            '("$PY" -c "import os, time; open(os.environ[\'T\'] + \'/left\', \'w\').write(str(os.getpid())); '
+            'time.sleep(600)" &) </dev/null >/dev/null 2>&1; until [ -s "$T/left" ]; do :; done; '
+            '{ until [ -s "$T/member" ]; do :; done; exec "$REAPER" scan --env %s 2>"$T/err"; } | '
+            '{ "$PY" -c "import os, time; open(os.environ[\'T\'] + \'/member\', \'w\').write(str(os.getpid())); '
+            'time.sleep(600)" </dev/null >/dev/null 2>&1 & cat; } >"$T/out"; echo "${PIPESTATUS[*]}" >"$STATUS"'
+            % (mark, mark), tmp_path)
+        err = (tmp_path / "err").read_text()
+        assert statuses == [0, 0], err
+        left, member = int((tmp_path / "left").read_text()), int((tmp_path / "member").read_text())
+        listed = [int(ln.split()[0]) for ln in (tmp_path / "out").read_text().splitlines()]
+        assert left in listed and member not in listed, (left, member, listed, err)
+    finally:
+        assert not cleanup_marked(mark), "a leftover would not die"
+
+
 @pytest.mark.parametrize("command", ["reap", "scan"])
 def test_closed_output_pipe_keeps_the_exit_status(command, mark, tmp_path):
     """The reader is gone before reaper writes a byte: the writes fail (EPIPE), the status is
