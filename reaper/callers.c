@@ -655,12 +655,23 @@ int callers_filter_unstated(struct callers *cl, struct reader *rd, unsigned pass
 	/* a member past the partners is in the caller's sessions and holds another pipe: then its
 	 * session is asked (the pidfd, still open after, proves the answer its own) and the
 	 * members of the pass are the whole answer; one is told by its start time the full way */
+	pid_t sid = -1;
+	/* (the session is one cheap call, the pipes up to three reads: while the matches are of
+	 * other sessions, as a run's in another terminal or CI step are, it is asked first) */
+	if (!cl->sid_later) {
+		sid = getsid(ref->pid);
+		if (sid >= 0 && !caller_session(cl, rd, sid))
+			return pidref_held(ref, rd->procfd) < 0 ? -EAGAIN : 0;
+		cl->sid_later = sid >= 0;
+	}
 	if (cl->pl_pass != pass + 1 && !holds_other_pipe(cl, rd, pass, &fp))
 		return 0;
-	pid_t sid = getsid(ref->pid);
+	if (sid < 0)
+		sid = getsid(ref->pid);
 	if (sid < 0 || pidref_held(ref, rd->procfd) < 0)
 		return -EAGAIN;
-	if (!caller_session(cl, rd, sid))
+	cl->sid_later = caller_session(cl, rd, sid);
+	if (!cl->sid_later)
 		return 0;
 	return pipeline_member(cl, rd, pass, &fp, 0) ? -EAGAIN : 0;
 }

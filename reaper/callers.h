@@ -71,6 +71,8 @@ struct callers {
 	int by_link;     /* the copies cannot be had here (no pidfd_getfd or kcmp): links only */
 	int no_copy;     /* a copy was refused (ptrace rules, descriptors): no more are tried */
 	int seen_hint[3]; /* per fd number: the copy that fd last was (-1: it was not copied) */
+	int sid_later;    /* the last match whose session was asked was of the caller's: a
+			   * match's pipes are read before its session is asked */
 };
 
 /* What the caller is, as o (the reap's options) and its standard descriptors say. */

@@ -324,6 +324,27 @@ def test_scan_leaves_its_pipeline_and_lists_the_rest(mark, tmp_path):
         assert not cleanup_marked(mark), "a leftover would not die"
 
 
+@pytest.mark.parametrize("own", [0, 1])
+def test_scan_leaves_its_pipeline_past_leftovers_of_another_session(own, mark, tmp_path):
+    """Leftovers of another session (a pipeline of their own under `setsid`), and with own
+    one of the caller's session, are listed; `reaper scan | tee | cat`'s tee and cat are not,
+    whichever session the match the listing judged before them was of."""
+    try:
+        statuses, r = sh(
+            'exec 2>"$T/sh-err"; export %s; '
+            'setsid -f sh -c \'"$PY" -c "import time; time.sleep(600)" | "$PY" -c "import time; time.sleep(600)"\' '
+            '</dev/null >/dev/null 2>&1; [ %d = 0 ] || ("$PY" -c "import time; time.sleep(600)" &) </dev/null >/dev/null 2>&1; '
+            'until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge %d ]; do :; done; '
+            '"$REAPER" scan --env %s 2>"$T/err" | tee "$T/log" | cat >"$T/out"; echo "${PIPESTATUS[*]}" >"$STATUS"'
+            % (mark, own, mark, 3 + own, mark), tmp_path)
+        err = (tmp_path / "err").read_text()
+        assert statuses == [0, 0, 0], err
+        listed = (tmp_path / "out").read_text().splitlines()
+        assert sorted(ln.split()[1] for ln in listed) == sorted(["sh"] + [PY] * (2 + own)), listed
+    finally:
+        assert not cleanup_marked(mark), "a leftover would not die"
+
+
 def test_scan_with_few_descriptors_leaves_its_pipeline(mark, tmp_path):
     """`reaper scan | tee log | cat` under `ulimit -n 64`, with more leftovers than reaper may
     hold pidfds for: the matches a listing holds until its pass proves them count as held, so
