@@ -630,18 +630,22 @@ int callers_filter_unstated(struct callers *cl, struct reader *rd, unsigned pass
 	if (cl->nexclude)
 		return -EAGAIN;
 	/* the job's process group and the caller's sessions are asked of the kernel by pid, not
-	 * read from a stat: the pidfd, still open after, proves the answers the pinned process's */
+	 * read from a stat. An answer that takes a finder away is proven the pinned process's by
+	 * its pidfd, still open after; one that leaves the match as it is needs no more proof than
+	 * the reads of its pipes below (the listing shows a match that has exited since its pin
+	 * as it was then, or judges it the full way) */
 	if (*mask && (cl->exclude_pgrp > 0 || cl->outside_session)) {
 		pid_t pgrp = cl->exclude_pgrp > 0 ? getpgid(ref->pid) : 0;
 		pid_t sid = cl->outside_session ? getsid(ref->pid) : 0;
-		if (pgrp < 0 || sid < 0 || pidref_held(ref, rd->procfd) < 0)
+		if (pgrp < 0 || sid < 0)
 			return -EAGAIN;
-		if (cl->exclude_pgrp > 0 && pgrp == cl->exclude_pgrp) {
-			*mask = 0;
+		uint32_t left = cl->exclude_pgrp > 0 && pgrp == cl->exclude_pgrp ? 0
+				: cl->outside_session && caller_session(cl, rd, sid) ? *mask & ~cl->outside_session
+										     : *mask;
+		if (left != *mask && pidref_held(ref, rd->procfd) < 0)
+			return -EAGAIN;
+		if (!(*mask = left))
 			return 0;
-		}
-		if (cl->outside_session && caller_session(cl, rd, sid))
-			*mask &= ~cl->outside_session;
 	}
 	if (!*mask || !own_pipes(cl))
 		return 0;
@@ -661,7 +665,7 @@ int callers_filter_unstated(struct callers *cl, struct reader *rd, unsigned pass
 	if (!cl->sid_later) {
 		sid = getsid(ref->pid);
 		if (sid >= 0 && !caller_session(cl, rd, sid))
-			return pidref_held(ref, rd->procfd) < 0 ? -EAGAIN : 0;
+			return 0; /* (no member: proven as an answer from its pipes would be) */
 		cl->sid_later = sid >= 0;
 	}
 	if (cl->pl_pass != pass + 1 && !holds_other_pipe(cl, rd, pass, &fp))
