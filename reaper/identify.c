@@ -209,8 +209,7 @@ static int identify_stat_free(struct scanner *sc, struct candset *cs, struct mat
 	if (pidref_read_open(&ref, m->pid, "cmdline", sc->rd.procfd, &sc->rd.aux, &cmdlen) < 0)
 		return -EAGAIN;
 	later = later && ARRAY_RESERVE(sc->unproven, sc->cunproven, sc->nunproven + 1, 64) == 0;
-	if (!later && ((procfs_ino(sc->rd.procfd, m->pid, "", &ino) < 0 || ino != m->dir_ino) ||
-		       pidref_exited(&ref, sc->rd.procfd)))
+	if (!later && (procfs_ino(sc->rd.procfd, m->pid, "", &ino) < 0 || ino != m->dir_ino))
 		return -EAGAIN;
 	while (cmdlen > 0 && sc->rd.aux.p[cmdlen - 1] == 0)
 		cmdlen--;
@@ -219,6 +218,13 @@ static int identify_stat_free(struct scanner *sc, struct candset *cs, struct mat
 	int r = callers_filter_unstated(&sc->callers, &sc->rd, sc->pass.gen, &ref, &m->mask);
 	if (r < 0 || !m->mask)
 		return r;
+	/* what the caller's rules asked of it by pid (its process group, its session, its pipes)
+	 * and left it matched was the pinned process's answer only while that one was alive: a
+	 * match proven now is looked at after them (one held unproven is at the pass's end, by
+	 * identify_settle), else a member of the caller's job gone meanwhile would be listed on a
+	 * pid whose new holder answered for it */
+	if (!later && pidref_exited(&ref, sc->rd.procfd))
+		return -EAGAIN;
 	struct cand c = { .gen = sc->pass.gen, .live = 1, .env_read = 1 };
 	struct reaper_proc *pi = &c.info;
 	*pi = (struct reaper_proc){ .pid = m->pid, .matched_by = m->mask, .exit_status = -1, .uid = (uid_t)-1,

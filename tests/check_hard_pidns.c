@@ -739,9 +739,10 @@ static int path_marker_rechecked(void)
 }
 
 /* A reaper in a child making the listing `reaper scan` makes (reap_listing: pid and cmdline of
- * each match, nothing else read), its result as reaper_child gives it. Starts when go is
+ * each match, nothing else read), its result as reaper_child gives it; exclude_pgrp (0: none)
+ * the process group it leaves, as a listing run as a job of its own does. Starts when go is
  * written. */
-static pid_t listing_child(const struct reaper_finder *f, int *go, int *res)
+static pid_t listing_child_of(const struct reaper_finder *f, pid_t exclude_pgrp, int *go, int *res)
 {
 	int g[2], r[2];
 	if (pipe2(g, O_CLOEXEC) < 0 || pipe2(r, O_CLOEXEC) < 0)
@@ -754,6 +755,7 @@ static pid_t listing_child(const struct reaper_finder *f, int *go, int *res)
 		struct reaper_opts o;
 		reaper_opts_init(&o);
 		o.report_only = 1;
+		o.exclude_pgrp = exclude_pgrp;
 		struct reaper_report *rep = NULL;
 		int e = reap_listing(f, 1, &o, &rep);
 		dprintf(r[1], "%d\n", e);
@@ -768,6 +770,11 @@ static pid_t listing_child(const struct reaper_finder *f, int *go, int *res)
 	*go = g[1];
 	*res = r[0];
 	return pid;
+}
+
+static pid_t listing_child(const struct reaper_finder *f, int *go, int *res)
+{
+	return listing_child_of(f, 0, go, res);
 }
 
 /* The listing pins a match after reading its environment; pid allocation is not always
@@ -860,6 +867,43 @@ static int path_listing_exit_before_pin(void)
 	waitpid(a.pid, &st, 0);
 	close(a.rd);
 	return 0;
+}
+
+/* A listing run as a job of its own leaves its process group, asked of the kernel by pid.
+ * Held as it asks the group of its pass's first match (a member of that group, proven the
+ * process whose environment was read by its /proc directory), the member is gone and an
+ * unmarked process of another group holds its pid: the answer is the newcomer's, and the
+ * member must not be listed on a pid that now names a stranger. */
+static int path_listing_job_member_replaced(void)
+{
+	char m[128];
+	tu_unique_marker(m, sizeof m, "HARD_NS", "job");
+	char *venv[] = { "PATH=/usr/bin:/bin", m, NULL };
+	/* j leads a session and process group of its own: the group the listing leaves */
+	struct sigproc j, u = { 0, -1 };
+	NS_CHECK(ns_sig_spawn_with(&j, venv, "-s") == 0, "spawn the job's member");
+	NS_CHECK(getpgid(j.pid) == j.pid, "%d leads no group of its own", (int)j.pid);
+	struct reaper_finder f = reaper_find_env(m);
+	int go, res, r;
+	pid_t reaper = listing_child_of(&f, j.pid, &go, &res);
+	NS_CHECK(reaper > 0, "fork the reaper");
+	NS_CHECK(trace_begin(reaper) == 0, "trace the reaper: %s", strerror(errno));
+	NS_CHECK(write(go, "g", 1) == 1, "go");
+	NS_CHECK((r = trace_until(reaper, SYS_getpgid, j.pid, -1)) == 0,
+		 "never caught the listing asking the group of %d: %s", (int)j.pid, strerror(-r));
+	NS_CHECK((r = take_over_pid(&j, &u)) == 0, "could not put a new process on pid %d: %s (got %d)", (int)j.pid,
+		 strerror(-r), (int)u.pid);
+	NS_CHECK(getpgid(u.pid) != j.pid, "the newcomer %d is of the job's group", (int)u.pid);
+	fprintf(stderr, "hard: listing held asking the group of %d; the pid now holds an unmarked process\n",
+		(int)u.pid);
+	NS_CHECK(ptrace(PTRACE_DETACH, reaper, 0, 0) == 0, "detach: %s", strerror(errno));
+	char out[4096], want[32];
+	if (reaper_result(reaper, res, out, sizeof out))
+		return 1;
+	snprintf(want, sizeof want, "\n%d ", (int)u.pid);
+	NS_CHECK(!strstr(out, want), "%d, the job's member gone and its pid an unmarked process's, was listed:\n%s",
+		 (int)u.pid, out);
+	return unrelated_untouched(&u);
 }
 
 /* A hard_sig child of ours with envp, its fd 0 in, its fd 1 and 2 /dev/null, ready when this
@@ -1453,6 +1497,12 @@ START_TEST(listing_pid_chosen_not_listed)
 }
 END_TEST
 
+START_TEST(listing_job_member_replaced_not_listed)
+{
+	in_pid_namespace(path_listing_job_member_replaced);
+}
+END_TEST
+
 START_TEST(listing_exit_before_pin_not_running)
 {
 	in_pid_namespace(path_listing_exit_before_pin);
@@ -1523,6 +1573,7 @@ int main(void)
 	tcase_add_root_test(tc, setsid_sleep_found_mid_exec, PIDNS_WHY);
 	tcase_add_root_test(tc, marker_rechecked_after_pinning, PIDNS_WHY);
 	tcase_add_root_test(tc, listing_pid_chosen_not_listed, PIDNS_WHY);
+	tcase_add_root_test(tc, listing_job_member_replaced_not_listed, PIDNS_WHY);
 	tcase_add_root_test(tc, listing_exit_before_pin_not_running, PIDNS_WHY);
 	tcase_add_root_test(tc, partner_holder_changed, PIDNS_WHY);
 	tcase_add_root_test(tc, described_through_its_identity, PIDNS_WHY);
