@@ -87,10 +87,27 @@ def trees(roots: Iterable[Identity]) -> List[PStat]:
     return _listed(lambda buf, cap: _c().reaper_descendants(arr, len(ids), buf, cap), "reaper_descendants")
 
 
+_LAST_PID = "/proc/sys/kernel/ns_last_pid"
+_last_pid_fd = -1
+
+
 def last_pid() -> int:
-    """The pid the kernel gave out last in this PID namespace; -1 when it cannot be read."""
-    rc = _c().reaper_last_pid()
-    return rc if rc > 0 else -1
+    """The pid the kernel gave out last in this PID namespace; -1 when it cannot be read.
+    Read from a descriptor kept open (a test's check reads it a few times: opening the file
+    costs four times the read); the file tells the namespace of whoever reads it, so a
+    forked child's inherited descriptor reads its own."""
+    global _last_pid_fd
+    for _ in range(2):
+        fd = _last_pid_fd
+        try:
+            if fd < 0:
+                fd = _last_pid_fd = os.open(_LAST_PID, os.O_RDONLY | os.O_CLOEXEC)
+            pid = int(os.pread(fd, 32, 0))
+            return pid if pid > 0 else -1
+        except (OSError, ValueError):
+            # closed under us (code that closes every descriptor): opened again, once
+            _last_pid_fd = -1
+    return -1
 
 
 def environ(pid: int = 0) -> Optional[bytes]:

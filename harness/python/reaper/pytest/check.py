@@ -250,13 +250,13 @@ class Checks:
     def _plainly_over(self, test: _Scope) -> bool:
         """Whether a test that started something has nothing left, at the cost of a read or
         two instead of a scan (a scan reads the environment of every process started since
-        the test began, the host's too): no child of pytest's started since it began (what
-        the test started and its descendants are below one of them, or, with pytest adopting
-        orphans, one of them themselves), none of the fork server's workers is its, with a
-        cgroup nothing but pytest is in the test's, and no process started since it began is
-        still running unless it is plainly another's. Markers cross what descent and cgroups
-        track: a process a wider fixture's server started with the test's environment, or one
-        that left the test's cgroup and, without a subreaper, pytest's tree."""
+        the test began, the host's too): none of the fork server's workers is its, with a
+        cgroup nothing but pytest is in the test's, and every process started since it began
+        is gone, a zombie, or plainly another's (_none_since: what the test started and its
+        descendants are in pytest's tree, or, with pytest adopting orphans, children of
+        pytest's). Markers cross what descent and cgroups track: a process a wider fixture's
+        server started with the test's environment, or one that left the test's cgroup and,
+        without a subreaper, pytest's tree."""
         if _served(test.marker):
             return False
         if self.cgroups:
@@ -265,8 +265,6 @@ class Checks:
         elif not self.adopted:
             return False  # without cgroups, an orphan is found by its marker only
         try:
-            if any(p.start_time >= self.since for p in kin.children()):
-                return False
             return self._none_since(test)
         except OSError:
             return False
