@@ -93,17 +93,19 @@ class Checks:
         SITES.files[marker] = str(item.path)
         self.last_pid = kin.last_pid()
         if self.cgroups:
-            spare = self.cgroups.spare
-            if spare and not self.cgroups.only_pytest(spare):
-                # something started between tests (below the interception) is in it: the
-                # session's, with what the session's cgroup holds
-                self.cgroups.spare = None
-                self.cgroups.goto(self.cgroups.session)
-                left = self.cgroups.drop(spare)
-                if left:
-                    self.notes.append(left)
+            spare, alone = self.cgroups.spare, False
+            if spare:
+                alone = self.cgroups.only_pytest(spare)  # pytest in it, and nothing else
+                if not alone:
+                    # something started between tests (below the interception) is in it: the
+                    # session's, with what the session's cgroup holds
+                    self.cgroups.spare = None
+                    self.cgroups.goto(self.cgroups.session)
+                    left = self.cgroups.drop(spare)
+                    if left:
+                        self.notes.append(left)
             self.members_file = os.path.join(self.cgroups.where, "cgroup.procs")
-            self.members = _read(self.members_file)
+            self.members = self.cgroups.alone if alone else _read(self.members_file)
         # An earlier origin is as good as a new one for the marker finder, which takes only the
         # processes with this test's marker (none can be older than the test): its window holds
         # the few pids given out since it was taken too, a few reads more for a check that runs
@@ -142,8 +144,14 @@ class Checks:
             warnings.warn(ReaperIncompleteWarning(f"reaper: no cgroup for this test ({self.cgroup_error}); "
                                                   "checked by its marker and by descent"))
         # what is in the test's cgroup besides pytest is the test's: pytest moves out before
-        # it is reaped; when nothing is, pytest stays and the cgroup serves the next test
-        reuse = bool(test.cgroup) and self.cgroups.only_pytest(test.cgroup)
+        # it is reaped; when nothing is, pytest stays and the cgroup serves the next test. Read
+        # once the children other threads forked for the test are in it (nothing is forked for
+        # it any more: it has ended), for the check below too.
+        reuse, members = False, None
+        if test.cgroup:
+            HOST.settle()
+            members = self.cgroups.members(test.cgroup)
+            reuse = members == self.cgroups.alone and self.cgroups.where == test.cgroup
         try:
             if test.cgroup and not reuse:
                 self.cgroups.goto(self.cgroups.session)  # out of it before it is reaped
@@ -151,7 +159,7 @@ class Checks:
                 self._check(item, test, [], False)
                 return
             HOST.settle()  # a child forked for it by another thread is where it belongs
-            left = self._left_something(test)
+            left = self._left_something(test, members)
             if left and reuse:
                 reuse = False
                 self.cgroups.goto(self.cgroups.session)
@@ -221,11 +229,11 @@ class Checks:
                 any(a <= p.start_time <= b for a, b in self.wider) and
                 entry not in (kin.environ(p.pid) or b"").split(b"\0")]
 
-    def _left_something(self, test: _Scope) -> bool:
+    def _left_something(self, test: _Scope, members: Optional[bytes]) -> bool:
         """Whether a process of the test's is still running: if none is, there is nothing to
         wait for, collect garbage for (a full collection costs about 10 ms on pytest's heap)
         nor reap. One scan: the pids given out since the test began, pytest's children."""
-        if self._plainly_over(test):
+        if self._plainly_over(test, members):
             return False
         # A scan lists its candidates, then reads each: one of them may fork and exit in
         # between (a daemon's middle process), its child listed by nothing. With a cgroup,
@@ -247,7 +255,7 @@ class Checks:
                 return False
         return True
 
-    def _plainly_over(self, test: _Scope) -> bool:
+    def _plainly_over(self, test: _Scope, members: Optional[bytes]) -> bool:
         """Whether a test that started something has nothing left, at the cost of a read or
         two instead of a scan (a scan reads the environment of every process started since
         the test began, the host's too): none of the fork server's workers is its, with a
@@ -256,11 +264,11 @@ class Checks:
         descendants are in pytest's tree, or, with pytest adopting orphans, children of
         pytest's). Markers cross what descent and cgroups track: a process a wider fixture's
         server started with the test's environment, or one that left the test's cgroup and,
-        without a subreaper, pytest's tree."""
+        without a subreaper, pytest's tree. members: what the test's cgroup held at its end."""
         if _served(test.marker):
             return False
         if self.cgroups:
-            if not test.cgroup or _read(os.path.join(test.cgroup, "cgroup.procs")) not in (b"", self.cgroups.alone):
+            if not test.cgroup or members not in (b"", self.cgroups.alone):
                 return False
         elif not self.adopted:
             return False  # without cgroups, an orphan is found by its marker only
