@@ -260,9 +260,9 @@ class Checks:
         two instead of a scan (a scan reads the environment of every process started since
         the test began, the host's too): none of the fork server's workers is its, with a
         cgroup nothing but pytest is in the test's, and every process started since it began
-        is gone, a zombie, or plainly another's (_none_since: what the test started and its
-        descendants are in pytest's tree, or, with pytest adopting orphans, children of
-        pytest's). Markers cross what descent and cgroups track: a process a wider fixture's
+        is gone, another's zombie, or plainly another's (_none_since: what the test started and
+        its descendants are in pytest's tree, or, with pytest adopting orphans, children of
+        pytest's; a child not yet waited for is a zombie of pytest's). Markers cross what descent and cgroups track: a process a wider fixture's
         server started with the test's environment, or one that left the test's cgroup and,
         without a subreaper, pytest's tree. members: what the test's cgroup held at its end."""
         if _served(test.marker):
@@ -278,8 +278,9 @@ class Checks:
             return False
 
     def _none_since(self, test: _Scope) -> bool:
-        """Whether every pid given out since the test began is gone, a zombie, a thread of pytest's,
-        or a process that neither carries the test's marker nor descends from pytest (the host's):
+        """Whether every pid given out since the test began is gone, a zombie not pytest's child,
+        a thread of pytest's, or a process that neither carries the test's marker nor descends
+        from pytest (the host's):
         what the scan's finders would take. The environments are read last, and only those of
         the host's processes: reading one that is in the middle of an exec waits for the exec
         (milliseconds on a busy host), which no other fact read here does."""
@@ -287,15 +288,21 @@ class Checks:
         if last == -1 or self.last_pid == -1 or last < self.last_pid or last - self.last_pid > 4096:
             return False  # the pids wrapped, or so many were given out that the scan costs no more
         since = self.since
+        me = os.getpid()
         live = []
         for pid in range(self.last_pid + 1, last + 1):
             st = kin.pstat(pid)
-            # a zombie is no leak (nor to the scan); its children have pids of their own
-            if st is not None and st.state != "Z" and st.start_time >= since:
+            if st is None or st.start_time < since:
+                continue
+            if st.state != "Z":
                 live.append(st)
+            elif st.ppid == me:
+                # a child of pytest's that its owner has not waited for yet: the check decides
+                # (a zombie is no leak, but the child is its owner's to collect)
+                return False
+            # another's zombie is no leak (nor to the scan); its children have pids of their own
         if not live:
             return True
-        me = os.getpid()
         threads = {int(t) for t in os.listdir(f"/proc/{me}/task")}
         live = [p for p in live if p.pid not in threads]
         if not live:
