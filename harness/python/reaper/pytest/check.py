@@ -36,8 +36,6 @@ def _globs(value):
     return (globs, None) if all(isinstance(g, str) for g in globs) else ((), value)
 
 
-
-
 class Checks:
     """The session's hooks per test: its scope begins before its first function fixture and
     its check runs once they are all torn down."""
@@ -259,12 +257,11 @@ class Checks:
         """Whether a test that started something has nothing left, at the cost of a read or
         two instead of a scan (a scan reads the environment of every process started since
         the test began, the host's too): none of the fork server's workers is its, with a
-        cgroup nothing but pytest is in the test's, and every process started since it began
-        is gone, another's zombie, or plainly another's (_none_since: what the test started and
-        its descendants are in pytest's tree, or, with pytest adopting orphans, children of
-        pytest's; a child not yet waited for is a zombie of pytest's). Markers cross what descent and cgroups track: a process a wider fixture's
-        server started with the test's environment, or one that left the test's cgroup and,
-        without a subreaper, pytest's tree. members: what the test's cgroup held at its end."""
+        cgroup nothing but pytest is in the test's (members: what it held at the test's end),
+        and every process started since it began is gone or plainly another's (_none_since).
+        Markers cross what descent and cgroups track: a process a wider fixture's server
+        started with the test's environment, or one that left the test's cgroup and, without
+        a subreaper, pytest's tree."""
         if _served(test.marker):
             return False
         if self.cgroups:
@@ -278,11 +275,12 @@ class Checks:
             return False
 
     def _none_since(self, test: _Scope) -> bool:
-        """Whether every pid given out since the test began is gone, a zombie not pytest's child,
-        a thread of pytest's, or a process that neither carries the test's marker nor descends
-        from pytest (the host's):
-        what the scan's finders would take. The environments are read last, and only those of
-        the host's processes: reading one that is in the middle of an exec waits for the exec
+        """Whether every pid given out since the test began is gone, a zombie that is not
+        pytest's child, a thread of pytest's, or a process that neither carries the test's
+        marker nor descends from pytest (the host's): what the scan's finders would take (what
+        the test started and its descendants are in pytest's tree, or, with pytest adopting
+        orphans, its children). The environments are read last, and only those of the host's
+        processes: reading one that is in the middle of an exec waits for the exec
         (milliseconds on a busy host), which no other fact read here does."""
         last = kin.last_pid()
         if last == -1 or self.last_pid == -1 or last < self.last_pid or last - self.last_pid > 4096:
