@@ -1,8 +1,12 @@
 # SPDX-License-Identifier: MIT
-"""The pids a test's end reads: ns_last_pid through a descriptor kept open."""
+"""The pids a test's end reads: ns_last_pid through a descriptor kept open, and what it
+cannot tell (a test that moves ns_last_pid back)."""
 from __future__ import annotations
 
+import shutil
 import sys
+
+import pytest
 
 from test_plugin_guest import PLUGIN, inner, run_sub, tracked  # noqa: F401 (fixtures)
 
@@ -37,3 +41,28 @@ def test_after():
     result.assert_outcomes(passed=3, errors=1)
     result.stdout.fnmatch_lines(["*ERROR at teardown of test_c_code_starts_a_daemon*", "*c-level-daemon*"])
 
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare(1)")
+@pytest.mark.parametrize("cgroup", ["on", "off"])
+def test_a_child_left_by_a_test_that_moved_ns_last_pid_back_is_found(inner, cgroup):
+    """The pids given out since a test began do not hold every process it started when it
+    writes ns_last_pid back (root, in pytest's PID namespace): pytest's children are."""
+    inner.makepyfile(test_rewind="""
+import subprocess
+def test_rewinds_the_pids():
+    with open("/proc/sys/kernel/ns_last_pid") as f:
+        last = int(f.read())
+    p = subprocess.Popen(["sleep", "600"])
+    assert p.pid > last
+    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+        f.write(str(last))
+def test_after():
+    pass
+""")
+    # pytest is the first process of a PID namespace of its own: its ns_last_pid is the
+    # test's to write, and what it leaves ends with it
+    result = inner.run("unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-m", "pytest",
+                       "-p", "no:cacheprovider", *PLUGIN, f"--reaper-cgroup={cgroup}", "--reaper-timeout", "0",
+                       "-rA", timeout=120)
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(["*ERROR at teardown of test_rewinds_the_pids*", "*sleep 600*"])
