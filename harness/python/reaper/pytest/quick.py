@@ -43,7 +43,8 @@ class _QuickEnd:
         two instead of a scan (a scan reads the environment of every process started since
         the test began, the host's too): none of the fork server's workers is its, with a
         cgroup nothing but pytest is in the test's (members: what it held at the test's end),
-        and every process started since it began is gone or plainly another's (_none_since).
+        without one no child of pytest's started since it began, and every process started
+        since it began is gone or plainly another's (_none_since).
         Markers cross what descent and cgroups track: a process a wider fixture's server
         started with the test's environment, or one that left the test's cgroup and, without
         a subreaper, pytest's tree."""
