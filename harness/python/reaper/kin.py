@@ -87,10 +87,37 @@ def trees(roots: Iterable[Identity]) -> List[PStat]:
     return _listed(lambda buf, cap: _c().reaper_descendants(arr, len(ids), buf, cap), "reaper_descendants")
 
 
+_LAST_PID = "/proc/sys/kernel/ns_last_pid"
+_last_pid_fd = -1
+_last_pid_file = None  # (st_dev, st_ino) of the file _last_pid_fd was opened on
+
+
 def last_pid() -> int:
-    """The pid the kernel gave out last in this PID namespace; -1 when it cannot be read."""
-    rc = _c().reaper_last_pid()
-    return rc if rc > 0 else -1
+    """The pid the kernel gave out last in this PID namespace; -1 when it cannot be read.
+    Read from a descriptor kept open (a test's check reads it a few times: opening the file
+    costs three times the read and the check below); the file tells the namespace of whoever
+    reads it, so a forked child's inherited descriptor reads its own. Code that closes every
+    descriptor may close it, and its number may then be another file's (a pidfile holds an
+    integer too): the descriptor is read only while it is still that file, else opened
+    again, once."""
+    global _last_pid_fd, _last_pid_file
+    for _ in range(2):
+        fd = _last_pid_fd
+        try:
+            if fd < 0:
+                fd = os.open(_LAST_PID, os.O_RDONLY | os.O_CLOEXEC)
+                st = os.fstat(fd)
+                _last_pid_fd, _last_pid_file = fd, (st.st_dev, st.st_ino)
+            else:
+                st = os.fstat(fd)
+                if (st.st_dev, st.st_ino) != _last_pid_file:
+                    raise OSError("another file under the descriptor")
+            pid = int(os.pread(fd, 32, 0))
+            return pid if pid > 0 else -1
+        except (OSError, ValueError):
+            # not ours any more (closed, or reused for another file): left to its owner
+            _last_pid_fd = -1
+    return -1
 
 
 def environ(pid: int = 0) -> Optional[bytes]:

@@ -160,6 +160,36 @@ def test_last_pid_and_environ():
     assert kin.environ(p.pid) is None
 
 
+def test_last_pid_reads_ns_last_pid_when_its_descriptor_was_closed_or_taken(tmp_path):
+    """Code that closes every descriptor closes the one last_pid keeps; the number may then be
+    another file's that holds an integer too (a pidfile): last_pid reads ns_last_pid still."""
+    def truth():
+        with open("/proc/sys/kernel/ns_last_pid") as f:
+            return int(f.read())
+
+    def read_right():  # (other processes of the host fork meanwhile; the pids may wrap)
+        before, got, after = truth(), kin.last_pid(), truth()
+        return before <= got <= after or after < before
+    assert kin.last_pid() > 0
+    kept = kin._last_pid_fd
+    pidfile = tmp_path / "pid"
+    pidfile.write_text("7\n")
+    os.close(kept)
+    fd = os.open(pidfile, os.O_RDONLY)
+    try:
+        if fd != kept:
+            os.dup2(fd, kept)
+        subprocess.run(["/bin/true"], check=True)
+        assert read_right() and kin.last_pid() != 7
+        assert os.pread(kept, 8, 0) == b"7\n"  # the file of whoever took the number, left open
+    finally:
+        os.close(kept)
+        if fd != kept:
+            os.close(fd)
+    subprocess.run(["/bin/true"], check=True)
+    assert read_right()  # the new descriptor's number closed too: opened again
+
+
 def test_signal_only_the_identity_it_names(chains):
     c = chains(1)
     (pid, start), = c.idents

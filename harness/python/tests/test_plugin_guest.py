@@ -842,9 +842,14 @@ def test_pool(pool, n, request):
     if os.environ["PYTEST_ADDOPTS"].endswith("=on"):  # not in this test's cgroup: the session's
         session = re.sub("/test-[0-9]+$", "", where(0)[1])  # pytest is in the test's from its first spawn on
         assert cg == session and os.path.basename(cg).startswith("reaper-pytest-"), seen
-def test_replaced():
+def test_replaced(pool):
     # a new worker each time (pid and start time: with pid_max 32768 a busy host reuses pids)
     assert len(set((s[0], s[4]) for s in seen)) == 3, seen
+    # the last one's replacement forked before the forker's Popen below: a fork of the Pool's
+    # meanwhile would hold that Popen's pipe open (its read waits for the exec) for good
+    deadline = time.monotonic() + 60
+    while not any(w.pid not in (None, seen[-1][0]) for w in list(pool._pool)) and time.monotonic() < deadline:
+        time.sleep(0.01)
 def test_thread_forks(forker):
     go, ready, resume = forker
     go.set()

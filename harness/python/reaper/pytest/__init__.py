@@ -48,5 +48,6 @@ with ``-p reaper.pytest_plugin`` (the same form works installed too) and enable 
 
 # The modules, each one concept: options (command line, ini), scope (whose a spawn is), host
 # (the children this process starts, the fork paths), spawn (the interception and its table of
-# patches), mp (multiprocessing), cgroups, collector (adopted orphans' zombies), check (one test's), session, xdist, reports; hooks (the module-level
-# hooks, which reaper.pytest_plugin, the module pytest loads, carries).
+# patches), mp (multiprocessing), cgroups, collector (adopted orphans' zombies), check (one
+# test's), quick (whether a test's end may skip its scan), session, xdist, reports; hooks (the
+# module-level hooks, which reaper.pytest_plugin, the module pytest loads, carries).

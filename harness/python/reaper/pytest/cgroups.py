@@ -71,6 +71,14 @@ class _Cgroups:
             return self.where == path and _read(os.path.join(path, "cgroup.procs")) == self.alone
 
     @staticmethod
+    def members(path: str) -> Optional[bytes]:
+        """What is in path (its cgroup.procs; None: it cannot be read), read once no fork that
+        counts on where pytest is is under way."""
+        with HOST.moving:
+            HOST.moving.wait_for(lambda: HOST.inheriting == 0, 30)
+            return _read(os.path.join(path, "cgroup.procs"))
+
+    @staticmethod
     def drop(path: str) -> Optional[str]:
         """Remove path (a reaped cgroup); what it still holds (unkillable) moves up a level.
         Never raises: a sentence when something stayed."""

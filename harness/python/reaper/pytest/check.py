@@ -17,6 +17,7 @@ from .. import kin
 from .cgroups import _read
 from .host import HOST, SITES
 from .mp import _end_open_pools, _served
+from .quick import _QuickEnd
 from .options import MARKER, MAX_SECONDS, ReaperIncompleteWarning, _seconds
 from .reports import FOUND, _TeardownError, _holdings_lines, _leak_summary, _record, _site_of
 from .scope import THREAD, _Scope, _swap_env
@@ -36,9 +37,7 @@ def _globs(value):
     return (globs, None) if all(isinstance(g, str) for g in globs) else ((), value)
 
 
-
-
-class Checks:
+class Checks(_QuickEnd):
     """The session's hooks per test: its scope begins before its first function fixture and
     its check runs once they are all torn down."""
 
@@ -93,17 +92,19 @@ class Checks:
         SITES.files[marker] = str(item.path)
         self.last_pid = kin.last_pid()
         if self.cgroups:
-            spare = self.cgroups.spare
-            if spare and not self.cgroups.only_pytest(spare):
-                # something started between tests (below the interception) is in it: the
-                # session's, with what the session's cgroup holds
-                self.cgroups.spare = None
-                self.cgroups.goto(self.cgroups.session)
-                left = self.cgroups.drop(spare)
-                if left:
-                    self.notes.append(left)
+            spare, alone = self.cgroups.spare, False
+            if spare:
+                alone = self.cgroups.only_pytest(spare)  # pytest in it, and nothing else
+                if not alone:
+                    # something started between tests (below the interception) is in it: the
+                    # session's, with what the session's cgroup holds
+                    self.cgroups.spare = None
+                    self.cgroups.goto(self.cgroups.session)
+                    left = self.cgroups.drop(spare)
+                    if left:
+                        self.notes.append(left)
             self.members_file = os.path.join(self.cgroups.where, "cgroup.procs")
-            self.members = _read(self.members_file)
+            self.members = self.cgroups.alone if alone else _read(self.members_file)
         # An earlier origin is as good as a new one for the marker finder, which takes only the
         # processes with this test's marker (none can be older than the test): its window holds
         # the few pids given out since it was taken too, a few reads more for a check that runs
@@ -142,8 +143,14 @@ class Checks:
             warnings.warn(ReaperIncompleteWarning(f"reaper: no cgroup for this test ({self.cgroup_error}); "
                                                   "checked by its marker and by descent"))
         # what is in the test's cgroup besides pytest is the test's: pytest moves out before
-        # it is reaped; when nothing is, pytest stays and the cgroup serves the next test
-        reuse = bool(test.cgroup) and self.cgroups.only_pytest(test.cgroup)
+        # it is reaped; when nothing is, pytest stays and the cgroup serves the next test. Read
+        # once the children other threads forked for the test are in it (nothing is forked for
+        # it any more: it has ended), for the check below too.
+        reuse, members = False, None
+        if test.cgroup:
+            HOST.settle()
+            members = self.cgroups.members(test.cgroup)
+            reuse = members == self.cgroups.alone and self.cgroups.where == test.cgroup
         try:
             if test.cgroup and not reuse:
                 self.cgroups.goto(self.cgroups.session)  # out of it before it is reaped
@@ -151,7 +158,7 @@ class Checks:
                 self._check(item, test, [], False)
                 return
             HOST.settle()  # a child forked for it by another thread is where it belongs
-            left = self._left_something(test)
+            left = self._left_something(test, members)
             if left and reuse:
                 reuse = False
                 self.cgroups.goto(self.cgroups.session)
@@ -172,25 +179,6 @@ class Checks:
                 left = self.cgroups.drop(test.cgroup)
                 if left:
                     warnings.warn(ReaperIncompleteWarning(f"reaper: {left}"))
-
-    def _quiet(self, test: _Scope) -> bool:
-        """Whether nothing of the test's can be there, at the cost of a read or two: it started
-        nothing through the interception, and no pid was given out since it began, or (pids
-        move on a busy host) nothing new is in pytest's cgroup (with cgroups: what C code
-        starts below the interception, and everything that descends from it, stays there) and
-        among pytest's children (without cgroups pytest adopts the orphans of what it started)."""
-        if test.spawned or test.cgroup is not None:
-            return False
-        last = kin.last_pid()
-        if last == -1 or self.last_pid == -1:
-            return False
-        if last == self.last_pid:
-            return True
-        if (last - self.last_pid) % self.pid_max > self.pid_max // 2:
-            return False  # so many given out that a pid may have been given out twice
-        if self.cgroups and (self.members is None or _read(self.members_file) != self.members):
-            return False
-        return not any(p.pid not in HOST.children and p.start_time >= self.since for p in kin.children())
 
     def _finders(self, test: _Scope, host) -> list:
         marker = test.marker
@@ -221,11 +209,11 @@ class Checks:
                 any(a <= p.start_time <= b for a, b in self.wider) and
                 entry not in (kin.environ(p.pid) or b"").split(b"\0")]
 
-    def _left_something(self, test: _Scope) -> bool:
+    def _left_something(self, test: _Scope, members: Optional[bytes]) -> bool:
         """Whether a process of the test's is still running: if none is, there is nothing to
         wait for, collect garbage for (a full collection costs about 10 ms on pytest's heap)
         nor reap. One scan: the pids given out since the test began, pytest's children."""
-        if self._plainly_over(test):
+        if self._plainly_over(test, members):
             return False
         # A scan lists its candidates, then reads each: one of them may fork and exit in
         # between (a daemon's middle process), its child listed by nothing. With a cgroup,
@@ -244,73 +232,6 @@ class Checks:
                 members = _read(os.path.join(test.cgroup, "cgroup.procs"))
                 return members is None or any(m != b"%d" % os.getpid() for m in members.split())
             if last != -1 and kin.last_pid() == last:
-                return False
-        return True
-
-    def _plainly_over(self, test: _Scope) -> bool:
-        """Whether a test that started something has nothing left, at the cost of a read or
-        two instead of a scan (a scan reads the environment of every process started since
-        the test began, the host's too): no child of pytest's started since it began (what
-        the test started and its descendants are below one of them, or, with pytest adopting
-        orphans, one of them themselves), none of the fork server's workers is its, with a
-        cgroup nothing but pytest is in the test's, and no process started since it began is
-        still running unless it is plainly another's. Markers cross what descent and cgroups
-        track: a process a wider fixture's server started with the test's environment, or one
-        that left the test's cgroup and, without a subreaper, pytest's tree."""
-        if _served(test.marker):
-            return False
-        if self.cgroups:
-            if not test.cgroup or _read(os.path.join(test.cgroup, "cgroup.procs")) not in (b"", self.cgroups.alone):
-                return False
-        elif not self.adopted:
-            return False  # without cgroups, an orphan is found by its marker only
-        try:
-            if any(p.start_time >= self.since for p in kin.children()):
-                return False
-            return self._none_since(test)
-        except OSError:
-            return False
-
-    def _none_since(self, test: _Scope) -> bool:
-        """Whether every pid given out since the test began is gone, a zombie, a thread of pytest's,
-        or a process that neither carries the test's marker nor descends from pytest (the host's):
-        what the scan's finders would take. The environments are read last, and only those of
-        the host's processes: reading one that is in the middle of an exec waits for the exec
-        (milliseconds on a busy host), which no other fact read here does."""
-        last = kin.last_pid()
-        if last == -1 or self.last_pid == -1 or last < self.last_pid or last - self.last_pid > 4096:
-            return False  # the pids wrapped, or so many were given out that the scan costs no more
-        since = self.since
-        live = []
-        for pid in range(self.last_pid + 1, last + 1):
-            st = kin.pstat(pid)
-            # a zombie is no leak (nor to the scan); its children have pids of their own
-            if st is not None and st.state != "Z" and st.start_time >= since:
-                live.append(st)
-        if not live:
-            return True
-        me = os.getpid()
-        threads = {int(t) for t in os.listdir(f"/proc/{me}/task")}
-        live = [p for p in live if p.pid not in threads]
-        if not live:
-            return True
-        start = kin.start_time(me)
-        if start is None:
-            return False
-        ours = {p.pid for p in kin.trees([(me, start)])}
-        if any(p.pid in ours or p.ppid in ours for p in live):
-            return False
-        # an environment that cannot be read (an exit under way, another user's) is no match to
-        # the scan's marker finder either; one whose exec is under way (uninterruptible, "D")
-        # is read last, if it is still there by then
-        entry = f"{MARKER}={test.marker}".encode()
-        for p in sorted(live, key=lambda p: p.state == "D"):
-            if p.state == "D":
-                st = kin.pstat(p.pid)
-                if st is None or st.state == "Z" or st.start_time != p.start_time:
-                    continue
-            env = kin.environ(p.pid)
-            if env is not None and entry in env.split(b"\0"):
                 return False
         return True
 

@@ -40,14 +40,12 @@ except (AttributeError, ValueError, OSError):
     _BOOTTIME = None
 
 
+_clock = time.clock_gettime_ns
+_get_ident = threading.get_ident
+
+
 def _tick() -> int:
-    return time.clock_gettime_ns(_BOOTTIME) // _NS_PER_TICK if _BOOTTIME is not None else -1
-
-
-def _handles_sigterm() -> bool:
-    """Whether SIGTERM is the session's: the very handler it installed (HOST.term) is in place."""
-    term = HOST.term
-    return term is not None and _getsignal(SIGTERM) is term
+    return _clock(_BOOTTIME) // _NS_PER_TICK if _BOOTTIME is not None else -1
 
 
 class _HostChildren:
@@ -72,7 +70,7 @@ class _HostChildren:
         self.users = 0
         self.saved: List[tuple] = []
         self.main: Optional[_Scope] = None  # the scope of the thread running the tests
-        self.runner: Optional[threading.Thread] = None  # that thread
+        self.runner: Optional[int] = None  # that thread's ident
         self.local = threading.local()  # the fork under way in this thread: .forking, .inherit, .held
         # thread ident -> scope: the threads already running when the session began (its own)
         self.earlier: Dict[int, _Scope] = {}
@@ -82,7 +80,9 @@ class _HostChildren:
         self.here: Optional[str] = None  # the cgroup pytest is in, when it moved itself
         self.closed = False  # forks for another scope wait (a check by descent is listing)
         self.at_fork = False
-        self.term = None  # the session's SIGTERM handler, as it was installed (see _handles_sigterm)
+        # the session's SIGTERM handler, as it was installed: SIGTERM is the session's while
+        # this very object is the handler in place (the fork paths compare them)
+        self.term = None
         self.final = None  # the thread running pytest's exit check: the others' spawns wait
         self.exited = threading.Event()  # ... for it to end
         # id -> (object, scope, fixture): the values of wider fixtures and their attributes
@@ -101,7 +101,7 @@ class _HostChildren:
         while s is not None and not s.live:
             s = s.session
         s = s or self.main
-        if s is not None and s.session is not None and s.marker != s.session.marker:  # a test's
+        if self.owned and s is not None and s.session is not None and s.marker != s.session.marker:  # a test's
             return self.on_behalf() or s
         return s
 
@@ -151,7 +151,7 @@ class _HostChildren:
                 self._children = {}
                 self.pending = None
             return
-        after = _tick() if before >= 0 else -1
+        after = _clock(_BOOTTIME) // _NS_PER_TICK if before >= 0 else -1
         entry = (pid, before, after, scope.marker if scope else os.environ.get(MARKER), site)
         pending = self.pending
         # a tick ended during the fork: its start time read now, before its owner has its pid
@@ -270,22 +270,25 @@ class _HostChildren:
         # tests in a test's cgroup kept for the next one
         main = self.main
         return scope is not None and main is not None and \
-            (scope is not main or threading.current_thread() is not self.runner or
+            (scope is not main or _get_ident() != self.runner or
              (scope.goto is None and scope.cgroup is not None and self.here is not None and self.here != scope.cgroup))
 
     def before_fork(self) -> None:
-        # (runs at every os.fork: each object it touches is a page copied after the fork)
+        # (runs at every os.fork: each object it touches is a page copied after the fork,
+        # each function called too: written out in place)
         local = self.local
         if self.final is not None and getattr(local, "forking", None) is None:
             self.hold_at_exit(forever=True)  # a fork the interception did not see
-        if _handles_sigterm():
+        term = self.term
+        if term is not None and _getsignal(SIGTERM) is term:
             local.held = SIGTERM not in _sigmask(SIG_BLOCK, _TERM)
         elif getattr(local, "held", False):
             local.held = False
 
     def release_sigterm(self) -> None:
-        if getattr(self.local, "held", False):
-            self.local.held = False
+        local = self.local
+        if getattr(local, "held", False):
+            local.held = False
             _sigmask(SIG_UNBLOCK, _TERM)
 
     def hold_at_exit(self, forever: bool = False) -> None:
@@ -314,9 +317,11 @@ class _HostChildren:
                 if scope.cgroup is not None and scope is self.main and self.here == scope.cgroup:
                     return self._fork_inherit(fn, pid_of, args, kwargs, env_at, scope, site)
                 return self._fork_away(fn, pid_of, args, kwargs, env_at, scope, site)
-            if scope.goto is not None:
+            # pytest into the test's cgroup, unless it is there (the test's every spawn but its
+            # first, and the next test's that takes over the cgroup kept)
+            if scope.goto is not None and (scope.cgroup is None or scope.cgroup != self.here):
                 scope.enter()
-        before = _tick()
+        before = _clock(_BOOTTIME) // _NS_PER_TICK if _BOOTTIME is not None else -1
         result = fn(*args, **kwargs)
         self.add(pid_of(result), scope, before, site)
         return result

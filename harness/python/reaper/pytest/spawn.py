@@ -58,7 +58,7 @@ def install(session: _Scope) -> bool:
     """A session begins: the fork hooks registered, the threads already running made the
     session's. True for the process's first session, which applies the table of patches."""
     HOST.users += 1
-    HOST.runner = threading.current_thread()
+    HOST.runner = threading.get_ident()
     if HOST.users > 1:
         return False
     if not HOST.at_fork:  # cannot be unregistered: does nothing while no session runs
