@@ -5,6 +5,7 @@
 
 #include "exits.h"
 #include "msg.h"
+#include "reaper/clone3.h"
 #include "reaper/procfs.h"
 #include "reaper/reaper.h"
 
@@ -198,7 +199,7 @@ static void guard(int rfd, const char *marker, const char *cgroup, const struct 
  * joined by ':'. */
 enum { GA_MODE = 2, GA_MARKER, GA_CGROUP, GA_FLAGS, GA_ORIGIN, GA_PATTERNS };
 
-#if defined(__x86_64__) && defined(SYS_clone3) && !defined(REAPER_FORK_GUARDIAN)
+#if defined(CLONE3_RUN) && !defined(REAPER_FORK_GUARDIAN)
 #define VM_GUARDIAN 1
 
 static struct vm_guardian {
@@ -231,33 +232,6 @@ static long sys4(long nr, long a, long b, long c, long d)
 #ifndef SYS_close_range
 #define SYS_close_range 436 /* x86-64's, where the headers are older than Linux 5.9 */
 #endif
-
-/* clone3 with CLONE_VM: fn(arg) runs in the child on the stack given, then the child exits
- * with what it returned. The child's pid, or -errno: clone3 and not clone, which valgrind
- * answers ENOSYS (as seccomp filters may) where it would end the program at such a clone. */
-static long clone3_vm(char *stack, size_t size, int (*fn)(void *), void *arg)
-{
-	struct clone_args a = { .flags = CLONE_VM, .exit_signal = SIGCHLD,
-				.stack = (uint64_t)(uintptr_t)stack, .stack_size = size };
-	register int (*f)(void *) __asm__("r12") = fn;
-	register void *x __asm__("r13") = arg;
-	long r;
-	__asm__ volatile("syscall\n\t"
-			 "test %%rax, %%rax\n\t"
-			 "jnz 1f\n\t"
-			 "xor %%ebp, %%ebp\n\t" /* the child, on its own stack: no frame above fn's */
-			 "mov %%r13, %%rdi\n\t"
-			 "call *%%r12\n\t"
-			 "mov %%eax, %%edi\n\t"
-			 "mov %[exit], %%eax\n\t"
-			 "syscall\n\t"
-			 "hlt\n"
-			 "1:"
-			 : "=a"(r)
-			 : "0"((long)SYS_clone3), "D"(&a), "S"(sizeof a), "r"(f), "r"(x), [exit] "i"(SYS_exit)
-			 : "rcx", "r11", "memory");
-	return r;
-}
 
 /* (not instrumented by ASan: nothing of the sanitizer's runtime, which is reaper's, may run
  * in it) */
@@ -376,10 +350,13 @@ static pid_t vm_guardian_start(int rfd, const char *marker, const char *cgroup, 
 	vmg.nofile = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1u << 20 ? (unsigned)rl.rlim_cur : 1u << 20;
 	vmg.rfd = rfd;
 	vmg.argv = argv;
-	long g = clone3_vm(vm_stack, sizeof vm_stack, vm_guard, &vmg);
+	/* (clone3, not clone: valgrind answers it ENOSYS, as seccomp filters may, where it would
+	 * end the program at such a clone) */
+	struct clone_args a = { .flags = CLONE_VM, .exit_signal = SIGCHLD,
+				.stack = (uint64_t)(uintptr_t)vm_stack, .stack_size = sizeof vm_stack };
+	long g = clone3_run(&a, vm_guard, &vmg);
 	if (g < 0) {
 		vm_argv_free();
-		errno = (int)-g;
 		return -1;
 	}
 	return (pid_t)g;

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "cgroup.h"
 #include "clock.h"
+#include "clone3.h"
 #include "array.h"
 
 #include "pidref.h"
@@ -395,41 +396,7 @@ pid_t reaper_cgroup_fork(const char *path)
 	return e ? -e : pid;
 }
 
-/* clone3 whose child runs fn(arg) and exits with its value; the parent gets the child's pid,
- * or -1 with errno. With no stack in the arguments the child runs on ours, below where we
- * stopped (CLONE_VFORK: we do not run until it has exec'd or exited), as a vfork child does:
- * it cannot return from the system call (the frame is ours), so the call is made here, where
- * its first steps are to leave our red zone alone and call fn. x86-64 only (elsewhere
- * cgroup_vfork says ENOSYS, and the callers fork). */
-#if defined(__x86_64__) && defined(SYS_clone3)
-static long clone3_call(struct clone_args *a, int (*fn)(void *), void *arg)
-{
-	register int (*f)(void *) __asm__("r12") = fn;
-	register void *x __asm__("r13") = arg;
-	long r;
-	__asm__ volatile("syscall\n\t"
-			 "test %%rax, %%rax\n\t"
-			 "jnz 1f\n\t"
-			 "sub $128, %%rsp\n\t" /* the child: below our red zone */
-			 "and $-16, %%rsp\n\t"
-			 "xor %%ebp, %%ebp\n\t" /* no frame above fn's */
-			 "mov %%r13, %%rdi\n\t"
-			 "call *%%r12\n\t"
-			 "mov %%eax, %%edi\n\t"
-			 "mov %[exit], %%eax\n\t"
-			 "syscall\n\t"
-			 "hlt\n"
-			 "1:"
-			 : "=a"(r)
-			 : "0"((long)SYS_clone3), "D"(a), "S"(sizeof *a), "r"(f), "r"(x), [exit] "i"(SYS_exit_group)
-			 : "rcx", "r11", "memory");
-	if (r < 0) {
-		errno = (int)-r;
-		return -1;
-	}
-	return r;
-}
-
+#ifdef CLONE3_RUN
 /* On our own stack, as vfork: a stack of its own (mapped, its pages faulted in by the child,
  * unmapped again with a TLB flush of every CPU the child ran on) cost the start of every
  * COMMAND more than the clone itself, and ours grows as far as anything run on it needs. */
@@ -441,7 +408,7 @@ pid_t cgroup_vfork(const char *path, int (*fn)(void *), void *arg)
 	struct clone_args a = { .flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP,
 				.exit_signal = SIGCHLD,
 				.cgroup = (uint64_t)dfd };
-	long pid = clone3_call(&a, fn, arg);
+	long pid = clone3_run(&a, fn, arg);
 	int e = pid < 0 ? errno : 0;
 	close(dfd);
 	/* no clone3, none with CLONE_INTO_CGROUP, or a tool that refuses it: say ENOSYS */
