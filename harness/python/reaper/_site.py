@@ -277,7 +277,10 @@ class Registry:
 
     def __init__(self):
         import threading
-        self.lock = threading.Lock()
+        # reentrant: a signal handler that spawns runs in the thread it interrupts, which may
+        # be holding it (recording a spawn of its own); what is read under it is a copy taken
+        # in one call, never a walk over the table a handler may add to meanwhile
+        self.lock = threading.RLock()
         self.by_id: Dict[Tuple[int, int], Tuple[Site, Optional[str]]] = {}
         self.files: Dict[str, str] = {}  # a test's marker -> its file
         self.root: Optional[str] = None
@@ -361,7 +364,7 @@ class Registry:
 
     def forget(self, marker: str) -> None:
         with self.lock:
-            for k in [k for k, v in self.by_id.items() if v[1] == marker]:
+            for k in [k for k, v in list(self.by_id.items()) if v[1] == marker]:
                 del self.by_id[k]
             self.files.pop(marker, None)
 
@@ -385,13 +388,13 @@ class Registry:
                 word = part.split(" ", 1)[0]
                 if not word.isdigit():
                     break
-                near = next((s for (p, t), (s, _) in self.by_id.items() if p == int(word) and t <= start), None)
+                near = next((s for (p, t), (s, _) in list(self.by_id.items()) if p == int(word) and t <= start), None)
                 if near is not None:
                     break
             if near is None or (near.test_frame, near.innermost) != (at, inner):
                 # an ancestor that is gone (the shell of a background job): the call made at
                 # the same frames
-                same = next((s for s, _ in self.by_id.values() if (s.test_frame, s.innermost) == (at, inner)), None)
+                same = next((s for s, _ in list(self.by_id.values()) if (s.test_frame, s.innermost) == (at, inner)), None)
                 near = same or near
         if at is not None or inner is not None:
             via = near.via if near is not None and (near.test_frame, near.innermost) == (at, inner) else None

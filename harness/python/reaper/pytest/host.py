@@ -222,7 +222,7 @@ class _HostChildren:
         if lock.acquire(False):
             lock.release()
         else:
-            SITES.lock = threading.Lock()
+            SITES.lock = threading.RLock()
         moving = self.moving
         if moving.acquire(False):
             moving.release()

@@ -37,7 +37,10 @@ THREAD: "contextvars.ContextVar[Optional[_Scope]]" = contextvars.ContextVar("rea
 #: start of multiprocessing's helpers: theirs)
 FORCED: "contextvars.ContextVar[Optional[_Scope]]" = contextvars.ContextVar("reaper_forced_scope", default=None)
 
-_MAKING = threading.Lock()  # a scope's cgroup is made once, by whichever thread spawns first
+# a scope's cgroup is made once, by whichever thread spawns first; reentrant: a signal handler
+# that spawns runs in the thread it interrupts, which may be making it
+_MAKING = threading.RLock()
+_BEING_MADE = object()  # a scope's maker while it runs
 
 
 class _Scope:
@@ -64,9 +67,20 @@ class _Scope:
     def where(self) -> Optional[str]:
         """Its cgroup, made now if it is not yet."""
         if self.maker is not None:
-            with _MAKING:
-                if self.maker is not None:
-                    self.cgroup, self.maker = self.maker(), None
+            with _MAKING:  # another thread waits here until it is made
+                maker = self.maker
+                if maker is _BEING_MADE:
+                    # by this thread, interrupted by a signal handler that spawns: no cgroup
+                    # yet for that child (markers and descent find it), never a second one
+                    return None
+                if maker is not None:
+                    self.maker = _BEING_MADE
+                    try:
+                        self.cgroup = maker()
+                    except BaseException:
+                        self.maker = maker  # made by the next spawn, as before
+                        raise
+                    self.maker = None
         return self.cgroup
 
     def enter(self) -> None:
