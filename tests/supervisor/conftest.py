@@ -39,6 +39,36 @@ def script(body):
     return [PY, "-c", textwrap.dedent(body)]
 
 
+# COMMAND leaves a kept process (its cmdline says keepme) beside one that ignores SIGTERM (none
+# when argv[1] is "kept-only"), prints "PID START" of each, kept first, then sleeps as many
+# seconds as its last argument says
+KEEP_AND_DEAF = """
+    import os, signal, sys, time
+    def leave(body):
+        r, w = os.pipe()
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                null = os.open("/dev/null", os.O_RDWR)
+                for i in (0, 1, 2):
+                    os.dup2(null, i)
+                st = open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]
+                os.write(w, ("%d %s\\n" % (os.getpid(), st)).encode())
+                body()
+            os._exit(0)
+        os.wait()
+        os.close(w)
+        return os.read(r, 100).decode().strip()
+    def kept():
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", "keepme"])
+    def deaf():  # execs: COMMAND's own cmdline holds the word the kept one is kept by
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", "deaf"])
+    print(leave(kept), "" if sys.argv[1:2] == ["kept-only"] else leave(deaf), flush=True)
+    time.sleep(float(sys.argv[-1]))
+"""
+
+
 # A runner that waits for a signal its Python handler acts on cannot sleep for it: time.sleep
 # and signal.pause miss a signal that lands after the interpreter last looked for pending
 # handlers and before the system call blocks (the C-level handler has run; the Python one waits

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import script
+from conftest import KEEP_AND_DEAF, script
 from procutil import FIXTURES, PY, REAPER, alive, kill_identified, running, start_time, stat, wait_gone
 
 
@@ -682,8 +682,7 @@ def test_a_sigterm_the_moment_the_cgroup_exists_still_removes_it(run):
         assert not os.path.isdir(path), "exit %d, the run's cgroup %s is left: %s" % (code, path, r.stderr)
         assert code == 128 + signal.SIGTERM, r.stderr
     finally:
-        if path and os.path.isdir(path) and not open(os.path.join(path, "cgroup.procs")).read():
-            os.rmdir(path)
+        remove_if_empty(path)
 
 
 def refuse_clone3(err):
@@ -719,6 +718,36 @@ def test_command_starts_in_the_cgroup_where_a_seccomp_filter_refuses_clone3(run,
     assert not cgroups_of_run(run_id)
 
 
+def guardians_by_tag(r, tag):
+    """pidfds of the processes besides reaper whose command line holds tag: its guardian, a
+    copy of reaper that shows reaper's command line."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and int(pid) != r.p.pid and tag.encode() in open("/proc/%s/cmdline" % pid, "rb").read():
+                found.append(os.pidfd_open(int(pid)))
+        except OSError:
+            pass
+    return found
+
+
+def killed_leaves_no_cgroup(r, libc, guardians, path):
+    """SIGKILL the traced reaper: it ends, each of guardians ends (closed here), and the run's
+    cgroup path is gone."""
+    r.signal(signal.SIGKILL)
+    assert libc.ptrace(17, r.p.pid, None, None) in (0, -1)  # PTRACE_DETACH (the kill may win)
+    assert r.wait(60) == -signal.SIGKILL
+    for fd in guardians:
+        assert select.select([fd], [], [], 120)[0], "the guardian did not end"
+        os.close(fd)
+    assert not os.path.isdir(path), "the run's cgroup %s is left" % path
+
+
+def remove_if_empty(path):
+    if path and os.path.isdir(path) and not open(os.path.join(path, "cgroup.procs")).read():
+        os.rmdir(path)
+
+
 @needs_cgroup
 def test_a_reaper_killed_the_moment_its_cgroup_exists_leaves_no_cgroup(run):
     """SIGKILL right after the run made its cgroup: the owner-death guardian is already there
@@ -730,25 +759,11 @@ def test_a_reaper_killed_the_moment_its_cgroup_exists_leaves_no_cgroup(run):
     path = None
     try:
         path = held_at_cgroup_creation(r)
-        # a guardian is a copy of the reaper: it shows the reaper's command line
-        guardians = []
-        for pid in os.listdir("/proc"):
-            try:
-                if pid.isdigit() and int(pid) != r.p.pid and tag.encode() in open("/proc/%s/cmdline" % pid, "rb").read():
-                    guardians.append(os.pidfd_open(int(pid)))
-            except OSError:
-                pass
+        guardians = guardians_by_tag(r, tag)
         assert len(guardians) == 1, "no owner-death guardian when the run's cgroup is made"
-        r.signal(signal.SIGKILL)
-        assert libc.ptrace(17, r.p.pid, None, None) in (0, -1)  # PTRACE_DETACH (the kill may win)
-        assert r.wait(60) == -signal.SIGKILL
-        for fd in guardians:
-            assert select.select([fd], [], [], 120)[0], "the guardian did not end"
-            os.close(fd)
-        assert not os.path.isdir(path), "the run's cgroup %s is left" % path
+        killed_leaves_no_cgroup(r, libc, guardians, path)
     finally:
-        if path and os.path.isdir(path) and not open(os.path.join(path, "cgroup.procs")).read():
-            os.rmdir(path)
+        remove_if_empty(path)
 
 
 @needs_cgroup
@@ -763,53 +778,12 @@ def test_a_reaper_killed_after_releasing_its_guardian_leaves_no_cgroup(run):
     path = None
     try:
         path = held_at_cgroup_call(r, {84: 0}, 1)  # rmdir, at its entry
-        guardians = []
-        for pid in os.listdir("/proc"):
-            try:
-                if pid.isdigit() and int(pid) != r.p.pid and tag.encode() in open("/proc/%s/cmdline" % pid, "rb").read():
-                    guardians.append(os.pidfd_open(int(pid)))
-            except OSError:
-                pass
-        r.signal(signal.SIGKILL)
-        assert libc.ptrace(17, r.p.pid, None, None) in (0, -1)  # PTRACE_DETACH (the kill may win)
-        assert r.wait(60) == -signal.SIGKILL
+        guardians = guardians_by_tag(r, tag)
         # (one not found had exited already, its rmdir made)
-        for fd in guardians:
-            assert select.select([fd], [], [], 120)[0], "the guardian did not end"
-            os.close(fd)
-        assert not os.path.isdir(path), "the run's cgroup %s is left" % path
+        killed_leaves_no_cgroup(r, libc, guardians, path)
     finally:
-        if path and os.path.isdir(path) and not open(os.path.join(path, "cgroup.procs")).read():
-            os.rmdir(path)
+        remove_if_empty(path)
 
-
-# COMMAND leaves a kept process (its cmdline says keepme) beside one that ignores SIGTERM, and
-# prints "PID START" of each, kept first
-KEEP_AND_DEAF = """
-    import os, signal, sys, time
-    def leave(body):
-        r, w = os.pipe()
-        if os.fork() == 0:
-            os.setsid()
-            if os.fork() == 0:
-                null = os.open("/dev/null", os.O_RDWR)
-                for i in (0, 1, 2):
-                    os.dup2(null, i)
-                st = open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]
-                os.write(w, ("%d %s\\n" % (os.getpid(), st)).encode())
-                body()
-            os._exit(0)
-        os.wait()
-        os.close(w)
-        return os.read(r, 100).decode().strip()
-    def kept():
-        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", "keepme"])
-    def deaf():  # execs: COMMAND's own cmdline holds the word the kept one is kept by
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", "deaf"])
-    print(leave(kept), leave(deaf), flush=True)
-    time.sleep(float(sys.argv[1]))
-"""
 
 MODES = [pytest.param("on", marks=needs_cgroup), "off"]
 

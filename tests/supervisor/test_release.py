@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import script
+from conftest import KEEP_AND_DEAF, script
 from procutil import REAPER, running, wait_gone
 from test_cgroup import end_identified, needs_cgroup
 
@@ -26,34 +26,6 @@ libc.ptrace.restype = ctypes.c_long
 PTRACE_TRACEME, PTRACE_DETACH, PTRACE_SYSCALL, PTRACE_SETOPTIONS = 0, 17, 24, 0x4200
 PTRACE_GET_SYSCALL_INFO, PTRACE_SEIZE, PTRACE_INTERRUPT = 0x420E, 0x4206, 0x4207
 MKDIR, RMDIR, MKDIRAT = 83, 84, 258  # x86-64
-
-
-# COMMAND leaves one process (its cmdline says keepme), and one that ignores SIGTERM unless
-# argv[1] is "kept-only"; it prints "PID START" of each, kept first
-SPARED = """
-    import os, signal, sys
-    def leave(body):
-        r, w = os.pipe()
-        if os.fork() == 0:
-            os.setsid()
-            if os.fork() == 0:
-                null = os.open("/dev/null", os.O_RDWR)
-                for i in (0, 1, 2):
-                    os.dup2(null, i)
-                st = open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]
-                os.write(w, ("%d %s " % (os.getpid(), st)).encode())
-                body()
-            os._exit(0)
-        os.wait()
-        os.close(w)
-        return os.read(r, 100).decode().strip()
-    def kept():
-        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", "keepme"])
-    def deaf():
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", "deaf"])
-    print(leave(kept), "" if sys.argv[1] == "kept-only" else leave(deaf), flush=True)
-"""
 
 
 def traceme():
@@ -154,7 +126,7 @@ def test_a_reaper_killed_after_the_release_leaves_no_cgroup_around_what_the_run_
     around it): the run's cgroup goes all the same, what it held moved out, as a guardian
     that was not released yet does."""
     r = run(["--cgroup", "on", "--timeout", "0.1", "--grace", "0.2"] + rule,
-            script(SPARED) + ["kept-only" if rule[0] == "--keep" else "both"], preexec_fn=traceme)
+            script(KEEP_AND_DEAF) + ["kept-only" if rule[0] == "--keep" else "both", "0"], preexec_fn=traceme)
     path, spared, gfd = None, [], None
     try:
         t = Tracer(r.p.pid)
@@ -184,7 +156,7 @@ def test_a_guardian_that_removes_the_cgroup_last_makes_no_warning(run):
     at its last rmdir), removes the run's cgroup first: reaper's rmdir finds it gone, which is
     the end it wanted, not a failure to warn about."""
     r = run(["--cgroup", "on", "--keep", "*keepme*", "--timeout", "0.1", "--grace", "0.2"],
-            script(SPARED) + ["kept-only"], preexec_fn=traceme)
+            script(KEEP_AND_DEAF) + ["kept-only", "0"], preexec_fn=traceme)
     path, kept, gfd, g = None, None, None, None
     try:
         t = Tracer(r.p.pid)
