@@ -66,6 +66,11 @@ static pid_t start_child(enum kind k)
 			;
 		close(pfd[0]);
 		ck_assert_int_eq(c, 'R');
+		/* 'R' comes just before pause(): the wait the reap reads is there once it sleeps */
+		double end = tu_now() + 60;
+		while (tu_state(t.pid) != 'S' && tu_now() < end)
+			usleep(1000);
+		ck_assert_int_eq(tu_state(t.pid), 'S');
 	}
 	pid_t pid = t.pid;
 	tu_proc_close(&t);
