@@ -2,7 +2,8 @@
 """hung_fuse.py MNT OPENED -- COMMAND...: mounts at MNT a FUSE file system of one file, `f`,
 that answers until `f` is opened (creating OPENED then) and never again: a hung server,
 alive, its /dev/fuse open. Runs COMMAND meanwhile, then ends the server; exits with
-COMMAND's status. Run it as root in a mount namespace of its own (unshare --mount
+COMMAND's status. With HUNG_FUSE_FLUSH=1 in its environment `f` is opened without
+FOPEN_NOFLUSH: every close of it, a copy's too, sends a FLUSH that is never answered. Run it as root in a mount namespace of its own (unshare --mount
 --propagation private): the mount ends with it. Attributes are never cached by the kernel
 (valid 0 s), so any stat that asks the file system waits for the server forever."""
 import os
@@ -35,7 +36,7 @@ def serve():
         elif op == fusefs.GETATTR:
             reply(unique, 0, fusefs.attr_out(node, 0o40755 if node == 1 else 0o100644))
         elif op == fusefs.OPEN:  # FOPEN_NOFLUSH: closing it asks nothing of a hung server
-            reply(unique, 0, fusefs.open_out(32))
+            reply(unique, 0, fusefs.open_out(0 if os.environ.get("HUNG_FUSE_FLUSH") == "1" else 32))
             open(opened, "w").close()
             while True:
                 time.sleep(3600)

@@ -6,6 +6,7 @@ pipeline runs under bash; PIPESTATUS says how every member ended."""
 import os
 import pty
 import select
+import shutil
 import signal
 import subprocess
 import time
@@ -427,6 +428,62 @@ def test_scan_tells_files_the_callers_side_holds_from_its_pipeline(mark, tmp_pat
         assert statuses == [0, 0, 0], (tmp_path / "shared").read_text()
         listed = (tmp_path / "out").read_text().splitlines()
         assert sorted(ln.split()[-1] for ln in listed) == ["time.sleep(600)"] * 3, listed
+    finally:
+        assert not cleanup_marked(mark), "a leftover would not die"
+
+
+def test_scan_tells_a_file_its_leftovers_share_by_a_copy_and_still_sees_a_members_pipe(mark, tmp_path):
+    """Leftovers of the caller's session share one open log file on fd 1 and 2 that reaper
+    does not hold (its fd 0 and 2 are /dev/null, fd 1 its pipe): the first one's is copied (a
+    regular file of a local file system) and tells the others by a compare. A member of
+    `reaper scan | { M & tee; } | cat` holds that log on fd 2 too, but a pipe into cat on fd 1:
+    it is told by its own descriptors, not by the copy, and never listed; the leftovers are."""
+    name = mark.split("=", 1)[0]
+    try:
+        statuses, r = sh(
+            'exec 2>"$T/sh-err" 4>>"$T/log"; export %s; '
+            'for i in 1 2 3; do ("$PY" -c "import time; time.sleep(600)" &) </dev/null >&4 2>&4; done; '
+            'until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 3 ]; do :; done; '
+            '(until [ -e "$T/ready" ]; do :; done; "$REAPER" scan --env %s </dev/null 2>/dev/null) | '
+            '{ "$PY" -c "import time; open(\'$T/ready\', \'w\'); time.sleep(2)" </dev/null 2>&4 >&3 3>&- & '
+            'env -u %s tee "$T/tee"; wait; } 3>&1 | env -u %s cat >"$T/out"; echo "${PIPESTATUS[*]}" >"$STATUS"'
+            % (mark, mark, mark, name, name), tmp_path)
+        assert statuses == [0, 0, 0], (tmp_path / "sh-err").read_text()
+        listed = (tmp_path / "out").read_text().splitlines()
+        assert sorted(ln.split()[-1] for ln in listed) == ["time.sleep(600)"] * 3, listed
+    finally:
+        assert not cleanup_marked(mark), "a leftover would not die"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a FUSE file system needs root")
+def test_scan_takes_no_copy_of_a_file_whose_close_asks_its_server(mark, tmp_path):
+    """A leftover of the caller's session holds, on fd 1, a file of a FUSE server that stopped
+    answering and whose files are closed with a FLUSH: a copy of it would send one when closed
+    and wait forever. `reaper scan | cat` reads its link and ends, listing it. (The leftover
+    opens the file onto fd 1 itself: any close of it would wait too.)"""
+    if not os.path.exists("/dev/fuse") or not shutil.which("unshare"):
+        pytest.skip("no /dev/fuse or no unshare(1) here")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    opened = str(tmp_path / "opened")
+    server = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hung_fuse.py")
+    leftover = "import os, time; os.close(1); os.open(os.environ['M'] + '/f', os.O_RDONLY); time.sleep(600)"
+    script = ('export %s; ("$PY" -c "$L" &) </dev/null 2>/dev/null; until [ -e "$O" ]; do sleep 0.01; done; '
+              'until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 1 ]; do :; done; '
+              '"$REAPER" scan --env %s 2>/dev/null </dev/null | cat >"$T/out"' % (mark, mark, mark))
+    e = dict(os.environ, HUNG_FUSE_FLUSH="1", M=str(mnt), O=opened, T=str(tmp_path), PY=PY, REAPER=REAPER, L=leftover)
+    p = subprocess.Popen(["unshare", "--mount", "--propagation", "private", PY, server, str(mnt), opened, "--",
+                          "bash", "-c", script], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    try:
+        try:
+            _, err = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)  # the server with it: the blocked close returns
+            p.communicate()
+            pytest.fail("reaper is blocked on the hung FUSE server")
+        listed = (tmp_path / "out").read_text().splitlines()
+        assert [ln.split()[-1] for ln in listed] == ["time.sleep(600)"], (listed, err)
     finally:
         assert not cleanup_marked(mark), "a leftover would not die"
 
