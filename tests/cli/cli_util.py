@@ -172,3 +172,21 @@ def load_json(path):
 
 def by_pid(report):
     return {p["pid"]: p for p in report["processes"]}
+
+
+def on_hung_fuse(mnt, opened, command, env=None, timeout=120):
+    """command under a FUSE server mounted at mnt that stops answering once its file `f` is
+    opened (tests/cli/hung_fuse.py, which creates opened then), in a mount namespace of its
+    own: (status, stdout, stderr). The test fails when it has not ended within timeout (the
+    server is killed with it, so that what waits on it returns)."""
+    server = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hung_fuse.py")
+    p = subprocess.Popen(["unshare", "--mount", "--propagation", "private", PY, server, str(mnt), opened, "--",
+                          *command], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise AssertionError("reaper is blocked on the hung FUSE server")
+    return p.returncode, out, err

@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from cli_util import by_pid, load_json
+from cli_util import by_pid, load_json, on_hung_fuse
 from procutil import PY, REAPER, alive, pidfds_where, pinned_by, environ, wait_gone
 
 MODES = ["on", "off"]
@@ -408,47 +408,39 @@ def test_scan_on_a_terminal_tells_its_leftovers_by_its_own_terminal(mark, tmp_pa
         assert not cleanup_marked(mark), "a leftover would not die"
 
 
-def test_scan_tells_files_the_callers_side_holds_from_its_pipeline(mark, tmp_path):
-    """Leftovers write to the script's own output (a file the shell, an ancestor of reaper,
-    holds on fd 1 and 2), and so does a member of `reaper scan | { M & tee log; } | cat`
-    whose only pipe is its fd 1, into cat: the leftovers' fd 2 is told by reaper's own (the
-    same file, inherited), M's fd 1 is still seen to be a pipe (M is the pipeline's): the leftovers are
-    listed, M is not (tee and cat do not carry the marker: M is judged by its own
-    descriptors, not by a look at the pipeline another match made first)."""
+# where the leftovers' files come from: (the script's own files, the leftovers', reaper's, M's)
+HOLDERS = {
+    # the script's own output: the shell, an ancestor of reaper, holds it on fd 1 and 2, and
+    # reaper inherits it on fd 2 (the leftovers' fd 2 is told by reaper's own)
+    "reaper-holds-it": ('exec >"$T/shared" 2>&1 </dev/null', "", "", "</dev/null"),
+    # a log only the leftovers hold, on fd 1 and 2 (reaper's fd 0 and 2 are /dev/null, fd 1
+    # its pipe): the first one's is copied (a regular file of a local file system) and tells
+    # the others by a compare
+    "a-copy-tells-it": ('exec 2>"$T/shared" 4>>"$T/log"', "</dev/null >&4 2>&4", "</dev/null 2>/dev/null",
+                        "</dev/null 2>&4"),
+}
+
+
+@pytest.mark.parametrize("holder", sorted(HOLDERS))
+def test_scan_tells_files_the_leftovers_share_from_its_pipeline(holder, mark, tmp_path):
+    """Leftovers of the caller's session write to one file (HOLDERS), and so does a member of
+    `reaper scan | { M & tee log; } | cat` whose only pipe is its fd 1, into cat: the
+    leftovers' files are told without their links read, M's fd 1 is still seen to be a pipe
+    (M is the pipeline's): the leftovers are listed, M is not (tee and cat do not carry the
+    marker: M is judged by its own descriptors, not by a look at the pipeline another match
+    made first)."""
     name = mark.split("=", 1)[0]
+    setup, left, own, member = HOLDERS[holder]
     try:
         statuses, r = sh(
-            'exec >"$T/shared" 2>&1 </dev/null; export %s; '
-            'for i in 1 2 3; do ("$PY" -c "import time; time.sleep(600)" &); done; '
+            '%s; export %s; '
+            'for i in 1 2 3; do ("$PY" -c "import time; time.sleep(600)" &) %s; done; '
             'until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 3 ]; do :; done; '
-            '(until [ -e "$T/ready" ]; do :; done; "$REAPER" scan --env %s) | '
-            '{ "$PY" -c "import time; open(\'$T/ready\', \'w\'); time.sleep(2)" </dev/null >&3 3>&- & env -u %s tee "$T/log"; wait; } 3>&1 '
-            '| env -u %s cat >"$T/out"; echo "${PIPESTATUS[*]}" >"$STATUS"'
-            % (mark, mark, mark, name, name), tmp_path)
+            '(until [ -e "$T/ready" ]; do :; done; "$REAPER" scan --env %s %s) | '
+            '{ "$PY" -c "import time; open(\'$T/ready\', \'w\'); time.sleep(2)" %s >&3 3>&- & '
+            'env -u %s tee "$T/log"; wait; } 3>&1 | env -u %s cat >"$T/out"; echo "${PIPESTATUS[*]}" >"$STATUS"'
+            % (setup, mark, left, mark, mark, own, member, name, name), tmp_path)
         assert statuses == [0, 0, 0], (tmp_path / "shared").read_text()
-        listed = (tmp_path / "out").read_text().splitlines()
-        assert sorted(ln.split()[-1] for ln in listed) == ["time.sleep(600)"] * 3, listed
-    finally:
-        assert not cleanup_marked(mark), "a leftover would not die"
-
-
-def test_scan_tells_a_file_its_leftovers_share_by_a_copy_and_still_sees_a_members_pipe(mark, tmp_path):
-    """Leftovers of the caller's session share one open log file on fd 1 and 2 that reaper
-    does not hold (its fd 0 and 2 are /dev/null, fd 1 its pipe): the first one's is copied (a
-    regular file of a local file system) and tells the others by a compare. A member of
-    `reaper scan | { M & tee; } | cat` holds that log on fd 2 too, but a pipe into cat on fd 1:
-    it is told by its own descriptors, not by the copy, and never listed; the leftovers are."""
-    name = mark.split("=", 1)[0]
-    try:
-        statuses, r = sh(
-            'exec 2>"$T/sh-err" 4>>"$T/log"; export %s; '
-            'for i in 1 2 3; do ("$PY" -c "import time; time.sleep(600)" &) </dev/null >&4 2>&4; done; '
-            'until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 3 ]; do :; done; '
-            '(until [ -e "$T/ready" ]; do :; done; "$REAPER" scan --env %s </dev/null 2>/dev/null) | '
-            '{ "$PY" -c "import time; open(\'$T/ready\', \'w\'); time.sleep(2)" </dev/null 2>&4 >&3 3>&- & '
-            'env -u %s tee "$T/tee"; wait; } 3>&1 | env -u %s cat >"$T/out"; echo "${PIPESTATUS[*]}" >"$STATUS"'
-            % (mark, mark, mark, name, name), tmp_path)
-        assert statuses == [0, 0, 0], (tmp_path / "sh-err").read_text()
         listed = (tmp_path / "out").read_text().splitlines()
         assert sorted(ln.split()[-1] for ln in listed) == ["time.sleep(600)"] * 3, listed
     finally:
@@ -466,22 +458,13 @@ def test_scan_takes_no_copy_of_a_file_whose_close_asks_its_server(mark, tmp_path
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     opened = str(tmp_path / "opened")
-    server = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hung_fuse.py")
     leftover = "import os, time; os.close(1); os.open(os.environ['M'] + '/f', os.O_RDONLY); time.sleep(600)"
     script = ('export %s; ("$PY" -c "$L" &) </dev/null 2>/dev/null; until [ -e "$O" ]; do sleep 0.01; done; '
               'until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 1 ]; do :; done; '
               '"$REAPER" scan --env %s 2>/dev/null </dev/null | cat >"$T/out"' % (mark, mark, mark))
     e = dict(os.environ, HUNG_FUSE_FLUSH="1", M=str(mnt), O=opened, T=str(tmp_path), PY=PY, REAPER=REAPER, L=leftover)
-    p = subprocess.Popen(["unshare", "--mount", "--propagation", "private", PY, server, str(mnt), opened, "--",
-                          "bash", "-c", script], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                         start_new_session=True)
     try:
-        try:
-            _, err = p.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)  # the server with it: the blocked close returns
-            p.communicate()
-            pytest.fail("reaper is blocked on the hung FUSE server")
+        _, _, err = on_hung_fuse(mnt, opened, ["bash", "-c", script], env=e)
         listed = (tmp_path / "out").read_text().splitlines()
         assert [ln.split()[-1] for ln in listed] == ["time.sleep(600)"], (listed, err)
     finally:

@@ -5,14 +5,13 @@ exits once the leftover holds what the test is about, so the report can only be 
 looked before the kill."""
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
 
 import pytest
 
-from cli_util import by_pid, load_json, reaper
+from cli_util import by_pid, load_json, on_hung_fuse, reaper
 from procutil import PY, REAPER, free_port
 
 # A leftover started by COMMAND writes its pid (and is ready) once it holds its thing;
@@ -197,18 +196,10 @@ def test_a_file_on_a_hung_fuse_server_does_not_block_the_reap(home, tmp_path, sw
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     opened, report = str(tmp_path / "opened"), str(tmp_path / "r.json")
-    server = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hung_fuse.py")
-    cmd = ["unshare", "--mount", "--propagation", "private", PY, server, str(mnt), opened, "--",
-           REAPER, "run", "--home", home, "--timeout", "0", "--grace", "5", "--report", report, "--",
-           PY, "-c", STARTER, opened, "sh", "-c", "exec 3<%s/f; exec sleep 600" % mnt]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)  # the server with it: the blocked stat returns
-        p.communicate()
-        pytest.fail("reaper is blocked on the hung FUSE server")
-    assert p.returncode == 23, err.decode()
+    status, _, err = on_hung_fuse(mnt, opened, [
+        REAPER, "run", "--home", home, "--timeout", "0", "--grace", "5", "--report", report, "--",
+        PY, "-c", STARTER, opened, "sh", "-c", "exec 3<%s/f; exec sleep 600" % mnt])
+    assert status == 23, err.decode()
     held = [h["what"] for h in the_leak(load_json(report))["holdings"]["held"]]
     assert held == [str(mnt / "f")], held
 
