@@ -255,10 +255,11 @@ static int copy_is(const struct reader *rd, int f, int kind, unsigned long ino, 
 /* A copy of fp's fd, whose link said kind (ino): kept to tell the processes that share it.
  * Only a pipe, a memory device (/dev/null, /dev/zero, /dev/urandom) or a regular file of a
  * quiet file system (quietfs.h) is copied: the close of a copy may be the file's last (every
- * other holder gone during the pass), and only for these does a close do nothing that could
- * wait on anything but the local disk or undo: a file's close on FUSE or NFS flushes it (a hung server
- * would hold it), a socket's may linger over unsent data, a terminal's drains its output, a
- * CUSE device's goes to its server. */
+ * other holder gone during the pass), and for these no close waits on anything but the local
+ * disk, nor undoes anything of the process it came from (the POSIX locks a close ends are the
+ * closer's own): a file's close on FUSE or NFS flushes it (a hung server would hold it), a
+ * socket's may linger over unsent data, a terminal's drains its output, a CUSE device's goes
+ * to its server. */
 static void take_copy(struct callers *cl, const struct reader *rd, struct fdpipes *fp, int fd, int kind,
 		      unsigned long ino)
 {

@@ -33,12 +33,12 @@ int quietfs_where(int procfd, pid_t pid, int fd, unsigned long long *mnt_id, uns
  * (every other holder gone meanwhile) does what their last holder's exit would have done,
  * with the local disk at most. Overlayfs is not among them: its flush is its lower file
  * system's. */
-static const char *const quiet[] = { "ext2", "ext3", "ext4", "xfs", "tmpfs", "ramfs" };
+static const char *const quiet_types[] = { "ext2", "ext3", "ext4", "xfs", "tmpfs", "ramfs" };
 
 static int quiet_type(const char *t, size_t len)
 {
-	for (size_t i = 0; i < sizeof quiet / sizeof *quiet; i++)
-		if (strlen(quiet[i]) == len && !memcmp(quiet[i], t, len))
+	for (size_t i = 0; i < sizeof quiet_types / sizeof *quiet_types; i++)
+		if (strlen(quiet_types[i]) == len && !memcmp(quiet_types[i], t, len))
 			return 1;
 	return 0;
 }
@@ -47,26 +47,23 @@ int quietfs_mount(int procfd, pid_t self, unsigned long long mnt_id)
 {
 	struct sbuf b = { 0 };
 	ssize_t n = procfs_read(procfd, self, "mountinfo", &b);
-	int found = 0;
+	int quiet = 0;
 	if (n > 0)
 		b.p[n] = 0;
 	/* a line: ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [TAGS...] - TYPE SOURCE OPTIONS (a
 	 * space in a path shown as \040: " - " only ends the tags) */
-	for (const char *l = n > 0 ? b.p : ""; *l && !found;) {
-		const char *end = strchr(l, '\n');
-		if (!end)
-			end = l + strlen(l);
+	for (const char *l = n > 0 ? b.p : "", *end; *l; l = *end ? end + 1 : end) {
+		end = strchrnul(l, '\n');
 		char *after;
-		const char *sep = strtoull(l, &after, 10) == mnt_id && after != l ? memmem(l, (size_t)(end - l), " - ", 3)
-										 : NULL;
+		if (strtoull(l, &after, 10) != mnt_id || after == l || *after != ' ')
+			continue;
+		const char *sep = memmem(l, (size_t)(end - l), " - ", 3);
 		if (sep) {
-			const char *t = sep + 3, *te = t;
-			while (te < end && *te != ' ')
-				te++;
-			found = 1 + quiet_type(t, (size_t)(te - t));
+			const char *t = sep + 3;
+			quiet = quiet_type(t, strcspn(t, " \n"));
 		}
-		l = *end ? end + 1 : end;
+		break;
 	}
 	sbuf_free(&b);
-	return found == 2;
+	return quiet;
 }
