@@ -2,7 +2,6 @@
 /* callers: see callers.h. */
 #define _GNU_SOURCE
 #include "callers.h"
-#include "quietfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -220,59 +219,24 @@ static int char_dev(int dirfd, const char *path, int flags, dev_t *rdev)
 	return 1;
 }
 
-/* Whether fp's fd, whose link names neither a pipe, a socket nor a file under /dev, is a
- * regular file that may be copied (see quietfs.h): its mount and inode in *mnt_id, *ino. The
- * fdinfo names the mount without asking its file system; only then is the file's type asked
- * through the link, of a local one (as char_dev asks a file under /dev). */
-static int quiet_file(const struct reader *rd, const struct fdpipes *fp, int fd, unsigned long long *mnt_id,
-		      unsigned long *ino)
-{
-	char path[64];
-	struct statx sx;
-	if (quietfs_where(rd->procfd, fp->pid, fd, mnt_id, ino) < 0 || !quietfs_mount(rd->procfd, rd->self, *mnt_id))
-		return 0;
-	snprintf(path, sizeof path, "%d/fd/%d", (int)fp->pid, fd);
-	return statx(rd->procfd, path, AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &sx) == 0 && S_ISREG(sx.stx_mode) &&
-	       sx.stx_ino == *ino;
-}
-
-/* Whether our copy f is the file that was looked at (not one dup'd there since), as its own
- * link, device or fdinfo says. */
-static int copy_is(const struct reader *rd, int f, int kind, unsigned long ino, dev_t dev, unsigned long long mnt_id)
-{
-	char path[64];
-	unsigned long own;
-	dev_t own_dev = 0;
-	unsigned long long own_mnt;
-	snprintf(path, sizeof path, "/proc/self/fd/%d", f);
-	if (kind == LINK_DEV)
-		return char_dev(f, "", AT_EMPTY_PATH, &own_dev) && own_dev == dev;
-	if (kind == LINK_PIPE)
-		return link_kind(AT_FDCWD, path, &own) == kind && own == ino;
-	return quietfs_where(rd->procfd, rd->self, f, &own_mnt, &own) == 0 && own_mnt == mnt_id && own == ino;
-}
-
 /* A copy of fp's fd, whose link said kind (ino): kept to tell the processes that share it.
- * Only a pipe, a memory device (/dev/null, /dev/zero, /dev/urandom) or a regular file of a
- * quiet file system (quietfs.h) is copied: the close of a copy may be the file's last (every
- * other holder gone during the pass), and for these no close waits on anything but the local
- * disk, nor undoes anything of the process it came from (the POSIX locks a close ends are the
- * closer's own): a file's close on FUSE or NFS flushes it (a hung server would hold it), a
- * socket's may linger over unsent data, a terminal's drains its output, a CUSE device's goes
- * to its server. */
+ * Only a pipe or a memory device (/dev/null, /dev/zero, /dev/urandom) is copied: the close of
+ * a copy may be the file's last (every other holder gone during the pass), and only for these
+ * does a last close, come late, neither wait nor fail another program: a file's close may
+ * flush it (a hung FUSE or NFS server would hold it), and a file kept past its holders' exit,
+ * on any file system, keeps its mount busy (a teardown's umount fails), its write access (an
+ * exec of it fails) and its flock; a socket's may linger over unsent data, a terminal's drains
+ * its output, a CUSE device's goes to its server. */
 static void take_copy(struct callers *cl, const struct reader *rd, struct fdpipes *fp, int fd, int kind,
 		      unsigned long ino)
 {
 	char path[64];
-	dev_t dev = 0;
-	unsigned long long mnt_id = 0;
-	if (kind == LINK_NONE || kind == LINK_SOCKET || cl->by_link || cl->no_copy || fp->pidfd < 0 ||
+	dev_t dev = 0, own_dev = 0;
+	if ((kind != LINK_PIPE && kind != LINK_DEV) || cl->by_link || cl->no_copy || fp->pidfd < 0 ||
 	    cl->nseen == sizeof cl->seen / sizeof *cl->seen)
 		return;
 	snprintf(path, sizeof path, "%d/fd/%d", (int)fp->pid, fd);
 	if (kind == LINK_DEV && (!char_dev(rd->procfd, path, 0, &dev) || major(dev) != MEM_MAJOR))
-		return;
-	if (kind == LINK_OTHER && !quiet_file(rd, fp, fd, &mnt_id, &ino))
 		return;
 	int f = (int)syscall(SYS_pidfd_getfd, fp->pidfd, fd, 0);
 	if (f < 0) {
@@ -280,14 +244,19 @@ static void take_copy(struct callers *cl, const struct reader *rd, struct fdpipe
 		cl->no_copy |= errno != ESRCH && errno != EBADF; /* refused: no more tries this pass */
 		return;
 	}
+	/* the copy is what was looked at (not a file dup'd there since): its own link or type says so */
+	unsigned long own;
 	int fl = fcntl(f, F_GETFL);
-	if (fl < 0 || !copy_is(rd, f, kind, ino, dev, mnt_id)) {
+	snprintf(path, sizeof path, "/proc/self/fd/%d", f);
+	int same = kind == LINK_DEV ? char_dev(f, "", AT_EMPTY_PATH, &own_dev) && own_dev == dev
+				      : link_kind(AT_FDCWD, path, &own) == kind && own == ino;
+	if (fl < 0 || !same) {
 		close(f);
 		return;
 	}
 	size_t n = cl->nseen++;
 	cl->seen[n].fd = f;
-	cl->seen[n].ino = kind == LINK_PIPE ? ino : 0;
+	cl->seen[n].ino = ino;
 	cl->seen[n].acc = fl & O_ACCMODE;
 	cl->seen_hint[fd] = (int)n;
 	fp->acc[fd] = cl->seen[n].acc;

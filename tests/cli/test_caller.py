@@ -414,10 +414,10 @@ HOLDERS = {
     # reaper inherits it on fd 2 (the leftovers' fd 2 is told by reaper's own)
     "reaper-holds-it": ('exec >"$T/shared" 2>&1 </dev/null', "", "", "</dev/null"),
     # a log only the leftovers hold, on fd 1 and 2 (reaper's fd 0 and 2 are /dev/null, fd 1
-    # its pipe): the first one's is copied (a regular file of a local file system) and tells
-    # the others by a compare
-    "a-copy-tells-it": ('exec 2>"$T/shared" 4>>"$T/log"', "</dev/null >&4 2>&4", "</dev/null 2>/dev/null",
-                        "</dev/null 2>&4"),
+    # its pipe): told by its link at each (a regular file is never copied: see
+    # test_scan_holds_no_leftovers_file_a_teardown_unmounts)
+    "only-the-leftovers-hold-it": ('exec 2>"$T/shared" 4>>"$T/log"', "</dev/null >&4 2>&4",
+                                   "</dev/null 2>/dev/null", "</dev/null 2>&4"),
 }
 
 
@@ -425,7 +425,7 @@ HOLDERS = {
 def test_scan_tells_files_the_leftovers_share_from_its_pipeline(holder, mark, tmp_path):
     """Leftovers of the caller's session write to one file (HOLDERS), and so does a member of
     `reaper scan | { M & tee log; } | cat` whose only pipe is its fd 1, into cat: the
-    leftovers' files are told without their links read, M's fd 1 is still seen to be a pipe
+    leftovers' files are told to be no pipe, M's fd 1 is still seen to be a pipe
     (M is the pipeline's): the leftovers are listed, M is not (tee and cat do not carry the
     marker: M is judged by its own descriptors, not by a look at the pipeline another match
     made first)."""
@@ -469,6 +469,76 @@ def test_scan_takes_no_copy_of_a_file_whose_close_asks_its_server(mark, tmp_path
         assert [ln.split()[-1] for ln in listed] == ["time.sleep(600)"], (listed, err)
     finally:
         assert not cleanup_marked(mark), "a leftover would not die"
+
+
+def held_at_look_at(reaper, pid):
+    """Follow reaper (started traced: PTRACE_TRACEME) until its first look at pid's
+    descriptors (a link or fdinfo of pid's read, or a compare with one of them); it stays
+    stopped there. False when it ended first."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    libc.ptrace.restype = ctypes.c_long
+    PTRACE_SYSCALL, PTRACE_SETOPTIONS, PTRACE_GET_SYSCALL_INFO = 24, 0x4200, 0x420E
+    assert os.uname().machine == "x86_64", "the calls' numbers are x86-64's"
+    info = (ctypes.c_uint64 * 10)()  # op, arch | ip | sp | nr | args
+    _, st = os.waitpid(reaper, 0)
+    assert os.WIFSTOPPED(st) and os.WSTOPSIG(st) == signal.SIGTRAP, st  # at its exec
+    assert libc.ptrace(PTRACE_SETOPTIONS, reaper, None, 1) == 0  # PTRACE_O_TRACESYSGOOD
+    deliver = 0
+    while True:
+        assert libc.ptrace(PTRACE_SYSCALL, reaper, None, deliver) == 0, ctypes.get_errno()
+        _, st = os.waitpid(reaper, 0)
+        if not os.WIFSTOPPED(st):
+            return False
+        deliver = 0 if os.WSTOPSIG(st) == signal.SIGTRAP | 0x80 else os.WSTOPSIG(st)
+        if deliver or libc.ptrace(PTRACE_GET_SYSCALL_INFO, reaper, ctypes.sizeof(info), info) <= 0 or info[0] & 0xFF != 1:
+            continue
+        nr, args = info[3], info[4:10]
+        if nr == 312 and pid in (args[0], args[1]):  # kcmp
+            return True
+        if nr in (257, 267, 332):  # openat, readlinkat, statx: the path's argument
+            with open("/proc/%d/mem" % reaper, "rb") as mem:
+                mem.seek(args[1])
+                path = mem.read(256).split(b"\0")[0].decode(errors="replace")
+            if path.startswith(("%d/fd" % pid, "/proc/%d/fd" % pid)):
+                return True
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_scan_holds_no_leftovers_file_a_teardown_unmounts(mark, tmp_path):
+    """`reaper scan | cat` in the session of two leftovers, the first writing a log on a tmpfs
+    of its own: held at its look at the second (the first judged, the pass not over), the
+    first exits and its tmpfs is unmounted, as a teardown does right after its leftover is
+    gone. A copy of the log, kept by the pass to tell others that share it, would be the
+    file's last holder: the umount would fail with EBUSY (and an exec of it with ETXTBSY)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    name, value = mark.split("=", 1)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "reaper-test", str(mnt)], check=True)
+    log = os.open(mnt / "log", os.O_WRONLY | os.O_CREAT, 0o644)
+    left = [subprocess.Popen([PY, "-c", "import time; time.sleep(600)"], env={name: value}, stdin=subprocess.DEVNULL,
+                             stdout=out, stderr=out) for out in (log, subprocess.DEVNULL)]
+    os.close(log)
+    scan = subprocess.Popen([REAPER, "scan", "--env", mark], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, preexec_fn=lambda: libc.ptrace(0, 0, None, None))
+    try:
+        assert held_at_look_at(scan.pid, left[1].pid), "the scan never looked at the second leftover"
+        left[0].kill()
+        left[0].wait()
+        unmounted = libc.umount2(str(mnt).encode(), 0) == 0
+        assert unmounted, "umount: " + os.strerror(ctypes.get_errno())
+    finally:
+        libc.ptrace(17, scan.pid, None, None)  # PTRACE_DETACH
+        out = scan.communicate(timeout=120)[0].decode()
+        for p in left:
+            p.kill()
+            p.wait()
+        if os.path.ismount(mnt):
+            subprocess.run(["umount", str(mnt)], check=True)
+    assert sorted(int(ln.split()[0]) for ln in out.splitlines()) == sorted(p.pid for p in left), out
 
 
 @pytest.mark.parametrize("sub", ["scan", "reap"])
