@@ -161,3 +161,37 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def syscall_stops(pid: int):
+    """Follow pid, started traced (PTRACE_TRACEME) and stopped at its exec, from system call to
+    system call: yields (op, nr, args) at each stop at one (op 1 its entry, nr its number; 2 its
+    exit, nr its value), pid stopped there until the next is asked for; the signals it gets are
+    delivered. Ends when pid does. The calls' numbers are x86-64's."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    libc.ptrace.restype = ctypes.c_long
+    PTRACE_SYSCALL, PTRACE_SETOPTIONS, PTRACE_GET_SYSCALL_INFO = 24, 0x4200, 0x420E
+    assert os.uname().machine == "x86_64", "the calls' numbers are x86-64's"
+    info = (ctypes.c_uint64 * 10)()  # op, arch | ip | sp | nr or rval | args
+    _, st = os.waitpid(pid, 0)
+    assert os.WIFSTOPPED(st) and os.WSTOPSIG(st) == signal.SIGTRAP, st  # at its exec
+    assert libc.ptrace(PTRACE_SETOPTIONS, pid, None, 1) == 0  # PTRACE_O_TRACESYSGOOD
+    deliver = 0
+    while True:
+        assert libc.ptrace(PTRACE_SYSCALL, pid, None, deliver) == 0, ctypes.get_errno()
+        _, st = os.waitpid(pid, 0)
+        if not os.WIFSTOPPED(st):
+            return
+        deliver = 0 if os.WSTOPSIG(st) == signal.SIGTRAP | 0x80 else os.WSTOPSIG(st)
+        if not deliver:
+            assert libc.ptrace(PTRACE_GET_SYSCALL_INFO, pid, ctypes.sizeof(info), info) > 0
+            yield info[0] & 0xFF, info[3], info[4:10]
+
+
+def string_at(pid: int, addr: int) -> str:
+    """The NUL-ended string at addr in pid's memory (up to 4096 bytes)."""
+    with open("/proc/%d/mem" % pid, "rb") as mem:
+        mem.seek(addr)
+        return mem.read(4096).split(b"\0")[0].decode(errors="replace")

@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from cli_util import by_pid, load_json, on_hung_fuse
-from procutil import PY, REAPER, alive, pidfds_where, pinned_by, environ, wait_gone
+from procutil import PY, REAPER, alive, pidfds_where, pinned_by, environ, string_at, syscall_stops, wait_gone
 
 MODES = ["on", "off"]
 if os.geteuid() != 0:
@@ -475,34 +475,13 @@ def held_at_look_at(reaper, pid):
     """Follow reaper (started traced: PTRACE_TRACEME) until its first look at pid's
     descriptors (a link or fdinfo of pid's read, or a compare with one of them); it stays
     stopped there. False when it ended first."""
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
-    libc.ptrace.restype = ctypes.c_long
-    PTRACE_SYSCALL, PTRACE_SETOPTIONS, PTRACE_GET_SYSCALL_INFO = 24, 0x4200, 0x420E
-    assert os.uname().machine == "x86_64", "the calls' numbers are x86-64's"
-    info = (ctypes.c_uint64 * 10)()  # op, arch | ip | sp | nr | args
-    _, st = os.waitpid(reaper, 0)
-    assert os.WIFSTOPPED(st) and os.WSTOPSIG(st) == signal.SIGTRAP, st  # at its exec
-    assert libc.ptrace(PTRACE_SETOPTIONS, reaper, None, 1) == 0  # PTRACE_O_TRACESYSGOOD
-    deliver = 0
-    while True:
-        assert libc.ptrace(PTRACE_SYSCALL, reaper, None, deliver) == 0, ctypes.get_errno()
-        _, st = os.waitpid(reaper, 0)
-        if not os.WIFSTOPPED(st):
-            return False
-        deliver = 0 if os.WSTOPSIG(st) == signal.SIGTRAP | 0x80 else os.WSTOPSIG(st)
-        if deliver or libc.ptrace(PTRACE_GET_SYSCALL_INFO, reaper, ctypes.sizeof(info), info) <= 0 or info[0] & 0xFF != 1:
-            continue
-        nr, args = info[3], info[4:10]
-        if nr == 312 and pid in (args[0], args[1]):  # kcmp
+    for op, nr, args in syscall_stops(reaper):
+        if op == 1 and nr == 312 and pid in (args[0], args[1]):  # kcmp
             return True
-        if nr in (257, 267, 332):  # openat, readlinkat, statx: the path's argument
-            with open("/proc/%d/mem" % reaper, "rb") as mem:
-                mem.seek(args[1])
-                path = mem.read(256).split(b"\0")[0].decode(errors="replace")
-            if path.startswith(("%d/fd" % pid, "/proc/%d/fd" % pid)):
+        if op == 1 and nr in (257, 267, 332):  # openat, readlinkat, statx: the path's argument
+            if string_at(reaper, args[1]).startswith(("%d/fd" % pid, "/proc/%d/fd" % pid)):
                 return True
+    return False
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")

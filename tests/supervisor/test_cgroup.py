@@ -19,7 +19,8 @@ import time
 import pytest
 
 from conftest import KEEP_AND_DEAF, script
-from procutil import FIXTURES, PY, REAPER, alive, kill_identified, running, start_time, stat, wait_gone
+from procutil import (FIXTURES, PY, REAPER, alive, kill_identified, running, start_time, stat, string_at, syscall_stops,
+                      wait_gone)
 
 
 def own_cgroup():
@@ -635,35 +636,14 @@ def held_at_cgroup_call(r, calls, stop_op):
     """Follow the reaper r (started traced: PTRACE_TRACEME) until a call of calls ({number:
     the path's argument}) on the run's cgroup is at stop_op (1 its entry, 2 its exit); it stays
     stopped there. The cgroup's path."""
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
-    libc.ptrace.restype = ctypes.c_long
-    PTRACE_SYSCALL, PTRACE_SETOPTIONS, PTRACE_GET_SYSCALL_INFO = 24, 0x4200, 0x420E
-    info = (ctypes.c_uint64 * 10)()  # op, arch | ip | sp | nr or rval | args
-    pid, path = r.p.pid, None
-    assert os.uname().machine == "x86_64", "the calls' numbers are x86-64's"
-    _, st = os.waitpid(pid, 0)
-    assert os.WIFSTOPPED(st) and os.WSTOPSIG(st) == signal.SIGTRAP, st  # at its exec
-    assert libc.ptrace(PTRACE_SETOPTIONS, pid, None, 1) == 0  # PTRACE_O_TRACESYSGOOD
-    deliver = 0
-    while True:
-        assert libc.ptrace(PTRACE_SYSCALL, pid, None, deliver) == 0, ctypes.get_errno()
-        _, st = os.waitpid(pid, 0)
-        assert os.WIFSTOPPED(st), "the reaper ended before the call on its cgroup (status %#x)" % st
-        deliver = 0
-        if os.WSTOPSIG(st) != signal.SIGTRAP | 0x80:
-            deliver = os.WSTOPSIG(st)
-            continue
-        assert libc.ptrace(PTRACE_GET_SYSCALL_INFO, pid, ctypes.sizeof(info), info) > 0
-        op = info[0] & 0xFF
-        if op == 1 and info[3] in calls:  # entry
-            with open("/proc/%d/mem" % pid, "rb") as mem:
-                mem.seek(info[4 + calls[info[3]]])
-                name = mem.read(4096).split(b"\0")[0].decode()
+    path, pid = None, r.p.pid
+    for op, nr, args in syscall_stops(pid):
+        if op == 1:  # entry
+            name = string_at(pid, args[calls[nr]]) if nr in calls else ""
             path = name if "/reaper-run-" in name else None
         if path and op == stop_op:
             return path
+    raise AssertionError("the reaper ended before the call on its cgroup")
 
 
 @needs_cgroup
