@@ -70,6 +70,8 @@ void callers_pass_done(struct callers *cl)
 		close(cl->seen[i].fd);
 	cl->nseen = 0;
 	cl->no_copy = 0;
+	cl->dev_mnt_read = 0;
+	cl->dev_mnt = 0;
 	cl->pl_rereads = 0;
 	cl->nkin = 0;
 	cl->kin_read = 0;
@@ -208,35 +210,53 @@ static int by_copy(struct callers *cl, const struct reader *rd, struct fdpipes *
 }
 
 /* A character device (a terminal, /dev/null) at path: told without asking its file system
- * (a hung FUSE or NFS server would hold a question that goes to it). 1, or 0 with *rdev
- * untouched. */
-static int char_dev(int dirfd, const char *path, int flags, dev_t *rdev)
+ * (a hung FUSE or NFS server would hold a question that goes to it). 1, with its mount in
+ * *mnt_id (0: not told), or 0 with *rdev untouched. */
+static int char_dev(int dirfd, const char *path, int flags, dev_t *rdev, unsigned long long *mnt_id)
 {
 	struct statx sx;
-	if (statx(dirfd, path, flags | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &sx) < 0 || !S_ISCHR(sx.stx_mode))
+	if (statx(dirfd, path, flags | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO | STATX_MNT_ID, &sx) < 0 ||
+	    !S_ISCHR(sx.stx_mode))
 		return 0;
 	*rdev = makedev(sx.stx_rdev_major, sx.stx_rdev_minor);
+	*mnt_id = sx.stx_mask & STATX_MNT_ID ? sx.stx_mnt_id : 0;
 	return 1;
 }
 
+/* The mount of our own /dev/null, read once a pass (0: not told). A memory device is copied
+ * only from there: a copy of one on another /dev (a container's, which its teardown unmounts
+ * once its processes are gone) would keep that mount busy if it outlived them. */
+static unsigned long long own_dev_mount(struct callers *cl)
+{
+	dev_t rdev;
+	if (!cl->dev_mnt_read) {
+		cl->dev_mnt_read = 1;
+		char_dev(AT_FDCWD, "/dev/null", 0, &rdev, &cl->dev_mnt);
+	}
+	return cl->dev_mnt;
+}
+
 /* A copy of fp's fd, whose link said kind (ino): kept to tell the processes that share it.
- * Only a pipe or a memory device (/dev/null, /dev/zero, /dev/urandom) is copied: the close of
- * a copy may be the file's last (every other holder gone during the pass), and only for these
- * does a last close, come late, neither wait nor fail another program: a file's close may
- * flush it (a hung FUSE or NFS server would hold it), and a file kept past its holders' exit,
- * on any file system, keeps its mount busy (a teardown's umount fails), its write access (an
- * exec of it fails) and its flock; a socket's may linger over unsent data, a terminal's drains
- * its output, a CUSE device's goes to its server. */
+ * Only a pipe or a memory device of our own /dev (/dev/null, /dev/zero, /dev/urandom: see
+ * own_dev_mount) is copied: the close of a copy may be the file's last (every other holder
+ * gone during the pass), and only for these does a last close, come late, neither wait nor
+ * fail another program: a file's close may flush it (a hung FUSE or NFS server would hold it),
+ * and a file kept past its holders' exit, on any file system, keeps its mount busy (a
+ * teardown's umount fails), its write access (an exec of it fails) and its flock; a socket's
+ * may linger over unsent data, a terminal's drains its output, a CUSE device's goes to its
+ * server. */
 static void take_copy(struct callers *cl, const struct reader *rd, struct fdpipes *fp, int fd, int kind,
 		      unsigned long ino)
 {
 	char path[64];
 	dev_t dev = 0, own_dev = 0;
+	unsigned long long mnt = 0, own_mnt = 0;
 	if ((kind != LINK_PIPE && kind != LINK_DEV) || cl->by_link || cl->no_copy || fp->pidfd < 0 ||
 	    cl->nseen == sizeof cl->seen / sizeof *cl->seen)
 		return;
 	snprintf(path, sizeof path, "%d/fd/%d", (int)fp->pid, fd);
-	if (kind == LINK_DEV && (!char_dev(rd->procfd, path, 0, &dev) || major(dev) != MEM_MAJOR))
+	if (kind == LINK_DEV && (!char_dev(rd->procfd, path, 0, &dev, &mnt) || major(dev) != MEM_MAJOR || !mnt ||
+				 mnt != own_dev_mount(cl)))
 		return;
 	int f = (int)syscall(SYS_pidfd_getfd, fp->pidfd, fd, 0);
 	if (f < 0) {
@@ -248,7 +268,7 @@ static void take_copy(struct callers *cl, const struct reader *rd, struct fdpipe
 	unsigned long own;
 	int fl = fcntl(f, F_GETFL);
 	snprintf(path, sizeof path, "/proc/self/fd/%d", f);
-	int same = kind == LINK_DEV ? char_dev(f, "", AT_EMPTY_PATH, &own_dev) && own_dev == dev
+	int same = kind == LINK_DEV ? char_dev(f, "", AT_EMPTY_PATH, &own_dev, &own_mnt) && own_dev == dev && own_mnt == mnt
 				      : link_kind(AT_FDCWD, path, &own) == kind && own == ino;
 	if (fl < 0 || !same) {
 		close(f);

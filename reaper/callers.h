@@ -42,7 +42,7 @@ struct callers {
 	unsigned long anc_pipes[3 * sizeof ((struct reader *)0)->anc / sizeof(pid_t)];
 	size_t nanc_pipes;
 	unsigned anc_pass;
-	/* pipes and memory devices (/dev/null) the processes looked at in this pass hold on fd
+	/* pipes and memory devices (our /dev/null) the processes looked at in this pass hold on fd
 	 * 0-2, each a copy of ours with what it is (a pipe and its end, or no pipe): a process
 	 * holding the same file (a suite's leftovers share their stdio) is told by comparing it
 	 * with the copy, without reading its links. Closed when the pass ends
@@ -53,6 +53,8 @@ struct callers {
 		int acc;
 	} seen[4];
 	size_t nseen;
+	unsigned long long dev_mnt; /* the mount of our /dev/null, where memory devices are copied from */
+	int dev_mnt_read;	    /* dev_mnt was read this pass */
 	/* the files other than pipes the caller holds on fd 0-2 (what a run inherits from the
 	 * caller's side: a CI step's output, a terminal, a log), read at the first need of a pass:
 	 * a process holding the same one is told by one compare with our descriptor (kcmp), no

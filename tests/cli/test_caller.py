@@ -520,6 +520,59 @@ def test_scan_holds_no_leftovers_file_a_teardown_unmounts(mark, tmp_path):
     assert sorted(int(ln.split()[0]) for ln in out.splitlines()) == sorted(p.pid for p in left), out
 
 
+# in a mount namespace of its own: a /dev of a tmpfs with a /dev/null of its own, a leftover
+# (its pid printed) writing to it; at a line, the leftover killed and /dev unmounted (the
+# status printed); at the next, the end
+CONTAINER = r"""
+import os, stat, subprocess, sys
+subprocess.run(["mount", "-t", "tmpfs", "reaper-test", "/dev"], check=True)
+os.mknod("/dev/null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+null = os.open("/dev/null", os.O_RDWR)
+left = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], env=dict([sys.argv[1].split("=", 1)]),
+                        stdin=null, stdout=null, stderr=null)
+os.close(null)
+print(left.pid, flush=True)
+sys.stdin.readline()
+left.kill()
+left.wait()
+print(subprocess.run(["umount", "/dev"]).returncode, flush=True)
+sys.stdin.readline()
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace of its own needs root")
+def test_scan_holds_no_containers_dev_null_its_teardown_unmounts(mark, tmp_path):
+    """As test_scan_holds_no_leftovers_file_a_teardown_unmounts, the first leftover's files
+    being a container's /dev/null (a memory device on its own /dev, in a mount namespace of
+    its own): its /dev is unmounted the moment it exits, the scan held between the two."""
+    import ctypes
+    if not shutil.which("unshare"):
+        pytest.skip("no unshare(1) here")
+    libc = ctypes.CDLL(None, use_errno=True)
+    name, value = mark.split("=", 1)
+    box = subprocess.Popen(["unshare", "--mount", "--propagation", "private", PY, "-c", CONTAINER, mark],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    scan = None
+    try:
+        first = int(box.stdout.readline())
+        second = subprocess.Popen([PY, "-c", "import time; time.sleep(600)"], env={name: value},
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        scan = subprocess.Popen([REAPER, "scan", "--env", mark], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, preexec_fn=lambda: libc.ptrace(0, 0, None, None))
+        assert held_at_look_at(scan.pid, second.pid), "the scan never looked at the second leftover"
+        box.stdin.write("\n")
+        box.stdin.flush()
+        assert box.stdout.readline().strip() == "0", "the container's /dev stayed busy after its leftover exited"
+    finally:
+        if scan:
+            libc.ptrace(17, scan.pid, None, None)  # PTRACE_DETACH
+            out = scan.communicate(timeout=120)[0]
+            second.kill()
+            second.wait()
+        box.communicate("\n", timeout=60)
+    assert sorted(int(ln.split()[0]) for ln in out.splitlines()) == [first, second.pid], out
+
+
 @pytest.mark.parametrize("sub", ["scan", "reap"])
 def test_a_member_that_takes_its_pipe_after_the_pass_read_the_pipeline_is_left_alone(sub, mark, tmp_path):
     """`reaper scan | tee | cat`: a pass reads the pipeline's members at the first leftover
