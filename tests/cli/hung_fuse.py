@@ -3,8 +3,9 @@
 that answers until `f` is opened (creating OPENED then) and never again: a hung server,
 alive, its /dev/fuse open. Runs COMMAND meanwhile, then ends the server; exits with
 COMMAND's status. With HUNG_FUSE_FLUSH=1 in its environment `f` is opened without
-FOPEN_NOFLUSH: every close of it, a copy's too, sends a FLUSH that is never answered. Run it as root in a mount namespace of its own (unshare --mount
---propagation private): the mount ends with it. Attributes are never cached by the kernel
+FOPEN_NOFLUSH: every close of it, a copy's too, sends a FLUSH that is never answered. Run it
+as root in a mount namespace of its own (unshare --mount --propagation private): the mount
+ends with it. Attributes are never cached by the kernel
 (valid 0 s), so any stat that asks the file system waits for the server forever."""
 import os
 import signal
