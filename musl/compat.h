@@ -5,7 +5,6 @@
 #define MUSL_COMPAT_H
 
 #define _GNU_SOURCE
-#include <linux/stat.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -16,11 +15,15 @@
 #define W_EXITCODE(ret, sig) ((ret) << 8 | (sig))
 #endif
 
+/* statx came in musl 1.2.5, with its flags and struct in sys/stat.h */
+#ifndef STATX_TYPE
+#include <linux/stat.h>
 static inline int musl_statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *sx)
 {
 	return (int)syscall(SYS_statx, dirfd, path, flags, mask, sx);
 }
 #define statx(...) musl_statx(__VA_ARGS__)
+#endif
 
 static inline int musl_close_range(unsigned lo, unsigned hi, int flags)
 {
