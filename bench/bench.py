@@ -70,6 +70,13 @@ def own_cgroup_dir():
     return d if os.access(d, os.W_OK) else None
 
 
+def is_open(ln: str) -> bool:
+    """A file opened: openat, or open (what musl's open() calls for a path not relative to a
+    directory descriptor)."""
+    call = ln.split(None, 1)[1] if len(ln.split(None, 1)) > 1 else ""
+    return call.startswith(("openat(", "open(")) and "= -1" not in ln
+
+
 def strace_end(log: str) -> dict:
     """From `strace -f` of one `reaper run -- CMD`: reaper's syscalls from the one that collects
     CMD (the first process to exec after reaper) to its exit (the final reap and the teardown), the files it opens there, and those under
@@ -80,7 +87,7 @@ def strace_end(log: str) -> dict:
     mine = [ln for ln in lines if ln.startswith(me + " ")]
     at = next(i for i, ln in enumerate(mine) if ("wait4(" in ln or "waitid(" in ln) and ("= " + cmd) in ln)
     end = [ln for ln in mine[at + 1:] if "resumed>" not in ln or "<..." not in ln.split()[1]]
-    opens = [ln for ln in end if "openat(" in ln and "= -1" not in ln]
+    opens = [ln for ln in end if is_open(ln)]
     return {"syscalls": len(end), "opens": len(opens),
             "stat_reads": sum(1 for ln in opens if '/stat"' in ln),
             "environ_reads": sum(1 for ln in end if "/environ\"" in ln),
@@ -99,7 +106,7 @@ def strace_start(log: str) -> dict:
     start = [ln for ln in mine[1:at] if not ("resumed>" in ln and "<..." in ln.split()[1])]
     start = [ln for ln in start if not (("clone" in ln or "vfork" in ln) and "unfinished" in ln and
                                         "resumed>" in mine[at])]
-    opens = [ln for ln in start if "openat(" in ln and "= -1" not in ln]
+    opens = [ln for ln in start if is_open(ln)]
     return {"syscalls": len(start), "opens": len(opens)}
 
 
