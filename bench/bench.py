@@ -143,6 +143,23 @@ def zombies_left() -> int:
         n += 1
 
 
+def link_kind(path: str) -> tuple:
+    """How a program is linked, as far as its start costs: ELF type, the loader it asks for
+    (none when static), and its libc (musl's strerror table holds a line glibc's has not)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    etype = int.from_bytes(data[16:18], "little")
+    phoff, phentsize, phnum = (int.from_bytes(data[32:40], "little"), int.from_bytes(data[54:56], "little"),
+                               int.from_bytes(data[56:58], "little"))
+    loader = None
+    for i in range(phnum):
+        ph = data[phoff + i * phentsize:phoff + (i + 1) * phentsize]
+        if int.from_bytes(ph[:4], "little") == 3:  # PT_INTERP
+            off, size = int.from_bytes(ph[8:16], "little"), int.from_bytes(ph[32:40], "little")
+            loader = data[off:off + size].rstrip(b"\0").decode()
+    return etype, loader, b"No error information" in data
+
+
 class Bench:
     def __init__(self, build: str, quick: bool):
         self.bin = os.path.abspath(os.path.join(build, "bench"))
@@ -152,6 +169,12 @@ class Bench:
         self.quick = quick
         self.hw = load_handwritten()
         become_subreaper()
+        # the floor of the listing starts as the command does, or `reaper scan` vs it is no
+        # like-for-like comparison
+        if os.path.exists(self.reaper) and os.path.exists(self.listing) and \
+                link_kind(self.reaper) != link_kind(self.listing):
+            sys.exit(f"bench: {self.listing} is linked unlike {self.reaper} "
+                     f"({link_kind(self.listing)} vs {link_kind(self.reaper)}): make bench-build")
         self.tmp = f"/tmp/reaper-bench-{os.getpid()}"
         self.reaper, self.listing = self.installed(self.reaper), self.installed(self.listing)
         # the unrelated sleepers of the scan and the suite rows: orphans of ours blocked on this

@@ -14,8 +14,10 @@ MUSL_ARCH    := $(shell $(CC) -print-multiarch 2>/dev/null)
 MUSL_LIBDIR  := $(if $(MUSL_CC),$(shell $(MUSL_CC) -\#\#\# -static x.o 2>&1 | tr ' ' '\n' | sed -n 's|^"\{0,1\}\(/.*\)/Scrt1\.o"\{0,1\}$$|\1|p' | head -n 1))
 MUSL_START    = $(if $(MUSL_LIBDIR),$(MUSL_LIBDIR)/rcrt1.o $(MUSL_LIBDIR)/crti.o,/nonexistent/musl/rcrt1.o) $(shell $(MUSL_CC) -print-file-name=crtbeginS.o)
 MUSL_END      = $(shell $(MUSL_CC) -print-file-name=crtendS.o) $(MUSL_LIBDIR)/crtn.o
-MUSL_LINK     = $(MUSL_CC) $(ALL_CFLAGS) -static -nostartfiles -Wl,-pie,--no-dynamic-linker,-z,text,--fatal-warnings \
-		-o $@ $(MUSL_START) $(MUSL_OBJ) $(LDFLAGS) $(MUSL_END)
+# $(call musl_link,OBJECTS): a static PIE $@ of OBJECTS against musl
+musl_link     = $(MUSL_CC) $(ALL_CFLAGS) -static -nostartfiles -Wl,-pie,--no-dynamic-linker,-z,text,--fatal-warnings \
+		-o $@ $(MUSL_START) $(1) $(LDFLAGS) $(MUSL_END)
+MUSL_LINK     = $(call musl_link,$(MUSL_OBJ))
 
 $(MUSL_INCLUDE)/.made:
 	@mkdir -p $(MUSL_INCLUDE)
