@@ -26,6 +26,8 @@ def test_more_finders_than_the_limit_is_a_usage_error():
 @pytest.mark.parametrize("flag,value", [
     ("--timeout", "abc"), ("--timeout", "-3"), ("--grace", "2w"), ("--grace", "nan"),
     ("--leak-exit-code", "64"), ("--leak-exit-code", "0"),
+    # below the smallest normal double: out of range whatever the libc's strtod says
+    ("--timeout", "4.9e-324"), ("--grace", "1e-310ms"), ("--timeout", "1e-400"),
 ])
 def test_reap_bad_flag_values_are_usage_errors(flag, value):
     r = reaper("reap", "--home", "/nonexistent/reaper-home", flag, value)
