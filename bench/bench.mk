@@ -20,9 +20,16 @@ $(BENCH_DIR)/bench-reap: bench/reap.c $(BENCH_COMMON) $(BUILD)/libreaper.a | $(D
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< bench/benchlib.c $(BUILD)/libreaper.a $(LDLIBS)
 
-$(BENCH_DIR)/bench-listing: bench/listing.c $(BENCH_COMMON) | $(DEPS_STAMP)
+# The floor of `reaper scan`'s listing is linked as the command is (Makefile): a static PIE
+# against musl where the command is one, else against glibc where it can be, else dynamically;
+# a start costs a listing what it costs the command, so the two compare like for like.
+LISTING_MUSL_OBJ := $(if $(MUSL_CC),$(addprefix $(BUILD)/musl/,bench/listing.o bench/benchlib.o musl/strerror.o))
+$(LISTING_MUSL_OBJ): $(BENCH_COMMON)
+$(BENCH_DIR)/bench-listing: bench/listing.c $(BENCH_COMMON) $(LISTING_MUSL_OBJ) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< bench/benchlib.c $(LDLIBS)
+	$(if $(LISTING_MUSL_OBJ),$(call musl_link,$(LISTING_MUSL_OBJ)) 2>/dev/null || )\
+	$(if $(CLI_STATIC),$(CC) $(ALL_CFLAGS) $(CLI_STATIC) -o $@ $< bench/benchlib.c $(LDFLAGS) $(LDLIBS) 2>/dev/null || )\
+	$(CC) $(ALL_CFLAGS) -o $@ $< bench/benchlib.c $(LDFLAGS) $(LDLIBS)
 
 $(BENCH_DIR)/bench-wrap: bench/wrap.c $(BENCH_COMMON) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

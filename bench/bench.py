@@ -70,6 +70,13 @@ def own_cgroup_dir():
     return d if os.access(d, os.W_OK) else None
 
 
+def is_open(ln: str) -> bool:
+    """A file opened: openat, or open (what musl's open() calls for a path not relative to a
+    directory descriptor)."""
+    call = ln.split(None, 1)[1] if len(ln.split(None, 1)) > 1 else ""
+    return call.startswith(("openat(", "open(")) and "= -1" not in ln
+
+
 def strace_end(log: str) -> dict:
     """From `strace -f` of one `reaper run -- CMD`: reaper's syscalls from the one that collects
     CMD (the first process to exec after reaper) to its exit (the final reap and the teardown), the files it opens there, and those under
@@ -80,7 +87,7 @@ def strace_end(log: str) -> dict:
     mine = [ln for ln in lines if ln.startswith(me + " ")]
     at = next(i for i, ln in enumerate(mine) if ("wait4(" in ln or "waitid(" in ln) and ("= " + cmd) in ln)
     end = [ln for ln in mine[at + 1:] if "resumed>" not in ln or "<..." not in ln.split()[1]]
-    opens = [ln for ln in end if "openat(" in ln and "= -1" not in ln]
+    opens = [ln for ln in end if is_open(ln)]
     return {"syscalls": len(end), "opens": len(opens),
             "stat_reads": sum(1 for ln in opens if '/stat"' in ln),
             "environ_reads": sum(1 for ln in end if "/environ\"" in ln),
@@ -99,7 +106,7 @@ def strace_start(log: str) -> dict:
     start = [ln for ln in mine[1:at] if not ("resumed>" in ln and "<..." in ln.split()[1])]
     start = [ln for ln in start if not (("clone" in ln or "vfork" in ln) and "unfinished" in ln and
                                         "resumed>" in mine[at])]
-    opens = [ln for ln in start if "openat(" in ln and "= -1" not in ln]
+    opens = [ln for ln in start if is_open(ln)]
     return {"syscalls": len(start), "opens": len(opens)}
 
 
@@ -136,6 +143,23 @@ def zombies_left() -> int:
         n += 1
 
 
+def link_kind(path: str) -> tuple:
+    """How a program is linked, as far as its start costs: ELF type, the loader it asks for
+    (none when static), and its libc (musl's strerror table holds a line glibc's has not)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    etype = int.from_bytes(data[16:18], "little")
+    phoff, phentsize, phnum = (int.from_bytes(data[32:40], "little"), int.from_bytes(data[54:56], "little"),
+                               int.from_bytes(data[56:58], "little"))
+    loader = None
+    for i in range(phnum):
+        ph = data[phoff + i * phentsize:phoff + (i + 1) * phentsize]
+        if int.from_bytes(ph[:4], "little") == 3:  # PT_INTERP
+            off, size = int.from_bytes(ph[8:16], "little"), int.from_bytes(ph[32:40], "little")
+            loader = data[off:off + size].rstrip(b"\0").decode()
+    return etype, loader, b"No error information" in data
+
+
 class Bench:
     def __init__(self, build: str, quick: bool):
         self.bin = os.path.abspath(os.path.join(build, "bench"))
@@ -145,6 +169,12 @@ class Bench:
         self.quick = quick
         self.hw = load_handwritten()
         become_subreaper()
+        # the floor of the listing starts as the command does, or `reaper scan` vs it is no
+        # like-for-like comparison
+        if os.path.exists(self.reaper) and os.path.exists(self.listing) and \
+                link_kind(self.reaper) != link_kind(self.listing):
+            sys.exit(f"bench: {self.listing} is linked unlike {self.reaper} "
+                     f"({link_kind(self.listing)} vs {link_kind(self.reaper)}): make bench-build")
         self.tmp = f"/tmp/reaper-bench-{os.getpid()}"
         self.reaper, self.listing = self.installed(self.reaper), self.installed(self.listing)
         # the unrelated sleepers of the scan and the suite rows: orphans of ours blocked on this

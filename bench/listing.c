@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* bench-listing ENTRY: the floor of `reaper scan --env ENTRY` as a command: list every
  * process whose environment holds ENTRY as "PID CMDLINE" lines on stdout, with the reads that
- * listing needs and nothing else (floor_listing). Linked as the command is (libc alone), so
- * both start alike. */
+ * listing needs and nothing else (floor_listing). Linked as the command is (bench.mk: libc
+ * alone, musl where the command's is), so both start alike. */
 #include "bench/benchlib.h"
 
 #include <fcntl.h>

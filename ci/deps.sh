@@ -6,8 +6,9 @@ set -eu
 # The packaging suite (tests/pkg) builds the Python wheel in a venv (pip, venv, setuptools,
 # wheel), validates JUnit with xmllint, reads action.yml (yaml) and resolves man page links;
 # it runs Debian's pytest on older Pythons too (3.9 and 3.10 need exceptiongroup and tomli).
+# musl-tools: the command links statically against musl where it can (musl/musl.mk).
 # make deb / check-deb build the Debian packages (dpkg-dev, debhelper, dh-python) and lint them.
-pkgs="gcc make binutils pkg-config check libproc2-dev python3 python3-pytest clang libclang-rt-14-dev valgrind util-linux procps
+pkgs="gcc make binutils pkg-config musl-tools check libproc2-dev python3 python3-pytest clang libclang-rt-14-dev valgrind util-linux procps
 	python3-pip python3-venv python3-setuptools python3-wheel python3-yaml libxml2-utils man-db
 	python3-exceptiongroup python3-tomli dpkg-dev debhelper dh-python lintian ${REAPER_DEPS_EXTRA:-}"
 missing=""

@@ -25,6 +25,10 @@ int config_parse_seconds(const char *s, double *out)
 	/* strtod also takes "inf", "nan" and hex floats: none is a duration */
 	if (end == s || errno || !isfinite(v) || strpbrk(s, "xXnN"))
 		return -EINVAL;
+	/* below the smallest normal double: glibc's strtod calls it out of range, musl's returns
+	 * it; out of range with either */
+	if (fpclassify(v) == FP_SUBNORMAL)
+		return -EINVAL;
 	for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
 		if (strcmp(end, units[i].unit))
 			continue;

@@ -37,33 +37,56 @@ static ssize_t read_small(int procfd, const char *path, char *b, size_t size)
 	return n;
 }
 
-/* The first number of a small /proc file (after skip, when given), as a long long. */
+/* The number after `after` in a /proc file of any length (/proc/stat grows with the CPUs and
+ * the interrupts), read through a buffer on the stack: nothing allocated for the one line
+ * wanted, where an allocator may map and unmap a buffer that size each time (musl's does). */
+static int read_number_after(int procfd, const char *path, const char *after, long long *v)
+{
+	int fd = openat(procfd, path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char b[4096];
+	size_t keep = 0, alen = strlen(after);
+	ssize_t n;
+	int r = -EINVAL;
+	while ((n = read(fd, b + keep, sizeof b - 1 - keep)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			break;
+		}
+		size_t len = keep + (size_t)n;
+		b[len] = 0;
+		char *at = strstr(b, after), *end = NULL;
+		if (at && strchr(at + alen, '\n')) {
+			*v = strtoll(at + alen, &end, 10);
+			r = end != at + alen ? 0 : -EINVAL;
+			break;
+		}
+		/* what may be the start of the line, cut by the buffer's end, goes first */
+		size_t from = at ? (size_t)(at - b) : len > alen ? len - alen : 0;
+		keep = len - from;
+		memmove(b, b + from, keep);
+	}
+	close(fd);
+	return r;
+}
+
+/* The first number of a small /proc file (after `after`, when given), as a long long. */
 static int read_number(int procfd, const char *path, const char *after, long long *v)
 {
-	if (!after) {
-		/* a one-number file (ns_last_pid, pid_max): the number is whole once its newline
-		 * is there */
-		char b[64];
-		ssize_t n = read_small(procfd, path, b, sizeof b);
-		if (n < 0)
-			return (int)n;
-		char *end = NULL;
-		*v = strtoll(b, &end, 10);
-		return end != b && *end == '\n' ? 0 : -EINVAL;
-	}
-	struct sbuf b = { 0 };
-	ssize_t n = procfs_read_file(procfd, path, &b);
-	const char *p = n > 0 ? b.p : NULL;
-	if (p && after) {
-		const char *at = strstr(p, after);
-		p = at ? at + strlen(after) : NULL;
-	}
+	if (after)
+		return read_number_after(procfd, path, after, v);
+	/* a one-number file (ns_last_pid, pid_max): the number is whole once its newline is
+	 * there */
+	char b[64];
+	ssize_t n = read_small(procfd, path, b, sizeof b);
+	if (n < 0)
+		return (int)n;
 	char *end = NULL;
-	if (p)
-		*v = strtoll(p, &end, 10);
-	int r = n < 0 ? (int)n : p && end != p ? 0 : -EINVAL;
-	sbuf_free(&b);
-	return r;
+	*v = strtoll(b, &end, 10);
+	return end != b && *end == '\n' ? 0 : -EINVAL;
 }
 
 /* /proc/loadavg: "L1 L5 L15 running/tasks last" */

@@ -334,7 +334,7 @@ int procfs_children(int procfd, pid_t pid, struct sbuf *b, pid_t **kids, size_t 
 	char dents[4096] __attribute__((aligned(8)));
 	ssize_t nd;
 	int r = 0;
-	while (r == 0 && (nd = getdents64(tfd, dents, sizeof dents)) > 0) {
+	while (r == 0 && (nd = getdents64(tfd, (void *)dents, sizeof dents)) > 0) {
 		for (ssize_t off = 0; off < nd && r == 0;) {
 			struct dirent64 *d = (struct dirent64 *)(void *)(dents + off);
 			off += d->d_reclen;

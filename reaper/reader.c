@@ -155,7 +155,7 @@ static ssize_t environ_via_thread(struct reader *rd, pid_t pid)
 		return errno == ENOENT ? 0 : -errno;
 	char dents[4096] __attribute__((aligned(8)));
 	ssize_t nd, n = 0;
-	while (n <= 0 && (nd = getdents64(tfd, dents, sizeof dents)) > 0)
+	while (n <= 0 && (nd = getdents64(tfd, (void *)dents, sizeof dents)) > 0)
 		for (ssize_t off = 0; off < nd && n <= 0;) {
 			struct dirent64 *d = (struct dirent64 *)(void *)(dents + off);
 			off += d->d_reclen;

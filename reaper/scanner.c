@@ -29,7 +29,7 @@ static size_t count_budget(int procfd)
 	size_t open = 0;
 	char dents[4096] __attribute__((aligned(8)));
 	ssize_t nd;
-	while ((nd = getdents64(dfd, dents, sizeof dents)) > 0)
+	while ((nd = getdents64(dfd, (void *)dents, sizeof dents)) > 0)
 		for (ssize_t off = 0; off < nd;) {
 			struct dirent64 *d = (struct dirent64 *)(void *)(dents + off);
 			off += d->d_reclen;

@@ -3,8 +3,11 @@
 the man page."""
 import os
 import re
+import shutil
 import subprocess
 import xml.etree.ElementTree as ET
+
+import pytest
 
 from cli_util import by_pid, load_json, reaper
 from procutil import PY, REAPER, ROOT, environ, wait_gone
@@ -123,3 +126,20 @@ def test_make_install_installs_both_man_pages(tmp_path):
     for page in ("share/man/man1/reaper.1", "share/man/man3/libreaper.3"):
         installed = tmp_path / "usr" / page
         assert installed.read_bytes() == open(os.path.join(ROOT, "man", os.path.basename(page)), "rb").read()
+
+
+def test_errors_are_worded_as_glibc_words_them_against_musl_too(tmp_path):
+    """The command built against musl names every error as glibc does (musl/strerror.c), the
+    ones it does not expect too: compared with this Python's strerror, glibc's."""
+    musl = shutil.which("musl-gcc")
+    if not musl:
+        pytest.skip("no musl-gcc")
+    main = tmp_path / "words.c"
+    main.write_text('#include <stdio.h>\nchar *musl_strerror(int e);\n'
+                    'int main(void) { for (int e = -1; e < 140; e++) printf("%d\\t%s\\n", e, musl_strerror(e)); }\n')
+    exe = tmp_path / "words"
+    subprocess.run([musl, "-static", "-o", str(exe), str(main), str(ROOT / "musl" / "strerror.c")], check=True)
+    got = dict(line.split("\t", 1) for line in subprocess.run([str(exe)], capture_output=True, text=True,
+                                                             check=True).stdout.splitlines())
+    wrong = {e: (w, os.strerror(int(e))) for e, w in got.items() if w != os.strerror(int(e))}
+    assert not wrong, wrong

@@ -26,6 +26,8 @@ def test_more_finders_than_the_limit_is_a_usage_error():
 @pytest.mark.parametrize("flag,value", [
     ("--timeout", "abc"), ("--timeout", "-3"), ("--grace", "2w"), ("--grace", "nan"),
     ("--leak-exit-code", "64"), ("--leak-exit-code", "0"),
+    # below the smallest normal double: out of range whatever the libc's strtod says
+    ("--timeout", "4.9e-324"), ("--grace", "1e-310ms"), ("--timeout", "1e-400"),
 ])
 def test_reap_bad_flag_values_are_usage_errors(flag, value):
     r = reaper("reap", "--home", "/nonexistent/reaper-home", flag, value)
@@ -311,3 +313,26 @@ def test_root_leaves_another_users_marker_only_match_alone(spawn, tmp_path):
     r = reaper("reap", "--home", home, "--timeout", "0", "--grace", "0", "--any-user")
     assert r.returncode == 23, r.stderr
     assert not p.alive
+
+
+def test_the_command_is_position_independent_and_loads_where_it_says():
+    """ASLR: the command is a PIE (ELF type ET_DYN), so the kernel maps it at a random address
+    each run; a static link is a static PIE (no loader asked for), and a dynamic one asks for a
+    loader this machine has (a static link's flags lost on the way give a PIE asking for one
+    that is not there)."""
+    with open(REAPER, "rb") as f:
+        head = f.read(64)
+    assert head[:4] == b"\x7fELF" and head[4] == 2, "a 64-bit ELF"
+    assert int.from_bytes(head[16:18], "little") == 3, "ET_DYN: a PIE, mapped at a random address"
+    phoff = int.from_bytes(head[32:40], "little")
+    phentsize, phnum = int.from_bytes(head[54:56], "little"), int.from_bytes(head[56:58], "little")
+    with open(REAPER, "rb") as f:
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    for i in range(phnum):
+        ph = table[i * phentsize:(i + 1) * phentsize]
+        if int.from_bytes(ph[:4], "little") == 3:  # PT_INTERP
+            with open(REAPER, "rb") as f:
+                f.seek(int.from_bytes(ph[8:16], "little"))
+                loader = f.read(int.from_bytes(ph[32:40], "little")).rstrip(b"\0").decode()
+            assert os.path.exists(loader), f"asks for a loader that is not here: {loader}"
