@@ -21,6 +21,9 @@ MODES = ["on", "off"]
 if os.geteuid() != 0:
     MODES = [pytest.param("on", marks=pytest.mark.skip(reason="--cgroup on needs root or a delegated cgroup")), "off"]
 
+# A script's leftover is waited for until a listing shows its own program (`grep -q
+# time.sleep`): a marker alone is already carried by the fork on its way to exec, and a reap's
+# single pass (--timeout 0) that meets the exec midway reads no environment there.
 STUBBORN = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True: time.sleep(60)\n"
 
 
@@ -97,7 +100,7 @@ def test_run_marker_on_the_callers_session_is_not_the_run(mode, setsid, session,
     wrap = WRAPS[session]
     statuses, r = sh(
         '%s "$PY" -c "import time; time.sleep(600)" & bg=$!\n'
-        'until "$REAPER" scan --env %s >/dev/null; do :; done\n'
+        'until "$REAPER" scan --env %s 2>/dev/null | grep -q time.sleep; do :; done\n'
         '%s"$REAPER" run --cgroup %s --marker %s --timeout 0 --grace 10 --report "$T/r.json" -- '
         '"$PY" -c "import os; os.fork() or os.execv(\'/bin/sleep\', [\'sleep\', \'600\'])" '
         '2>"$T/err" | env %s tee "$T/out"; s="${PIPESTATUS[*]}"\n'
@@ -118,7 +121,7 @@ def test_reap_own_home_leaves_its_pipeline(mark, tmp_path):
     h.mkdir()
     statuses, r = sh(
         'export HOME="$T/h" %s; { ("$PY" -c "import time; time.sleep(600)" &); '
-        'until "$REAPER" scan --env %s >/dev/null 2>&1; do :; done; '
+        'until "$REAPER" scan --env %s 2>/dev/null | grep -q time.sleep; do :; done; '
         '"$REAPER" reap --home "$T/h" --timeout 0 --grace 10 --report "$T/r.json"; } 2>&1 | cat >"$T/log"; '
         'echo "${PIPESTATUS[*]}" >"$STATUS"' % (mark, mark), tmp_path)
     log = (tmp_path / "log").read_text()
@@ -182,7 +185,7 @@ def test_closed_output_pipe_keeps_the_exit_status(command, mark, tmp_path):
 def test_reap_pipe_to_true_exits_with_the_leak_code(mark, tmp_path):
     statuses, r = sh(
         'setsid -f env %s "$PY" -c "import time; time.sleep(600)"; '
-        'until "$REAPER" scan --env %s >/dev/null; do :; done; '
+        'until "$REAPER" scan --env %s 2>/dev/null | grep -q time.sleep; do :; done; '
         '"$REAPER" reap --env %s --timeout 0 --grace 10 2>&1 | true; echo "${PIPESTATUS[*]}" >"$STATUS"'
         % (mark, mark, mark), tmp_path)
     assert statuses == [23, 0], r.stderr
@@ -246,7 +249,7 @@ def test_setsid_reap_own_home_leaves_its_pipeline(mark, tmp_path):
     h.mkdir()
     statuses, r = sh(
         'export HOME="$T/h" %s; setsid -f "$PY" -c "import time; time.sleep(600)"; '
-        'until "$REAPER" scan --env %s >/dev/null 2>&1; do :; done; '
+        'until "$REAPER" scan --env %s 2>/dev/null | grep -q time.sleep; do :; done; '
         'setsid "$REAPER" reap --home "$T/h" --timeout 0 --grace 10 --report "$T/r.json" 2>&1 | cat >"$T/log"; '
         'echo "${PIPESTATUS[*]}" >"$STATUS"' % (mark, mark), tmp_path)
     log = (tmp_path / "log").read_text()
@@ -263,7 +266,7 @@ def test_reap_inside_runs_command_leaves_the_runs_guardian(mode, mark, tmp_path)
     statuses, r = sh(
         'export %s; "$REAPER" run --cgroup %s --timeout 0 --grace 10 --report "$T/outer.json" -- sh -c '
         '\'setsid -f "$PY" -c "import time; time.sleep(600)"; '
-        'until "$REAPER" scan --env %s >/dev/null 2>&1; do :; done; '
+        'until "$REAPER" scan --env %s 2>/dev/null | grep -q time.sleep; do :; done; '
         'exec "$REAPER" reap --env %s --timeout 0 --grace 10 --report "$T/inner.json"\' 2>"$T/err"; '
         'echo "$?" >"$STATUS"' % (mark, mode, mark, mark), tmp_path)
     err = (tmp_path / "err").read_text()
@@ -294,7 +297,7 @@ def test_pipeline_past_its_reader_is_the_callers(mark, tmp_path):
     writing to the script's own output (a pipe reaper holds too) is still found."""
     statuses, r = sh(
         'export %s; ("$PY" -c "import time; time.sleep(600)" &); '
-        'until "$REAPER" scan --env %s >/dev/null 2>&1; do :; done; '
+        'until "$REAPER" scan --env %s 2>/dev/null | grep -q time.sleep; do :; done; '
         '"$REAPER" reap --env %s --timeout 0 --grace 10 --report "$T/r.json" 2>"$T/err" '
         '| tee "$T/log" | cat >"$T/out"; echo "${PIPESTATUS[*]}" >"$STATUS"' % (mark, mark, mark), tmp_path)
     err = (tmp_path / "err").read_text()
