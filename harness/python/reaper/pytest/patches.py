@@ -29,7 +29,7 @@ class Patch(NamedTuple):
 _FORK_EXEC = ("args", "executable_list", "close_fds", "pass_fds", "cwd", "env")  # env at 5
 
 PATCHES: Tuple[Patch, ...] = (
-    Patch("os", None, "fork", spawn.returns_pid(lambda r: r), (), "spawn"),
+    Patch("os", None, "fork", spawn.fork, (), "spawn"),
     Patch("os", None, "forkpty", spawn.returns_pid(lambda r: r[0]), (), "spawn"),
     Patch("os", None, "posix_spawn", spawn.returns_pid(lambda r: r, 2), ("path", "argv", "env"), "spawn"),
     Patch("os", None, "posix_spawnp", spawn.returns_pid(lambda r: r, 2), ("path", "argv", "env"), "spawn"),

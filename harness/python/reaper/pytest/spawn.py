@@ -11,7 +11,7 @@ import sys
 import threading
 
 from .. import _site, _siteenv
-from .host import HOST, SITES
+from .host import HOST, SITES, _tick
 from .scope import FORCED, THREAD, _Scope, _swap_env
 
 _NO_SITE = _site.Site(None, None, None)
@@ -38,12 +38,7 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
             if env_at is None:
                 # a child forked without exec: what it execs (or starts) carries its site; the
                 # entries made here, where the child's at-fork handler only has to set them
-                entries = _ENTRIES.get(site)
-                if entries is None:
-                    if len(_ENTRIES) > 4096:
-                        _ENTRIES.clear()
-                    entries = _ENTRIES[site] = _siteenv.env_entries(site)
-                local.child_env = entries
+                local.child_env = _entries(site)
             elif len(args) > env_at:
                 args = args[:env_at] + (_siteenv.with_env(args[env_at], site),) + args[env_at + 1:]
         return HOST.fork(fn, pid_of, args, kwargs, env_at, scope, site)
@@ -52,6 +47,15 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
             local.site = None
         if env_at is None:
             local.child_env = None
+
+
+def _entries(site) -> tuple:
+    entries = _ENTRIES.get(site)
+    if entries is None:
+        if len(_ENTRIES) > 4096:
+            _ENTRIES.clear()
+        entries = _ENTRIES[site] = _siteenv.env_entries(site)
+    return entries
 
 
 def install(session: _Scope) -> bool:
@@ -109,6 +113,39 @@ def returns_pid(pid_of, env_at=None):
             return _sited(called, fn, pid_of, args, kwargs, env_at)
         return wrapper
     return replace
+
+
+def fork(fn, applied_for=None):
+    """os.fork. The running test's own fork from the thread that runs it (most forks) takes a
+    path of one frame: once the fork is made, each page either process writes is copied, and
+    returns_pid's chain of frames (their locals released on the way back) writes some 60 in
+    each. Any other fork (another scope's or thread's, one within another spawn, pytest's
+    exit check under way) takes returns_pid's."""
+    other = returns_pid(lambda r: r)(fn)
+    local = SITES.local
+
+    @functools.wraps(fn)
+    def wrapper():
+        host = HOST
+        scope = host.scope_here()
+        if scope is None or scope is not host.main or host.final is not None or host.away(scope) or \
+                getattr(local, "site", None) is not None:
+            return other()
+        scope.spawned = True
+        if scope.goto is not None and (scope.cgroup is None or scope.cgroup != host.here):
+            scope.enter()
+        # as _sited makes it: the child's at-fork handler sets the entries made here
+        site = SITES.here(scope.marker, "os.fork") or _NO_SITE
+        local.child_env = _entries(site) if site.spot or _siteenv.carried() else None
+        local.site = site
+        try:
+            before = _tick()
+            pid = fn()
+            host.add(pid, scope, before, site)
+            return pid
+        finally:
+            local.site = local.child_env = None
+    return wrapper
 
 
 def thread_start(fn, applied_for=None):
