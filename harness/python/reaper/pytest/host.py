@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Dict, List, Optional
 
-from .. import _site, _siteenv, cgroup, kin
+from .. import _site, cgroup, kin
 from .options import MARKER
 from .scope import FORCED, THREAD, _Scope, _env_for, _objects_of
 
@@ -66,6 +66,7 @@ class _HostChildren:
         # session before it exits)
         self.pending: Optional[collections.deque] = collections.deque()
         self.parents: tuple = ()  # in a forked child: the parent's records (see add)
+        self.exec_site = None  # in a forked child: the site of its fork, for what it execs
         self.prune_at = 256  # the records of children gone are dropped when there are more
         self.users = 0
         self.saved: List[tuple] = []
@@ -242,13 +243,14 @@ class _HostChildren:
         if getattr(local, "held", False):
             local.held = False
             _sigmask(SIG_UNBLOCK, _TERM)
-        # what it execs (or starts) carries the site of its fork: entries made before the fork
+        # what it execs carries the site of its fork: the site, made before the fork, is set in
+        # its environment by the exec (spawn.exec_with_site), not here, where each page written
+        # is copied and most such children never exec
         sites = SITES.local
-        if getattr(sites, "site", None) is not None and self.users:
-            entries = getattr(sites, "child_env", None)  # made only for a site to carry
+        site = getattr(sites, "site", None)
+        if site is not None and self.users:
+            self.exec_site = site if getattr(sites, "child_env", None) is not None else None
             sites.site = sites.child_env = None
-            if entries is not None:
-                _siteenv.set_entries(entries)
         s = getattr(self.local, "forking", None)
         if s is None or not self.users:
             return

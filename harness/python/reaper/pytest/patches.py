@@ -36,6 +36,8 @@ PATCHES: Tuple[Patch, ...] = (
     Patch("subprocess", None, "_fork_exec", spawn.returns_pid(lambda r: r, 5), _FORK_EXEC, "spawn", optional=True),
     Patch("_posixsubprocess", None, "fork_exec", spawn.returns_pid(lambda r: r, 5), _FORK_EXEC, "spawn"),
     Patch("os", None, "system", spawn.system, ("command",), "spawn"),
+    Patch("os", None, "execv", spawn.exec_with_site, ("path", "argv"), "spawn"),
+    Patch("os", None, "execve", spawn.exec_with_site, ("path", "argv", "env"), "spawn"),
     Patch("concurrent.futures.thread", "_WorkItem", "__init__", spawn.work_submitted,
           ("self", "future", "fn", "args", "kwargs"), "spawn"),
     Patch("concurrent.futures.thread", "_WorkItem", "run", spawn.work_run, ("self",), "spawn"),

@@ -148,6 +148,24 @@ def fork(fn, applied_for=None):
     return wrapper
 
 
+def exec_with_site(fn, applied_for=None):
+    """os.execv, os.execve (and the os.exec* functions that call them): in a child forked
+    without exec, the site of its fork (HOST.exec_site) is set in os.environ and in the
+    environment it execs with, as _sited gives a spawn's (its at-fork handler leaves it to
+    the exec: most such children never exec)."""
+    env_at = 2 if fn.__name__ == "execve" else None
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        site = HOST.exec_site
+        if site is not None:
+            if env_at is not None and len(args) > env_at:
+                args = args[:env_at] + (_siteenv.with_env(args[env_at], site),) + args[env_at + 1:]
+            _siteenv.set_entries(_entries(site))
+        return fn(*args, **kwargs)
+    return wrapper
+
+
 def thread_start(fn, applied_for=None):
     """Thread.start: the thread belongs to the scope in force where it was started. Its run
     runs in a context of its own that holds that scope (THREAD) and nothing else: a thread
