@@ -283,9 +283,7 @@ class Registry:
         self.lock = threading.RLock()
         self.by_id: Dict[Tuple[int, int], Tuple[Site, Optional[str]]] = {}
         self.files: Dict[str, str] = {}  # a test's marker -> its file
-        # (code, its last instruction, the call) of a spawn made straight from a test file ->
-        # (that file, the root, its site)
-        self.direct: Dict[tuple, tuple] = {}
+        self.direct: Dict[tuple, tuple] = {}  # see here: (code, instruction, call) -> (file, root, site)
         self.root: Optional[str] = None
         self.local = threading.local()  # .site: the site of the spawn under way in this thread
         self.pid = 0        # the session's process
@@ -334,7 +332,7 @@ class Registry:
             return None
         test_file = self.files.get(marker) if marker else None
         # a spawn called straight from a line of the test's own file (most are): its site made
-        # once, as each made anew writes some 30 pages that the next fork's child shares
+        # once (each made anew writes some 20 pages, which the next fork makes a child share)
         key = (frame.f_code, frame.f_lasti, called)
         got = self.direct.get(key)
         if got is not None and got[0] == test_file and got[1] == self.root:

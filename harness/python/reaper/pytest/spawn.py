@@ -36,8 +36,8 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
     try:
         if site.spot or _siteenv.carried():
             if env_at is None:
-                # a child forked without exec: what it execs (or starts) carries its site; the
-                # entries made here, where the child's at-fork handler only has to set them
+                # a child forked without exec: what it execs carries its site (exec_with_site);
+                # the entries made here, before the fork, where each page written costs least
                 local.child_env = _entries(site)
             elif len(args) > env_at:
                 args = args[:env_at] + (_siteenv.with_env(args[env_at], site),) + args[env_at + 1:]
@@ -118,8 +118,8 @@ def returns_pid(pid_of, env_at=None):
 def fork(fn, applied_for=None):
     """os.fork. The running test's own fork from the thread that runs it (most forks) takes a
     path of one frame: once the fork is made, each page either process writes is copied, and
-    returns_pid's chain of frames (their locals released on the way back) writes some 60 in
-    each. Any other fork (another scope's or thread's, one within another spawn, pytest's
+    returns_pid's chain of frames (their locals released on the way back) writes more of them
+    in each. Any other fork (another scope's or thread's, one within another spawn, pytest's
     exit check under way) takes returns_pid's."""
     other = returns_pid(lambda r: r)(fn)
     local = SITES.local
@@ -134,7 +134,7 @@ def fork(fn, applied_for=None):
         scope.spawned = True
         if scope.goto is not None and (scope.cgroup is None or scope.cgroup != host.here):
             scope.enter()
-        # as _sited makes it: the child's at-fork handler sets the entries made here
+        # as _sited makes it: what the child execs gets the entries made here
         site = SITES.here(scope.marker, "os.fork") or _NO_SITE
         local.child_env = _entries(site) if site.spot or _siteenv.carried() else None
         local.site = site
