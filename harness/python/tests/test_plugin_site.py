@@ -166,6 +166,24 @@ def test_daemon():
                                  f"      started at test_daemon.py:{line_of(src, 'second')} in test_daemon, via os.fork"])
 
 
+def test_what_c_code_starts_in_a_forked_child_gone_is_named_at_the_fork(tracked, tmp_path):
+    # C code (ctypes system()) starts a shell's job in a child forked without exec, which then
+    # exits: the job is re-parented, its ancestry lost; its environment, from the child's, says
+    src = f"""
+import ctypes, os
+
+def test_c_system():
+    pid = os.fork()  # fork
+    if pid == 0:
+        ctypes.CDLL(None).system(b"sleep 60 & echo $! > {tmp_path / 'c.pid'}")
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+    result, pid = one_leak(tracked, tmp_path, "test_c", src, "c.pid")
+    result.stdout.fnmatch_lines([f"  {pid}: sleep 60",
+                                 f"      started at test_c.py:{line_of(src, 'fork')} in test_c_system, via os.fork"])
+
+
 def test_the_site_pytest_itself_was_started_with_is_no_tests(tracked, monkeypatch, tmp_path):
     # pytest started by a spawn with a site (an enclosing checked session): what C code forks
     # or starts below the interception carries that environment, which names no line of this

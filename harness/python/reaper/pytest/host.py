@@ -243,14 +243,23 @@ class _HostChildren:
         if getattr(local, "held", False):
             local.held = False
             _sigmask(SIG_UNBLOCK, _TERM)
-        # what it execs carries the site of its fork: the site, made before the fork, is set in
-        # its environment by the exec (spawn.exec_with_site), not here, where each page written
-        # is copied and most such children never exec
+        # what it execs or starts carries the site of its fork: the entries, made before the
+        # fork, put in the C environment only (what C code execs or starts from it, such as
+        # ctypes' system(), reads no other), at the cost of a page or two; os.environ, whose
+        # dict written here would be more pages copied, gets them at an exec of Python's
+        # (spawn.exec_with_site, which also puts them in an environment the exec is given)
         sites = SITES.local
         site = getattr(sites, "site", None)
         if site is not None and self.users:
-            self.exec_site = site if getattr(sites, "child_env", None) is not None else None
+            entries = getattr(sites, "child_env", None)
+            self.exec_site = site if entries is not None else None
             sites.site = sites.child_env = None
+            if entries is not None:
+                for key, value in entries:
+                    if value is None:
+                        os.unsetenv(key)
+                    else:
+                        os.putenv(key, value)
         s = getattr(self.local, "forking", None)
         if s is None or not self.users:
             return
