@@ -184,6 +184,33 @@ def test_c_system():
                                  f"      started at test_c.py:{line_of(src, 'fork')} in test_c_system, via os.fork"])
 
 
+def test_a_fork_replaced_before_the_session_is_named_by_its_replacer(tracked, tmp_path):
+    # os.fork already replaced when the session began (a conftest's, as gevent's monkey patching
+    # does): the call is named for what was replaced, on every path a fork takes
+    tracked.makeconftest("""
+import os
+_real = os.fork
+
+def fork():
+    return _real()
+
+os.fork = fork
+""")
+    src = f"""
+import os, time
+
+def test_fork():
+    pid = os.fork()  # fork
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    open({str(tmp_path / 'f.pid')!r}, "w").write(str(pid))
+"""
+    result, pid = one_leak(tracked, tmp_path, "test_f", src, "f.pid")
+    result.stdout.fnmatch_lines([f"  {pid}: *",
+                                 f"      started at test_f.py:{line_of(src, 'fork')} in test_fork, via conftest.fork"])
+
+
 def test_the_site_pytest_itself_was_started_with_is_no_tests(tracked, monkeypatch, tmp_path):
     # pytest started by a spawn with a site (an enclosing checked session): what C code forks
     # or starts below the interception carries that environment, which names no line of this

@@ -98,8 +98,7 @@ def returns_pid(pid_of, env_at=None):
     than the running test's gets its scope's markers; an os.fork child gets them in
     HOST.after_fork_child)."""
     def replace(fn, applied_for=None):
-        mod = getattr(fn, "__module__", None)
-        called = f"{'os' if mod in (None, 'posix') else mod}.{fn.__name__}"
+        called = _called(fn)
 
         # os.posix_spawn takes a mapping and, from Python 3.13 on, None for os.environ
         # (subprocess passes None there); _posixsubprocess takes a list or None
@@ -115,6 +114,12 @@ def returns_pid(pid_of, env_at=None):
     return replace
 
 
+def _called(fn) -> str:
+    """The name a site gives the spawning function fn: os.fork, or its replacer's."""
+    mod = getattr(fn, "__module__", None)
+    return f"{'os' if mod in (None, 'posix') else mod}.{fn.__name__}"
+
+
 def fork(fn, applied_for=None):
     """os.fork. The running test's own fork from the thread that runs it (most forks) takes a
     path of one frame: once the fork is made, each page either process writes is copied, and
@@ -122,6 +127,7 @@ def fork(fn, applied_for=None):
     in each. Any other fork (another scope's or thread's, one within another spawn, pytest's
     exit check under way) takes returns_pid's."""
     other = returns_pid(lambda r: r)(fn)
+    called = _called(fn)
     local = SITES.local
 
     @functools.wraps(fn)
@@ -135,7 +141,7 @@ def fork(fn, applied_for=None):
         if scope.goto is not None and (scope.cgroup is None or scope.cgroup != host.here):
             scope.enter()
         # as _sited makes it: what the child execs gets the entries made here
-        site = SITES.here(scope.marker, "os.fork") or _NO_SITE
+        site = SITES.here(scope.marker, called) or _NO_SITE
         local.child_env = _entries(site) if site.spot or _siteenv.carried() else None
         local.site = site
         try:
