@@ -93,10 +93,8 @@ def test_background():
                                  f"      started at test_bg.py:{line_of(src, 'spawn')} in test_background, via subprocess.run"])
 
 
-def test_a_child_forked_without_exec_and_what_it_execs_are_named(tracked, tmp_path):
-    # a forked child's /proc environ is pytest's own: its site is known by its identity; what it
-    # execs carries the site in its environment
-    src = f"""
+# a test that forks a child that sleeps (its line tagged fork); its pid is written next
+FORKED_CHILD = """
 import os, time
 
 def test_fork():
@@ -104,7 +102,13 @@ def test_fork():
     if pid == 0:
         time.sleep(60)
         os._exit(0)
-    open({str(tmp_path / 'fork.pid')!r}, "w").write(str(pid))
+"""
+
+
+def test_a_child_forked_without_exec_and_what_it_execs_are_named(tracked, tmp_path):
+    # a forked child's /proc environ is pytest's own: its site is known by its identity; what it
+    # execs carries the site in its environment
+    src = FORKED_CHILD + f"""    open({str(tmp_path / 'fork.pid')!r}, "w").write(str(pid))
 
 def test_fork_then_shell():
     pid = os.fork()  # shell
@@ -196,15 +200,7 @@ def fork():
 
 os.fork = fork
 """)
-    src = f"""
-import os, time
-
-def test_fork():
-    pid = os.fork()  # fork
-    if pid == 0:
-        time.sleep(60)
-        os._exit(0)
-    open({str(tmp_path / 'f.pid')!r}, "w").write(str(pid))
+    src = FORKED_CHILD + f"""    open({str(tmp_path / 'f.pid')!r}, "w").write(str(pid))
 """
     result, pid = one_leak(tracked, tmp_path, "test_f", src, "f.pid")
     result.stdout.fnmatch_lines([f"  {pid}: *",
