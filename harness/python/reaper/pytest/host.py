@@ -243,11 +243,9 @@ class _HostChildren:
         if getattr(local, "held", False):
             local.held = False
             _sigmask(SIG_UNBLOCK, _TERM)
-        # what it execs or starts carries the site of its fork: the entries, made before the
-        # fork, put in the C environment only (what C code execs or starts from it, such as
-        # ctypes' system(), reads no other), at the cost of a page or two; os.environ, whose
-        # dict written here would be more pages copied, gets them at an exec of Python's
-        # (spawn.exec_with_site, which also puts them in an environment the exec is given)
+        # what it execs or starts carries the site of its fork: the entries (made before the
+        # fork) put in the C environment, which C code reads (ctypes' system()), for a page or
+        # two; os.environ's dict, more pages, gets them at an exec (spawn.exec_with_site)
         sites = SITES.local
         site = getattr(sites, "site", None)
         if site is not None and self.users:
