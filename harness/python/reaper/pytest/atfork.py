@@ -82,21 +82,16 @@ class _AtFork:
         if getattr(local, "held", False):
             local.held = False
             _sigmask(SIG_UNBLOCK, _TERM)
-        # what it execs or starts carries the site of its fork: the entries (made before the
-        # fork) put in the C environment, which C code reads (ctypes' system()), for a page or
-        # two; os.environ's dict, more pages, gets them at an exec (spawn.exec_with_site)
+        # what it execs carries the site of its fork: the site, made before the fork, is set in
+        # its environment by the exec (spawn.exec_with_site), not here, where each page written
+        # is copied and most such children never exec. What C code starts from it (ctypes'
+        # system()) carries none: once this child is gone, such a process is found, not named
+        # (the site set here in the C environment alone costs about half the pages this saves)
         sites = self.sites.local
         site = getattr(sites, "site", None)
         if site is not None and self.users:
-            entries = getattr(sites, "child_env", None)
-            self.exec_site = site if entries is not None else None
+            self.exec_site = site if getattr(sites, "child_env", None) is not None else None
             sites.site = sites.child_env = None
-            if entries is not None:
-                for key, value in entries:
-                    if value is None:
-                        os.unsetenv(key)
-                    else:
-                        os.putenv(key, value)
         s = getattr(self.local, "forking", None)
         if s is None or not self.users:
             return
