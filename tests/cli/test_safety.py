@@ -321,18 +321,12 @@ def test_the_command_is_position_independent_and_loads_where_it_says():
     loader this machine has (a static link's flags lost on the way give a PIE asking for one
     that is not there)."""
     with open(REAPER, "rb") as f:
-        head = f.read(64)
-    assert head[:4] == b"\x7fELF" and head[4] == 2, "a 64-bit ELF"
-    assert int.from_bytes(head[16:18], "little") == 3, "ET_DYN: a PIE, mapped at a random address"
-    phoff = int.from_bytes(head[32:40], "little")
-    phentsize, phnum = int.from_bytes(head[54:56], "little"), int.from_bytes(head[56:58], "little")
-    with open(REAPER, "rb") as f:
-        f.seek(phoff)
-        table = f.read(phentsize * phnum)
-    for i in range(phnum):
-        ph = table[i * phentsize:(i + 1) * phentsize]
-        if int.from_bytes(ph[:4], "little") == 3:  # PT_INTERP
-            with open(REAPER, "rb") as f:
-                f.seek(int.from_bytes(ph[8:16], "little"))
-                loader = f.read(int.from_bytes(ph[32:40], "little")).rstrip(b"\0").decode()
+        elf = f.read()
+    num = lambda at, size: int.from_bytes(elf[at:at + size], "little")  # noqa: E731
+    assert elf[:4] == b"\x7fELF" and elf[4] == 2, "a 64-bit ELF"
+    assert num(16, 2) == 3, "ET_DYN: a PIE, mapped at a random address"
+    phoff, phentsize, phnum = num(32, 8), num(54, 2), num(56, 2)
+    for ph in range(phoff, phoff + phentsize * phnum, phentsize):
+        if num(ph, 4) == 3:  # PT_INTERP
+            loader = elf[num(ph + 8, 8):num(ph + 8, 8) + num(ph + 32, 8)].rstrip(b"\0").decode()
             assert os.path.exists(loader), f"asks for a loader that is not here: {loader}"
