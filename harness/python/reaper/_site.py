@@ -283,6 +283,7 @@ class Registry:
         self.lock = threading.RLock()
         self.by_id: Dict[Tuple[int, int], Tuple[Site, Optional[str]]] = {}
         self.files: Dict[str, str] = {}  # a test's marker -> its file
+        self.direct: Dict[tuple, tuple] = {}  # see here: (code, instruction, call) -> (file, root, site)
         self.root: Optional[str] = None
         self.local = threading.local()  # .site: the site of the spawn under way in this thread
         self.pid = 0        # the session's process
@@ -317,6 +318,7 @@ class Registry:
         if log is not None:
             log.close()
         self.read = 0
+        self.direct.clear()
         with self.lock:
             self.by_id.clear()
 
@@ -328,7 +330,19 @@ class Registry:
             # called it with no Python code above, as _thread.start_new_thread(os.fork) does),
             # so no caller's code made the spawn; the spawn itself must still be made
             return None
-        return _site_here(frame, self.files.get(marker) if marker else None, called, self.root)
+        test_file = self.files.get(marker) if marker else None
+        # a spawn called straight from a line of the test's own file (most are): its site made
+        # once (each made anew writes some 20 pages, which the next fork makes a child share)
+        key = (frame.f_code, frame.f_lasti, called)
+        got = self.direct.get(key)
+        if got is not None and got[0] == test_file and got[1] == self.root:
+            return got[2]
+        site = _site_here(frame, test_file, called, self.root)
+        if test_file and _REAL.get(frame.f_code.co_filename, "") == _REAL.get(test_file):
+            if len(self.direct) > 4096:
+                self.direct.clear()
+            self.direct[key] = (test_file, self.root, site)
+        return site
 
     def record(self, pid: int, start: Optional[int], site: Optional[Site], marker: Optional[str]) -> None:
         if site is None or pid <= 0 or start is None:

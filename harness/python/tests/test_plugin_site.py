@@ -93,10 +93,8 @@ def test_background():
                                  f"      started at test_bg.py:{line_of(src, 'spawn')} in test_background, via subprocess.run"])
 
 
-def test_a_child_forked_without_exec_and_what_it_execs_are_named(tracked, tmp_path):
-    # a forked child's /proc environ is pytest's own: its site is known by its identity; what it
-    # execs carries the site in its environment
-    src = f"""
+# a test that forks a child that sleeps (its line tagged fork); its pid is written next
+FORKED_CHILD = """
 import os, time
 
 def test_fork():
@@ -104,7 +102,13 @@ def test_fork():
     if pid == 0:
         time.sleep(60)
         os._exit(0)
-    open({str(tmp_path / 'fork.pid')!r}, "w").write(str(pid))
+"""
+
+
+def test_a_child_forked_without_exec_and_what_it_execs_are_named(tracked, tmp_path):
+    # a forked child's /proc environ is pytest's own: its site is known by its identity; what it
+    # execs carries the site in its environment
+    src = FORKED_CHILD + f"""    open({str(tmp_path / 'fork.pid')!r}, "w").write(str(pid))
 
 def test_fork_then_shell():
     pid = os.fork()  # shell
@@ -164,6 +168,45 @@ def test_daemon():
     result, pid = one_leak(tracked, tmp_path, "test_daemon", src, "d.pid")
     result.stdout.fnmatch_lines([f"  {pid}: *",
                                  f"      started at test_daemon.py:{line_of(src, 'second')} in test_daemon, via os.fork"])
+
+
+def test_what_c_code_starts_in_a_forked_child_gone_is_the_tests_and_named_at_no_other_line(tracked, tmp_path):
+    # C code (ctypes system()) starts a shell's job in a child forked without exec, which then
+    # exits: the job is re-parented, its ancestry lost, and the child's fork set no site in its
+    # environment (see atfork): the test's leak, named at no line, or at the fork's
+    src = f"""
+import ctypes, os
+
+def test_c_system():
+    pid = os.fork()  # fork
+    if pid == 0:
+        ctypes.CDLL(None).system(b"sleep 60 & echo $! > {tmp_path / 'c.pid'}")
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+    result, pid = one_leak(tracked, tmp_path, "test_c", src, "c.pid")
+    result.stdout.fnmatch_lines(["*reaper: test_c.py::test_c_system left 1 process*", f"  {pid}: sleep 60"])
+    named = [line.strip() for line in result.stdout.lines if line.strip().startswith("started at")]
+    assert named in ([], [f"started at test_c.py:{line_of(src, 'fork')} in test_c_system, via os.fork"])
+
+
+def test_a_fork_replaced_before_the_session_is_named_by_its_replacer(tracked, tmp_path):
+    # os.fork already replaced when the session began (a conftest's, as gevent's monkey patching
+    # does): the call is named for what was replaced, on every path a fork takes
+    tracked.makeconftest("""
+import os
+_real = os.fork
+
+def fork():
+    return _real()
+
+os.fork = fork
+""")
+    src = FORKED_CHILD + f"""    open({str(tmp_path / 'f.pid')!r}, "w").write(str(pid))
+"""
+    result, pid = one_leak(tracked, tmp_path, "test_f", src, "f.pid")
+    result.stdout.fnmatch_lines([f"  {pid}: *",
+                                 f"      started at test_f.py:{line_of(src, 'fork')} in test_fork, via conftest.fork"])
 
 
 def test_the_site_pytest_itself_was_started_with_is_no_tests(tracked, monkeypatch, tmp_path):

@@ -13,21 +13,10 @@ import threading
 import time
 from typing import Dict, List, Optional
 
-from .. import _site, _siteenv, cgroup, kin
+from .. import _site, cgroup, kin
+from .atfork import _AtFork
 from .options import MARKER
 from .scope import FORCED, THREAD, _Scope, _env_for, _objects_of
-
-# signal's own functions, without the wrappers that turn their values into enums: the fork
-# handlers call them on every fork, in the parent and in the child, where each conversion of a
-# Python handler raises (and catches) a ValueError, and every page a child writes is copied
-try:
-    from _signal import SIGTERM, SIG_BLOCK, SIG_DFL, SIG_UNBLOCK, getsignal as _getsignal, \
-        pthread_sigmask as _sigmask, signal as _setsignal
-except ImportError:  # another Python than CPython
-    from signal import SIGTERM, SIG_BLOCK, SIG_DFL, SIG_UNBLOCK, getsignal as _getsignal, \
-        pthread_sigmask as _sigmask, signal as _setsignal
-
-_TERM = (SIGTERM,)
 
 # A child's start time (/proc/PID/stat field 22) is the boot-time clock at its fork, in clock
 # ticks: read before and after the fork, the two agree but when a tick ended meanwhile. Reading
@@ -48,14 +37,15 @@ def _tick() -> int:
     return _clock(_BOOTTIME) // _NS_PER_TICK if _BOOTTIME is not None else -1
 
 
-class _HostChildren:
+class _HostChildren(_AtFork):
     """Every child this process starts while a session is active, as (pid -> start time,
     the marker of the scope it was started for): their exit statuses belong to whoever
     started them. A child started by a thread of another scope than the main thread's (a
     worker a session-scoped multiprocessing.Pool replaces while a test runs) is moved into its
     scope's cgroup and given its scope's marker, so no test is blamed for it."""
 
-    def __init__(self):
+    def __init__(self, sites: _site.Registry):
+        self.sites = sites  # the sites of the spawns (SITES)
         # reentrant: a signal handler that spawns may run while this thread holds it (a
         # child's start time is read under it)
         self.lock = threading.RLock()
@@ -66,6 +56,7 @@ class _HostChildren:
         # session before it exits)
         self.pending: Optional[collections.deque] = collections.deque()
         self.parents: tuple = ()  # in a forked child: the parent's records (see add)
+        self.exec_site = None  # in a forked child: the site of its fork, for what it execs
         self.prune_at = 256  # the records of children gone are dropped when there are more
         self.users = 0
         self.saved: List[tuple] = []
@@ -205,63 +196,6 @@ class _HostChildren:
                 self.closed = False
                 self.moving.notify_all()
 
-    def after_fork_child(self) -> None:
-        # in the child of os.fork/forkpty, before it returns to Python code: the marker and
-        # cgroup of the scope it was started for, before it can start anything itself. Only
-        # the forking thread goes on here: a lock another thread held stays held unless new
-        # (one that is free is kept). Each object made or written here, and each function
-        # called (its reference count), is a page the child copies: written out in place.
-        # held or free by acquiring it, not by locked(): before 3.13 a lock a thread has just
-        # taken (its wait ended) says it is free until that thread has the GIL back
-        lock = self.lock
-        if lock.acquire(False):
-            lock.release()
-        else:
-            self.lock = threading.RLock()
-        lock = SITES.lock
-        if lock.acquire(False):
-            lock.release()
-        else:
-            SITES.lock = threading.RLock()
-        moving = self.moving
-        if moving.acquire(False):
-            moving.release()
-        else:
-            self.moving = threading.Condition()
-        # the session's SIGTERM handler is pytest's: a child that inherited it would end by
-        # SIGTERM only once its Python code runs again, which a wait that began as the signal
-        # came (a Pool worker's wait for its queue) never does. SIGTERM was held back over the
-        # fork (before_fork): one sent meanwhile is delivered now, at its default.
-        term = self.term
-        if term is not None and _getsignal(SIGTERM) is term:
-            try:
-                _setsignal(SIGTERM, SIG_DFL)
-            except ValueError:  # not the child's main thread: the handler still ends it
-                pass
-        local = self.local
-        if getattr(local, "held", False):
-            local.held = False
-            _sigmask(SIG_UNBLOCK, _TERM)
-        # what it execs (or starts) carries the site of its fork: entries made before the fork
-        sites = SITES.local
-        if getattr(sites, "site", None) is not None and self.users:
-            entries = getattr(sites, "child_env", None)  # made only for a site to carry
-            sites.site = sites.child_env = None
-            if entries is not None:
-                _siteenv.set_entries(entries)
-        s = getattr(self.local, "forking", None)
-        if s is None or not self.users:
-            return
-        self.local.forking = None
-        self.main = s
-        for name, value in s.env().items():
-            os.environ[name] = value
-        if s.cgroup and not getattr(self.local, "inherit", False):
-            try:
-                cgroup.join(s.cgroup)
-            except OSError:  # gone (the test ended meanwhile): where it was forked
-                pass
-
     def away(self, scope: Optional[_Scope]) -> bool:
         # the running test's own forks from the thread that runs the tests are where the
         # process is; any other child is put in its place, also when that is where the process
@@ -272,24 +206,6 @@ class _HostChildren:
         return scope is not None and main is not None and \
             (scope is not main or _get_ident() != self.runner or
              (scope.goto is None and scope.cgroup is not None and self.here is not None and self.here != scope.cgroup))
-
-    def before_fork(self) -> None:
-        # (runs at every os.fork: each object it touches is a page copied after the fork,
-        # each function called too: written out in place)
-        local = self.local
-        if self.final is not None and getattr(local, "forking", None) is None:
-            self.hold_at_exit(forever=True)  # a fork the interception did not see
-        term = self.term
-        if term is not None and _getsignal(SIGTERM) is term:
-            local.held = SIGTERM not in _sigmask(SIG_BLOCK, _TERM)
-        elif getattr(local, "held", False):
-            local.held = False
-
-    def release_sigterm(self) -> None:
-        local = self.local
-        if getattr(local, "held", False):
-            local.held = False
-            _sigmask(SIG_UNBLOCK, _TERM)
 
     def hold_at_exit(self, forever: bool = False) -> None:
         """Once pytest's exit check has begun, no other thread starts anything (what it
@@ -412,5 +328,5 @@ def _move_tree(path: str, ident, found_in) -> None:
         pass
 
 
-HOST = _HostChildren()
 SITES = _site.Registry()
+HOST = _HostChildren(SITES)

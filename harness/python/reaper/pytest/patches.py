@@ -29,13 +29,15 @@ class Patch(NamedTuple):
 _FORK_EXEC = ("args", "executable_list", "close_fds", "pass_fds", "cwd", "env")  # env at 5
 
 PATCHES: Tuple[Patch, ...] = (
-    Patch("os", None, "fork", spawn.returns_pid(lambda r: r), (), "spawn"),
+    Patch("os", None, "fork", spawn.fork, (), "spawn"),
     Patch("os", None, "forkpty", spawn.returns_pid(lambda r: r[0]), (), "spawn"),
     Patch("os", None, "posix_spawn", spawn.returns_pid(lambda r: r, 2), ("path", "argv", "env"), "spawn"),
     Patch("os", None, "posix_spawnp", spawn.returns_pid(lambda r: r, 2), ("path", "argv", "env"), "spawn"),
     Patch("subprocess", None, "_fork_exec", spawn.returns_pid(lambda r: r, 5), _FORK_EXEC, "spawn", optional=True),
     Patch("_posixsubprocess", None, "fork_exec", spawn.returns_pid(lambda r: r, 5), _FORK_EXEC, "spawn"),
     Patch("os", None, "system", spawn.system, ("command",), "spawn"),
+    Patch("os", None, "execv", spawn.exec_with_site, ("path", "argv"), "spawn"),
+    Patch("os", None, "execve", spawn.exec_with_site, ("path", "argv", "env"), "spawn"),
     Patch("concurrent.futures.thread", "_WorkItem", "__init__", spawn.work_submitted,
           ("self", "future", "fn", "args", "kwargs"), "spawn"),
     Patch("concurrent.futures.thread", "_WorkItem", "run", spawn.work_run, ("self",), "spawn"),

@@ -11,7 +11,7 @@ import sys
 import threading
 
 from .. import _site, _siteenv
-from .host import HOST, SITES
+from .host import HOST, SITES, _tick
 from .scope import FORCED, THREAD, _Scope, _swap_env
 
 _NO_SITE = _site.Site(None, None, None)
@@ -36,14 +36,9 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
     try:
         if site.spot or _siteenv.carried():
             if env_at is None:
-                # a child forked without exec: what it execs (or starts) carries its site; the
-                # entries made here, where the child's at-fork handler only has to set them
-                entries = _ENTRIES.get(site)
-                if entries is None:
-                    if len(_ENTRIES) > 4096:
-                        _ENTRIES.clear()
-                    entries = _ENTRIES[site] = _siteenv.env_entries(site)
-                local.child_env = entries
+                # a child forked without exec: what it execs carries its site (exec_with_site);
+                # the entries made here, before the fork, where each page written costs least
+                local.child_env = _entries(site)
             elif len(args) > env_at:
                 args = args[:env_at] + (_siteenv.with_env(args[env_at], site),) + args[env_at + 1:]
         return HOST.fork(fn, pid_of, args, kwargs, env_at, scope, site)
@@ -52,6 +47,15 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
             local.site = None
         if env_at is None:
             local.child_env = None
+
+
+def _entries(site) -> tuple:
+    entries = _ENTRIES.get(site)
+    if entries is None:
+        if len(_ENTRIES) > 4096:
+            _ENTRIES.clear()
+        entries = _ENTRIES[site] = _siteenv.env_entries(site)
+    return entries
 
 
 def install(session: _Scope) -> bool:
@@ -94,8 +98,7 @@ def returns_pid(pid_of, env_at=None):
     than the running test's gets its scope's markers; an os.fork child gets them in
     HOST.after_fork_child)."""
     def replace(fn, applied_for=None):
-        mod = getattr(fn, "__module__", None)
-        called = f"{'os' if mod in (None, 'posix') else mod}.{fn.__name__}"
+        called = _called(fn)
 
         # os.posix_spawn takes a mapping and, from Python 3.13 on, None for os.environ
         # (subprocess passes None there); _posixsubprocess takes a list or None
@@ -109,6 +112,64 @@ def returns_pid(pid_of, env_at=None):
             return _sited(called, fn, pid_of, args, kwargs, env_at)
         return wrapper
     return replace
+
+
+def _called(fn) -> str:
+    """The name a site gives the spawning function fn: os.fork, or its replacer's."""
+    mod = getattr(fn, "__module__", None)
+    return f"{'os' if mod in (None, 'posix') else mod}.{fn.__name__}"
+
+
+def fork(fn, applied_for=None):
+    """os.fork. The running test's own fork from the thread that runs it (most forks) takes a
+    path of one frame: once the fork is made, each page either process writes is copied, and
+    returns_pid's chain of frames (their locals released on the way back) writes more of them
+    in each. Any other fork (another scope's or thread's, one within another spawn, pytest's
+    exit check under way) takes returns_pid's."""
+    other = returns_pid(lambda r: r)(fn)
+    called = _called(fn)
+    local = SITES.local
+
+    @functools.wraps(fn)
+    def wrapper():
+        host = HOST
+        scope = host.scope_here()
+        if scope is None or scope is not host.main or host.final is not None or host.away(scope) or \
+                getattr(local, "site", None) is not None:
+            return other()
+        scope.spawned = True
+        if scope.goto is not None and (scope.cgroup is None or scope.cgroup != host.here):
+            scope.enter()
+        # as _sited makes it: what the child execs gets the entries made here
+        site = SITES.here(scope.marker, called) or _NO_SITE
+        local.child_env = _entries(site) if site.spot or _siteenv.carried() else None
+        local.site = site
+        try:
+            before = _tick()
+            pid = fn()
+            host.add(pid, scope, before, site)
+            return pid
+        finally:
+            local.site = local.child_env = None
+    return wrapper
+
+
+def exec_with_site(fn, applied_for=None):
+    """os.execv, os.execve (and the os.exec* functions that call them): in a child forked
+    without exec, the site of its fork (HOST.exec_site) is set in os.environ and in the
+    environment it execs with, as _sited gives a spawn's (its at-fork handler leaves it to
+    the exec: most such children never exec)."""
+    env_at = 2 if fn.__name__ == "execve" else None
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        site = HOST.exec_site
+        if site is not None:
+            if env_at is not None and len(args) > env_at:
+                args = args[:env_at] + (_siteenv.with_env(args[env_at], site),) + args[env_at + 1:]
+            _siteenv.set_entries(_entries(site))
+        return fn(*args, **kwargs)
+    return wrapper
 
 
 def thread_start(fn, applied_for=None):
