@@ -57,6 +57,17 @@ def run_sub(pytester, *args, timeout=120):
     return pytester.runpytest_subprocess(*args, timeout=timeout)
 
 
+def test_a_clean_session_ends_python_with_status_0(tracked):
+    """`python -m pytest` over a clean suite exits 0: what the plugin keeps for the
+    interpreter's life (the fork handlers, registered once) holds no open file, which an
+    interpreter's last step (the at-fork callbacks cleared) cannot finalize on every Python
+    the plugin claims."""
+    tracked.makepyfile(test_clean="def test_nothing():\n    pass\n")
+    result = run_sub(tracked, *PLUGIN)
+    assert result.ret == 0, result.stderr.str()
+    result.assert_outcomes(passed=1)
+
+
 def test_fork_without_exec_and_multiprocessing_leaks_are_the_tests(tracked, tmp_path):
     tracked.makepyfile(test_fork=f"""
 import multiprocessing, os, time

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import threading
 
-from .. import cgroup
+from .. import _site, cgroup
 
 # signal's own functions, without the wrappers that turn their values into enums: the fork
 # handlers call them on every fork, in the parent and in the child, where each conversion of a
@@ -22,10 +22,14 @@ except ImportError:  # another Python than CPython
 
 _TERM = (SIGTERM,)
 
+# The sites of the session's spawns. A module's, not HOST's: the fork handlers are registered
+# for the interpreter's life, so HOST lives until the interpreter's very end, past the point
+# where Python 3.9 can still finalize an open file (the registry's log) without crashing.
+SITES = _site.Registry()
+
 
 class _AtFork:
-    """The fork handlers of HOST (host._HostChildren), over its state and its site registry's
-    (.sites)."""
+    """The fork handlers of HOST (host._HostChildren), over its state and SITES'."""
 
     def before_fork(self) -> None:
         # (runs at every os.fork: each object it touches is a page copied after the fork,
@@ -58,11 +62,11 @@ class _AtFork:
             lock.release()
         else:
             self.lock = threading.RLock()
-        lock = self.sites.lock
+        lock = SITES.lock
         if lock.acquire(False):
             lock.release()
         else:
-            self.sites.lock = threading.RLock()
+            SITES.lock = threading.RLock()
         moving = self.moving
         if moving.acquire(False):
             moving.release()
@@ -87,7 +91,7 @@ class _AtFork:
         # is copied and most such children never exec. What C code starts from it (ctypes'
         # system()) carries none: once this child is gone, such a process is found, not named
         # (the site set here in the C environment alone costs about half the pages this saves)
-        sites = self.sites.local
+        sites = SITES.local
         site = getattr(sites, "site", None)
         if site is not None and self.users:
             self.exec_site = site if getattr(sites, "child_env", None) is not None else None

@@ -13,8 +13,8 @@ import threading
 import time
 from typing import Dict, List, Optional
 
-from .. import _site, cgroup, kin
-from .atfork import _AtFork
+from .. import cgroup, kin
+from .atfork import SITES, _AtFork
 from .options import MARKER
 from .scope import FORCED, THREAD, _Scope, _env_for, _objects_of
 
@@ -44,8 +44,7 @@ class _HostChildren(_AtFork):
     worker a session-scoped multiprocessing.Pool replaces while a test runs) is moved into its
     scope's cgroup and given its scope's marker, so no test is blamed for it."""
 
-    def __init__(self, sites: _site.Registry):
-        self.sites = sites  # the sites of the spawns (SITES)
+    def __init__(self):
         # reentrant: a signal handler that spawns may run while this thread holds it (a
         # child's start time is read under it)
         self.lock = threading.RLock()
@@ -328,5 +327,4 @@ def _move_tree(path: str, ident, found_in) -> None:
         pass
 
 
-SITES = _site.Registry()
-HOST = _HostChildren(SITES)
+HOST = _HostChildren()
