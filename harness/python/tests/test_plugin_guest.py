@@ -68,6 +68,17 @@ def test_a_clean_session_ends_python_with_status_0(tracked):
     result.assert_outcomes(passed=1)
 
 
+def test_a_session_leaves_no_file_of_its_own_to_the_interpreters_end(tracked, monkeypatch):
+    """What the plugin opened for the session (the sites' shared file) is closed by pytest's
+    exit: an interpreter that finalizes it says so (ResourceWarning, -X dev or -W always)."""
+    monkeypatch.setenv("PYTHONWARNINGS", "always::ResourceWarning")
+    tracked.makepyfile(test_clean="def test_nothing():\n    pass\n")
+    result = run_sub(tracked, *PLUGIN)
+    assert result.ret == 0, result.stderr.str()
+    assert "ResourceWarning" not in result.stderr.str()
+    result.assert_outcomes(passed=1)
+
+
 def test_fork_without_exec_and_multiprocessing_leaks_are_the_tests(tracked, tmp_path):
     tracked.makepyfile(test_fork=f"""
 import multiprocessing, os, time

@@ -243,6 +243,10 @@ class _Session(Checks, Xdist, Reports):
         finally:
             # the interception stays: a thread may still run until the interpreter is gone
             HOST.exited.set()
+            # the sites' shared file closed now, not left to the interpreter's end, where an
+            # open file is finalized with a ResourceWarning (what is started from here on has
+            # no check to name it for)
+            SITES.close(self.site_root)
             if cgroups:
                 left = cgroups.close(self.timeout + self.grace + 5)
                 if left:
