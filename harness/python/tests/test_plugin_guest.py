@@ -79,6 +79,29 @@ def test_a_session_leaves_no_file_of_its_own_to_the_interpreters_end(tracked, mo
     result.assert_outcomes(passed=1)
 
 
+def test_pytests_objects_are_finalized_as_without_the_plugin(tracked, tmp_path):
+    """What the plugin keeps to the interpreter's last step (the fork handlers' state) does not
+    hold the session's plugin object, nor through it pytest's config: a plugin's file written at
+    the session's end and never closed is flushed when pytest's objects are finalized, which an
+    interpreter does not do for what is still held at its last step (Python 3.9)."""
+    out = tmp_path / "written.txt"
+    tracked.makeconftest(f"""
+class Writer:
+    def __init__(self):
+        self.out = open({str(out)!r}, "w")
+
+    def pytest_sessionfinish(self, session):
+        self.out.write("written at the session's end\\n")
+
+def pytest_configure(config):
+    config.pluginmanager.register(Writer(), "writer")
+""")
+    tracked.makepyfile(test_clean="def test_nothing():\n    pass\n")
+    result = run_sub(tracked, *PLUGIN)
+    assert result.ret == 0, result.stderr.str()
+    assert out.read_text() == "written at the session's end\n"
+
+
 def test_fork_without_exec_and_multiprocessing_leaks_are_the_tests(tracked, tmp_path):
     tracked.makepyfile(test_fork=f"""
 import multiprocessing, os, time

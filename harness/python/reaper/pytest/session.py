@@ -174,6 +174,11 @@ class _Session(Checks, Xdist, Reports):
             if self.on_sigterm:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 self.on_sigterm = 0
+            if HOST.term == self._sigterm:
+                # not kept by HOST, which the fork handlers keep to the interpreter's last step:
+                # through it, pytest's config and every plugin's object, which would never be
+                # finalized (a plugin's file left unflushed)
+                HOST.term = None
             if self.collector:
                 self.collector.finish()
                 self.collector = None
