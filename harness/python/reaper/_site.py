@@ -283,7 +283,7 @@ class Registry:
         self.lock = threading.RLock()
         self.by_id: Dict[Tuple[int, int], Tuple[Site, Optional[str]]] = {}
         self.files: Dict[str, str] = {}  # a test's marker -> its file
-        self.direct: Dict[tuple, tuple] = {}  # see here: (code, instruction, call) -> (file, root, site)
+        self.direct: Dict[tuple, tuple] = {}  # see here: (code's id, instruction, call) -> (code, file, root, site)
         self.root: Optional[str] = None
         self.local = threading.local()  # .site: the site of the spawn under way in this thread
         self.pid = 0        # the session's process
@@ -333,15 +333,20 @@ class Registry:
         test_file = self.files.get(marker) if marker else None
         # a spawn called straight from a line of the test's own file (most are): its site made
         # once (each made anew writes some 20 pages, which the next fork makes a child share)
-        key = (frame.f_code, frame.f_lasti, called)
+        # The code object itself, not one equal to it: code objects compare by name, first line
+        # and instructions, not by their file (nor, before 3.11, by their line numbers), so a
+        # helper's twin in another module, or a test file re-imported with a line moved, would
+        # get its site. The entry holds the code, whose id is then no other code's.
+        code = frame.f_code
+        key = (id(code), frame.f_lasti, called)
         got = self.direct.get(key)
-        if got is not None and got[0] == test_file and got[1] == self.root:
-            return got[2]
+        if got is not None and got[0] is code and got[1] == test_file and got[2] == self.root:
+            return got[3]
         site = _site_here(frame, test_file, called, self.root)
-        if test_file and _REAL.get(frame.f_code.co_filename, "") == _REAL.get(test_file):
+        if test_file and _REAL.get(code.co_filename, "") == _REAL.get(test_file):
             if len(self.direct) > 4096:
                 self.direct.clear()
-            self.direct[key] = (test_file, self.root, site)
+            self.direct[key] = (code, test_file, self.root, site)
         return site
 
     def record(self, pid: int, start: Optional[int], site: Optional[Site], marker: Optional[str]) -> None:

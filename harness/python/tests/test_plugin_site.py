@@ -209,6 +209,47 @@ os.fork = fork
                                  f"      started at test_f.py:{line_of(src, 'fork')} in test_fork, via conftest.fork"])
 
 
+# a helper, the same in the test's file and in a module of its own: equal code objects
+TWIN = """
+import os
+
+
+def spawn():
+    return os.fork()  # twin
+"""
+
+
+def test_a_helpers_twin_in_another_module_is_named_at_its_own_lines(tracked, tmp_path):
+    # the test's file forks through its own helper first (its site kept for the next fork made
+    # by the same code), then through another module's helper written the same way at the same
+    # line, whose code object compares equal to it: each fork is named at its own lines
+    tracked.makepyfile(twin=TWIN)
+    src = TWIN + f"""
+
+def test_own():
+    pid = spawn()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def test_twin():
+    import time, twin
+    pid = twin.spawn()  # call
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    open({str(tmp_path / 'twin.pid')!r}, "w").write(str(pid))
+"""
+    tracked.makepyfile(test_twin=src)
+    result = run_sub(tracked, *PLUGIN, *FAST)
+    result.assert_outcomes(passed=2, errors=1)
+    pid = int((tmp_path / "twin.pid").read_text())
+    result.stdout.fnmatch_lines(["*reaper: test_twin.py::test_twin left 1 process*", f"  {pid}: *",
+                                 f"      started at test_twin.py:{line_of(src, 'call')} in test_twin; "
+                                 f"twin.py:{line_of(TWIN, 'twin')} in spawn, via os.fork"])
+
+
 def test_the_site_pytest_itself_was_started_with_is_no_tests(tracked, monkeypatch, tmp_path):
     # pytest started by a spawn with a site (an enclosing checked session): what C code forks
     # or starts below the interception carries that environment, which names no line of this
