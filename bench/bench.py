@@ -24,6 +24,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -262,12 +263,15 @@ class Bench:
                         t, c = time.perf_counter(), time.thread_time()
                         found = finder()
                         res["handwritten"] = [time.perf_counter() - t, len(found), time.thread_time() - c]
-                    # the command and its floor as commands, in turn (which goes first alternates)
-                    pair = [("cli", [self.reaper, "scan", "--home", home]),
-                            ("cli_floor", [self.listing, entry])]
-                    for k, argv in (pair if r % 2 == 0 else pair[::-1]):
-                        res[k] = self.cli_scan(argv)
-                    for k, over in (("cli", "cli_floor"), ("reaper_scan", "floor_report")):
+                    # the command and its floor as commands, in turn (which goes first alternates),
+                    # their output to a pipe, then to a file
+                    for to_file, sfx in ((False, ""), (True, "_file")):
+                        pair = [("cli" + sfx, [self.reaper, "scan", "--home", home]),
+                                ("cli_floor" + sfx, [self.listing, entry])]
+                        for k, argv in (pair if r % 2 == 0 else pair[::-1]):
+                            res[k] = self.cli_scan(argv, to_file)
+                    for k, over in (("cli", "cli_floor"), ("cli_file", "cli_floor_file"),
+                                    ("reaper_scan", "floor_report")):
                         ratios.setdefault(k, []).append(res[k][0] / res[over][0])
                         ratios.setdefault(k + "_cpu", []).append(res[k][2] / res[over][2] if res[over][2] else
                                                                  float("nan"))
@@ -320,17 +324,23 @@ class Bench:
             server.wait()
         self.results["scan"] = rows
 
-    def cli_scan(self, argv: list) -> list:
+    def cli_scan(self, argv: list, to_file: bool = False) -> list:
         """A listing command (`reaper scan --home HOME`, or its floor bench-listing), as a user
-        runs it: [wall, lines printed, CPU] (the CPU of the command, from this process's
-        children's rusage)."""
+        runs it from the shell the leftovers came from (its stderr is theirs, this process's):
+        its output to a pipe (`| wc -l`), or to a new file (`> list`). [wall, lines printed,
+        CPU] (the CPU of the command, from this process's children's rusage)."""
+        out = tempfile.TemporaryFile() if to_file else None
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
+        got = subprocess.run(argv, stdout=out or subprocess.PIPE).stdout
         t = time.perf_counter() - t
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
-        return [t, out.count(b"\n"), cpu]
+        if out:
+            out.seek(0)
+            got = out.read()
+            out.close()
+        return [t, got.count(b"\n"), cpu]
 
     # ---- 2. exit detection, 3. kill convergence: the hand-written reaper's side ----------------
     def hw_exit(self, n: int, rep: int) -> dict:
@@ -860,6 +870,10 @@ def table(res: dict) -> str:
                 "every environ; per match a pidfd, its cmdline, a look through the pidfd, one line), both as "
                 "commands, in turn", ms(m["cli"]), ms(m["cli_floor"]), f"{rr['cli']:.2f}x ({rr['cli_cpu']:.2f}x)",
                 "<= 1.15x", rr["cli_cpu"] <= 1.15)
+        if "cli_floor_file" in m and "cli_file" in rr:
+            add(f"marker scan, {p}, half marked: the same, both writing to a file (no pipe on the command's fd 0-2, "
+                "so no process can be its pipeline's)", ms(m["cli_file"]), ms(m["cli_floor_file"]),
+                f"{rr['cli_file']:.2f}x ({rr['cli_file_cpu']:.2f}x)", "<= 1.15x", rr["cli_file_cpu"] <= 1.15)
         if "floor_report" in m and "reaper_scan" in rr:
             add(f"marker scan, {p}, half marked: reaper_scan vs the floor of what it returns (the listing's reads "
                 "plus each match's stat, uid, exe and cwd), in turn", ms(m["reaper_scan"]), ms(m["floor_report"]),
