@@ -39,11 +39,13 @@ CHECK_TARGETS += check-python
 # the others the core set PY_CORE: the package's ctypes binding and API, the plugin's checks and
 # reports, and each interception of a spawn through Python's private internals (subprocess's
 # fork_exec, multiprocessing, concurrent.futures' work items, the frames and the call a spawn
-# site is named by). pythons.sh says how an interpreter is found and what a
-# missing one means.
+# site is named by), and a clean session's exit status (each Python finalizes what the plugin
+# keeps for the interpreter's life its own way). pythons.sh says how an interpreter is found
+# and what a missing one means.
 PY_VERSIONS ?= all
 PY_FULL ?=
 PY_CORE ?= test_layout.py test_site.py test_compat.py test_api.py test_kin.py test_plugin.py test_plugin_patches.py \
+	test_plugin_guest.py::test_a_clean_session_ends_python_with_status_0 \
 	test_plugin_guest.py::test_popen_and_pty_children_keep_their_exit_status_for_their_owner \
 	test_plugin_guest.py::test_fork_without_exec_and_multiprocessing_leaks_are_the_tests \
 	test_plugin_guest.py::test_what_a_test_submits_to_an_older_thread_pool_starts_is_the_tests \
