@@ -21,9 +21,12 @@ MODES = ["on", "off"]
 if os.geteuid() != 0:
     MODES = [pytest.param("on", marks=pytest.mark.skip(reason="--cgroup on needs root or a delegated cgroup")), "off"]
 
-# A script's leftover is waited for until a listing shows its own program (`grep -q
-# time.sleep`): a marker alone is already carried by the fork on its way to exec, and a reap's
-# single pass (--timeout 0) that meets the exec midway reads no environment there.
+# A script's leftovers are waited for until a listing shows N of them running their own
+# program (`until [ "$(settled MARK PROG)" -ge N ]`): the fork on its way to exec (a shell's,
+# setsid's, env's) already carries the marker, and its command line names the leftover's
+# program too. A reap's single pass (--timeout 0) that meets the exec midway reads no
+# environment there.
+SETTLED = ("settled() { \"$REAPER\" scan --env \"$1\" 2>/dev/null | awk -v p=\"$2\" '$2 == p' | wc -l; }; ")
 STUBBORN = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True: time.sleep(60)\n"
 
 
@@ -35,7 +38,7 @@ def sh(script, tmp_path, env=None, timeout=120, wrap=()):
     e = {k: v for k, v in os.environ.items() if not k.startswith(("REAPER_", "GITHUB_"))}
     e.update({"REAPER": REAPER, "PY": PY, "STATUS": str(status), "T": str(tmp_path)})
     e.update(env or {})
-    r = subprocess.run([*wrap, "bash", "-c", script], capture_output=True, env=e, timeout=timeout)
+    r = subprocess.run([*wrap, "bash", "-c", SETTLED + script], capture_output=True, env=e, timeout=timeout)
     assert status.exists(), r.stderr
     return [int(x) for x in status.read_text().split()], r
 
@@ -121,7 +124,7 @@ def test_reap_own_home_leaves_its_pipeline(mark, tmp_path):
     h.mkdir()
     statuses, r = sh(
         'export HOME="$T/h" %s; { ("$PY" -c "import time; time.sleep(600)" &); '
-        'until "$REAPER" scan --env %s 2>/dev/null | grep -q time.sleep; do :; done; '
+        'until [ "$(settled %s "$PY")" -ge 1 ]; do :; done; '
         '"$REAPER" reap --home "$T/h" --timeout 0 --grace 10 --report "$T/r.json"; } 2>&1 | cat >"$T/log"; '
         'echo "${PIPESTATUS[*]}" >"$STATUS"' % (mark, mark), tmp_path)
     log = (tmp_path / "log").read_text()
@@ -185,7 +188,7 @@ def test_closed_output_pipe_keeps_the_exit_status(command, mark, tmp_path):
 def test_reap_pipe_to_true_exits_with_the_leak_code(mark, tmp_path):
     statuses, r = sh(
         'setsid -f env %s "$PY" -c "import time; time.sleep(600)"; '
-        'until "$REAPER" scan --env %s 2>/dev/null | grep -q time.sleep; do :; done; '
+        'until [ "$(settled %s "$PY")" -ge 1 ]; do :; done; '
         '"$REAPER" reap --env %s --timeout 0 --grace 10 2>&1 | true; echo "${PIPESTATUS[*]}" >"$STATUS"'
         % (mark, mark, mark), tmp_path)
     assert statuses == [23, 0], r.stderr
@@ -249,7 +252,7 @@ def test_setsid_reap_own_home_leaves_its_pipeline(mark, tmp_path):
     h.mkdir()
     statuses, r = sh(
         'export HOME="$T/h" %s; setsid -f "$PY" -c "import time; time.sleep(600)"; '
-        'until "$REAPER" scan --env %s 2>/dev/null | grep -q time.sleep; do :; done; '
+        'until [ "$(settled %s "$PY")" -ge 1 ]; do :; done; '
         'setsid "$REAPER" reap --home "$T/h" --timeout 0 --grace 10 --report "$T/r.json" 2>&1 | cat >"$T/log"; '
         'echo "${PIPESTATUS[*]}" >"$STATUS"' % (mark, mark), tmp_path)
     log = (tmp_path / "log").read_text()
@@ -266,7 +269,7 @@ def test_reap_inside_runs_command_leaves_the_runs_guardian(mode, mark, tmp_path)
     statuses, r = sh(
         'export %s; "$REAPER" run --cgroup %s --timeout 0 --grace 10 --report "$T/outer.json" -- sh -c '
         '\'setsid -f "$PY" -c "import time; time.sleep(600)"; '
-        'until "$REAPER" scan --env %s 2>/dev/null | grep -q time.sleep; do :; done; '
+        'until "$REAPER" scan --env %s 2>/dev/null | grep -q "^[0-9]* $PY "; do :; done; '
         'exec "$REAPER" reap --env %s --timeout 0 --grace 10 --report "$T/inner.json"\' 2>"$T/err"; '
         'echo "$?" >"$STATUS"' % (mark, mode, mark, mark), tmp_path)
     err = (tmp_path / "err").read_text()
@@ -297,7 +300,7 @@ def test_pipeline_past_its_reader_is_the_callers(mark, tmp_path):
     writing to the script's own output (a pipe reaper holds too) is still found."""
     statuses, r = sh(
         'export %s; ("$PY" -c "import time; time.sleep(600)" &); '
-        'until "$REAPER" scan --env %s 2>/dev/null | grep -q time.sleep; do :; done; '
+        'until [ "$(settled %s "$PY")" -ge 1 ]; do :; done; '
         '"$REAPER" reap --env %s --timeout 0 --grace 10 --report "$T/r.json" 2>"$T/err" '
         '| tee "$T/log" | cat >"$T/out"; echo "${PIPESTATUS[*]}" >"$STATUS"' % (mark, mark, mark), tmp_path)
     err = (tmp_path / "err").read_text()
@@ -315,10 +318,10 @@ def test_scan_leaves_its_pipeline_and_lists_the_rest(mark, tmp_path):
         statuses, r = sh(
             'exec 2>"$T/sh-err"; export %s; ("$PY" -c "import time; time.sleep(600)" & '
             '"$PY" -c "import time; time.sleep(600)" & "$PY" -c "import time; time.sleep(600)" | cat &) '
-            '</dev/null >/dev/null 2>&1; until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 4 ]; do :; done; '
+            '</dev/null >/dev/null 2>&1; until [ "$(settled %s "$PY")" -ge 3 ] && [ "$(settled %s cat)" -ge 1 ]; do :; done; '
             '"$REAPER" scan --env %s 2>"$T/err" | tee "$T/log" >"$T/out1"; s="${PIPESTATUS[*]}"; '
             '"$REAPER" scan --env %s 2>>"$T/err" | tee "$T/log" | cat >"$T/out2"; echo "$s ${PIPESTATUS[*]}" >"$STATUS"'
-            % (mark, mark, mark, mark), tmp_path)
+            % (mark, mark, mark, mark, mark), tmp_path)
         err = (tmp_path / "err").read_text()
         assert statuses == [0, 0, 0, 0, 0], err
         for out in ("out1", "out2"):
@@ -338,9 +341,9 @@ def test_scan_leaves_its_pipeline_past_leftovers_of_another_session(own, mark, t
             'exec 2>"$T/sh-err"; export %s; '
             'setsid -f sh -c \'"$PY" -c "import time; time.sleep(600)" | "$PY" -c "import time; time.sleep(600)"\' '
             '</dev/null >/dev/null 2>&1; [ %d = 0 ] || ("$PY" -c "import time; time.sleep(600)" &) </dev/null >/dev/null 2>&1; '
-            'until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge %d ]; do :; done; '
+            'until [ "$(settled %s "$PY")" -ge %d ]; do :; done; '
             '"$REAPER" scan --env %s 2>"$T/err" | tee "$T/log" | cat >"$T/out"; echo "${PIPESTATUS[*]}" >"$STATUS"'
-            % (mark, own, mark, 3 + own, mark), tmp_path)
+            % (mark, own, mark, 2 + own, mark), tmp_path)
         err = (tmp_path / "err").read_text()
         assert statuses == [0, 0, 0], err
         listed = (tmp_path / "out").read_text().splitlines()
@@ -357,7 +360,7 @@ def test_scan_with_few_descriptors_leaves_its_pipeline(mark, tmp_path):
     try:
         statuses, r = sh(
             'exec 2>"$T/sh-err"; export %s; for i in $(seq 120); do (exec sleep 600 &); done </dev/null >/dev/null 2>&1; '
-            'until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 120 ]; do :; done; '
+            'until [ "$(settled %s sleep)" -ge 120 ]; do :; done; '
             '(ulimit -n 64; "$REAPER" scan --env %s 2>"$T/err" | tee "$T/log" | cat >"$T/out"; '
             'echo "${PIPESTATUS[*]}" >"$STATUS")'
             % (mark, mark, mark), tmp_path)
@@ -377,7 +380,7 @@ def test_scan_into_a_named_fifo_leaves_its_reader(mark, tmp_path):
     try:
         statuses, r = sh(
             'exec 2>"$T/sh-err"; export %s; for i in 1 2; do (exec sleep 600 &); done </dev/null >/dev/null 2>&1; '
-            'until [ "$("$REAPER" scan --env %s 2>/dev/null | grep -c "sleep 600")" -ge 2 ]; do :; done; '
+            'until [ "$(settled %s sleep)" -ge 2 ]; do :; done; '
             'cat <"$T/ff" >"$T/out" & "$REAPER" scan --env %s 2>"$T/err" >"$T/ff"; s=$?; wait $!; '
             'echo "$s $?" >"$STATUS"'
             % (mark, mark, mark), tmp_path)
@@ -398,10 +401,10 @@ def test_scan_on_a_terminal_tells_its_leftovers_by_its_own_terminal(mark, tmp_pa
         e = {k: v for k, v in os.environ.items() if not k.startswith(("REAPER_", "GITHUB_"))}
         e.update({"REAPER": REAPER, "PY": PY, "STATUS": str(tmp_path / "status"), "T": str(tmp_path)})
         script = ('export %s; for i in 1 2 3; do ("$PY" -c "import time; time.sleep(600)" &) >&0 2>&0; done; '
-                  'until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 3 ]; do :; done; '
+                  'until [ "$(settled %s "$PY")" -ge 3 ]; do :; done; '
                   '"$REAPER" scan --env %s 2>"$T/err" | tee "$T/log" | cat >"$T/out"; '
                   'echo "${PIPESTATUS[*]}" >"$STATUS"' % (mark, mark, mark))
-        r = subprocess.run(["bash", "-c", script], stdin=slave, capture_output=True, env=e, timeout=120)
+        r = subprocess.run(["bash", "-c", SETTLED + script], stdin=slave, capture_output=True, env=e, timeout=120)
         assert (tmp_path / "status").read_text().split() == ["0", "0", "0"], r.stderr
         listed = (tmp_path / "out").read_text().splitlines()
         assert sorted(ln.split()[-1] for ln in listed) == ["time.sleep(600)"] * 3, listed
@@ -438,7 +441,7 @@ def test_scan_tells_files_the_leftovers_share_from_its_pipeline(holder, mark, tm
         statuses, r = sh(
             '%s; export %s; '
             'for i in 1 2 3; do ("$PY" -c "import time; time.sleep(600)" &) %s; done; '
-            'until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 3 ]; do :; done; '
+            'until [ "$(settled %s "$PY")" -ge 3 ]; do :; done; '
             '(until [ -e "$T/ready" ]; do :; done; "$REAPER" scan --env %s %s) | '
             '{ "$PY" -c "import time; open(\'$T/ready\', \'w\'); time.sleep(2)" %s >&3 3>&- & '
             'env -u %s tee "$T/log"; wait; } 3>&1 | env -u %s cat >"$T/out"; echo "${PIPESTATUS[*]}" >"$STATUS"'
@@ -462,8 +465,8 @@ def test_scan_takes_no_copy_of_a_file_whose_close_asks_its_server(mark, tmp_path
     mnt.mkdir()
     opened = str(tmp_path / "opened")
     leftover = "import os, time; os.close(1); os.open(os.environ['M'] + '/f', os.O_RDONLY); time.sleep(600)"
-    script = ('export %s; ("$PY" -c "$L" &) </dev/null 2>/dev/null; until [ -e "$O" ]; do sleep 0.01; done; '
-              'until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 1 ]; do :; done; '
+    script = (SETTLED + 'export %s; ("$PY" -c "$L" &) </dev/null 2>/dev/null; until [ -e "$O" ]; do sleep 0.01; done; '
+              'until [ "$(settled %s "$PY")" -ge 1 ]; do :; done; '
               '"$REAPER" scan --env %s 2>/dev/null </dev/null | cat >"$T/out"' % (mark, mark, mark))
     e = dict(os.environ, HUNG_FUSE_FLUSH="1", M=str(mnt), O=opened, T=str(tmp_path), PY=PY, REAPER=REAPER, L=leftover)
     try:
@@ -586,7 +589,7 @@ def test_a_member_that_takes_its_pipe_after_the_pass_read_the_pipeline_is_left_a
     try:
         statuses, r = sh(
             'export %s; for i in $(seq 150); do (sleep 300 | sleep 300 &) </dev/null >/dev/null 2>&1; done; '
-            'until [ "$("$REAPER" scan --env %s 2>/dev/null | wc -l)" -ge 300 ]; do :; done; '
+            'until [ "$(settled %s sleep)" -ge 300 ]; do :; done; '
             '"$REAPER" %s 2>"$T/err" | tee "$T/log" | '
             '(exec 3<&0 0</dev/null; sleep 0.02; exec 0<&3 3<&-; exec cat) >"$T/out"; '
             'echo "${PIPESTATUS[*]}" >"$STATUS"' % (mark, mark, cmd), tmp_path)
