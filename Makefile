@@ -98,18 +98,42 @@ $(BUILD)/reaper: $(CLI_OBJ) $(INTERNAL_LIB) $(MUSL_OBJ)
 		$(CLI_LINK); },$(CLI_LINK))
 
 include $(sort $(wildcard */*.mk tests/*/*.mk harness/*/*.mk))
-# After check-c, which starts the list of tests not run afresh: a claimed Python this machine
-# lacks is one of them (harness/python/python.mk).
 CHECK_TARGETS += check-pythons
 
 # The suites run under reaper itself: whatever a test leaves behind fails make check.
 # CHECK_SKIP: suites (of CHECK_TARGETS) left out, e.g. CHECK_SKIP=check-pkg.
+# They run in two lanes side by side, each lane's suites one after the other: the Python lane
+# (every suite that builds or installs the Python package, so that no two such builds share
+# harness/python's build tree at once) and the rest. The Python lane's output is kept and
+# printed when it ends; the other lane prints as it goes. CHECK_JOBS=1 runs the lanes one
+# after the other, every suite printing as it goes.
 CHECK_SKIP ?=
+CHECK_JOBS ?= 2
+CHECK_LANE_PYTHON := check-checkhelper check-python check-pythons check-pkg
+CHECK_RUN := $(filter-out $(CHECK_SKIP),$(CHECK_TARGETS))
+LANE_check-lane-python := $(filter $(CHECK_LANE_PYTHON),$(CHECK_RUN))
+LANE_check-lane-rest := $(filter-out $(CHECK_LANE_PYTHON),$(CHECK_RUN))
 check: deps
-	@$(MAKE) --no-print-directory all
-	$(BUILD)/reaper run --timeout 10 --grace 2 -- $(MAKE) --no-print-directory check-suites
-check-suites: $(filter-out $(CHECK_SKIP),$(CHECK_TARGETS))
-	@$(call not_run_summary,make check: all suites passed)
+	@$(MAKE) --no-print-directory -j$(CHECK_JOBS) all
+	@rm -rf $(NOT_RUN_DIR)
+	$(BUILD)/reaper run --timeout 10 --grace 2 -- $(MAKE) --no-print-directory -j$(CHECK_JOBS) check-suites
+check-suites: check-lane-python check-lane-rest
+	@$(call not_run_summary,make check: all suites passed,$(NOT_RUN_DIR)/*.txt)
+# A lane's suites in order, in one make each; a failing suite ends its lane (the other lane
+# goes on to its end, as make does with any job).
+ifneq ($(CHECK_JOBS),1)
+check-lane-python: KEEP_OUTPUT := 1
+endif
+check-lane-python check-lane-rest:
+	@set -e; log=$(BUILD)/tests/$@.log; mkdir -p $(dir $(BUILD)/tests/); rm -f "$$log"; rc=0; \
+	for t in $(LANE_$@); do \
+		if [ -n "$(KEEP_OUTPUT)" ]; then $(MAKE) --no-print-directory $$t >>"$$log" 2>&1 || rc=$$?; \
+		else $(MAKE) --no-print-directory $$t || rc=$$?; fi; \
+		[ "$$rc" = 0 ] || break; \
+	done; \
+	[ ! -f "$$log" ] || { echo "== make check: the lane $@ ($(LANE_$@))"; cat "$$log"; }; \
+	[ "$$rc" = 0 ] || echo "== make check: $$t failed in the lane $@"; exit "$$rc"
+.PHONY: check-lane-python check-lane-rest
 
 demo: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/fixtures/daemon

@@ -21,22 +21,24 @@ $(BUILD)/tests/%: tests/%.c $(TESTUTIL) $(wildcard tests/*.h) $(INTERNAL_LIB) | 
 fixtures: $(FIXTURE_BIN)
 .PHONY: fixtures check-c
 
-# $(1), then "; N not run (need WHAT), ..." from NOT_RUN, one count per need.
-not_run_summary = if [ -s $(NOT_RUN) ]; then \
+# Each suite that can leave tests not run lists them, one row each, in a file of its own under
+# NOT_RUN_DIR (the suites may run side by side: see make check's lanes); make check and
+# check-c end with the count. $(1): the closing line; $(2): the lists it counts.
+NOT_RUN_DIR := $(BUILD)/tests/not-run
+not_run_summary = rows=$$(cat $(2) 2>/dev/null || true); if [ -n "$$rows" ]; then \
 	printf '%s; %s: see the lists above or %s\n' "$(1)" \
-		"$$(awk -F'\t' '{n[$$3]++} END {s=""; for (k in n) s = s (s ? ", " : "") n[k] " not run (need " k ")"; print s}' $(NOT_RUN))" \
-		$(NOT_RUN); else echo "$(1)"; fi
+		"$$(printf '%s\n' "$$rows" | awk -F'\t' '{n[$$3]++} END {s=""; for (k in n) s = s (s ? ", " : "") n[k] " not run (need " k ")"; print s}')" \
+		"$(NOT_RUN_DIR)/"; else echo "$(1)"; fi
 
 # Each suite binary runs with BUILD in its environment so it finds the fixtures and reaper.
 # A test that cannot run for this user (root-only, say) is not registered, and each suite
-# lists those it did not run; NOT_RUN collects them for the closing line of check-c and of
-# make check, so a passing run says how many tests it did not run.
-NOT_RUN := $(BUILD)/tests/not-run.txt
+# lists those it did not run, appending them to TESTS_NOT_RUN_FILE, so a passing run says how
+# many tests it did not run.
 check-c: all $(FIXTURE_BIN) $(TEST_BIN)
-	@rm -f $(NOT_RUN)
+	@mkdir -p $(NOT_RUN_DIR); rm -f $(NOT_RUN_DIR)/check-c.txt
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; \
-		REAPER_BUILD=$(abspath $(BUILD)) TESTS_NOT_RUN_FILE=$(abspath $(NOT_RUN)) $$t; done
-	@$(call not_run_summary,check-c: every Check test that ran passed)
+		REAPER_BUILD=$(abspath $(BUILD)) TESTS_NOT_RUN_FILE=$(abspath $(NOT_RUN_DIR))/check-c.txt $$t; done
+	@$(call not_run_summary,check-c: every Check test that ran passed,$(NOT_RUN_DIR)/check-c.txt)
 
 CHECK_TARGETS += check-c
 

@@ -52,8 +52,8 @@ PY_CORE ?= test_layout.py test_site.py test_compat.py test_api.py test_kin.py te
 	test_plugin_site.py::test_a_leak_through_a_helper_module_names_both_frames_and_the_call \
 	test_plugin_site.py::test_a_child_forked_without_exec_and_what_it_execs_are_named
 check-pythons: $(BUILD)/libreaper.so
-	@mkdir -p $(dir $(NOT_RUN))
-	@$(PY_CACHE_ENV) REAPER_BUILD=$(abspath $(BUILD)) TESTS_NOT_RUN_FILE=$(abspath $(NOT_RUN)) DEBIAN_SITE=$(DEBIAN_SITE) \
+	@mkdir -p $(NOT_RUN_DIR)
+	@$(PY_CACHE_ENV) REAPER_BUILD=$(abspath $(BUILD)) TESTS_NOT_RUN_FILE=$(abspath $(NOT_RUN_DIR))/check-pythons.txt DEBIAN_SITE=$(DEBIAN_SITE) \
 		PY_VERSIONS="$(PY_VERSIONS)" PY_FULL="$(PY_FULL)" PY_CORE="$(PY_CORE)" \
 		PY_DONE="$(or $(PY_VERSION),$$($(PYTHONS_SH) version $(PYTHON)))" $(PYTHONS_SH) run
 

@@ -118,16 +118,6 @@ def test_help_agrees_with_man_page():
     assert "REAPER_TEST" in text and "NO_COLOR" in text and "GITHUB_ACTIONS" in text
 
 
-def test_make_install_installs_both_man_pages(tmp_path):
-    build = os.path.dirname(REAPER)
-    r = subprocess.run(["make", "--no-print-directory", "-C", ROOT, "BUILD=" + build, "install",
-                        "DESTDIR=" + str(tmp_path), "PREFIX=/usr"], capture_output=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    for page in ("share/man/man1/reaper.1", "share/man/man3/libreaper.3"):
-        installed = tmp_path / "usr" / page
-        assert installed.read_bytes() == open(os.path.join(ROOT, "man", os.path.basename(page)), "rb").read()
-
-
 def test_errors_are_worded_as_glibc_words_them_against_musl_too(tmp_path):
     """The command built against musl names every error as glibc does (musl/strerror.c), the
     ones it does not expect too: compared with this Python's strerror, glibc's."""

@@ -242,3 +242,13 @@ def test_install_and_uninstall_with_a_destdir_holding_spaces(tmp_path):
     r = subprocess.run(args + ["uninstall"], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert [p for p in tmp_path.rglob("*") if not p.is_dir()] == []
+
+
+def test_make_install_installs_both_man_pages(tmp_path):
+    """`make install` puts reaper(1) and libreaper(3) under MANDIR as they are in man/."""
+    r = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), f"BUILD={BUILD}", "install",
+                        f"DESTDIR={tmp_path}", "PREFIX=/usr"], capture_output=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    for page in ("share/man/man1/reaper.1", "share/man/man3/libreaper.3"):
+        installed = tmp_path / "usr" / page
+        assert installed.read_bytes() == (ROOT / "man" / Path(page).name).read_bytes()
