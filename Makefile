@@ -125,13 +125,13 @@ ifneq ($(CHECK_JOBS),1)
 check-lane-python: KEEP_OUTPUT := 1
 endif
 check-lane-python check-lane-rest:
-	@set -e; log=$(BUILD)/tests/$@.log; mkdir -p $(dir $(BUILD)/tests/); rm -f "$$log"; rc=0; \
+	@set -e; mkdir -p $(BUILD)/tests; log=$$(mktemp $(BUILD)/tests/$@.XXXXXX); rc=0; \
 	for t in $(LANE_$@); do \
 		if [ -n "$(KEEP_OUTPUT)" ]; then $(MAKE) --no-print-directory $$t >>"$$log" 2>&1 || rc=$$?; \
 		else $(MAKE) --no-print-directory $$t || rc=$$?; fi; \
 		[ "$$rc" = 0 ] || break; \
 	done; \
-	[ ! -f "$$log" ] || { echo "== make check: the lane $@ ($(LANE_$@))"; cat "$$log"; }; \
+	[ ! -s "$$log" ] || { echo "== make check: the lane $@ ($(LANE_$@))"; cat "$$log"; }; rm -f "$$log"; \
 	[ "$$rc" = 0 ] || echo "== make check: $$t failed in the lane $@"; exit "$$rc"
 .PHONY: check-lane-python check-lane-rest
 
