@@ -106,7 +106,8 @@ CHECK_TARGETS += check-pythons
 # (every suite that builds or installs the Python package, so that no two such builds share
 # harness/python's build tree at once) and the rest. The Python lane's output is kept and
 # printed when it ends; the other lane prints as it goes. CHECK_JOBS=1 runs the lanes one
-# after the other, every suite printing as it goes.
+# after the other, every suite printing as it goes. What more than one suite runs (the
+# fixtures, the Check suites' binaries) is built before the lanes start.
 CHECK_SKIP ?=
 CHECK_JOBS ?= 2
 CHECK_LANE_PYTHON := check-checkhelper check-python check-pythons check-pkg
@@ -114,7 +115,7 @@ CHECK_RUN := $(filter-out $(CHECK_SKIP),$(CHECK_TARGETS))
 LANE_check-lane-python := $(filter $(CHECK_LANE_PYTHON),$(CHECK_RUN))
 LANE_check-lane-rest := $(filter-out $(CHECK_LANE_PYTHON),$(CHECK_RUN))
 check: deps
-	@$(MAKE) --no-print-directory -j$(CHECK_JOBS) all
+	@$(MAKE) --no-print-directory -j$(CHECK_JOBS) all fixtures $(TEST_BIN) $(if $(filter 1,$(HAVE_CHECK)),$(CHECKH_TEST))
 	@rm -rf $(NOT_RUN_DIR)
 	$(BUILD)/reaper run --timeout 10 --grace 2 -- $(MAKE) --no-print-directory -j$(CHECK_JOBS) check-suites
 check-suites: check-lane-python check-lane-rest

@@ -19,17 +19,23 @@ from test_cgroup import needs_cgroup
 
 # The outside daemon: started before the run, so neither reaper nor COMMAND is its ancestor.
 # Each line on its stdin is an environment entry: it starts a sleep carrying it (a child of its
-# own) and answers "PID START".
+# own) and answers "PID START" once the sleep has exec'd (its pipe's write end, close-on-exec,
+# is closed then): until then the child is a copy of the daemon, without the entry.
 DAEMON = textwrap.dedent("""
     import os, sys
     for line in sys.stdin:
         name, _, value = line.strip().partition("=")
+        r, w = os.pipe()
         pid = os.fork()
         if pid == 0:
+            os.close(r)
             null = os.open("/dev/null", os.O_RDWR)
             for i in (0, 1, 2):
                 os.dup2(null, i)
             os.execve("/bin/sleep", ["/bin/sleep", "300"], {"PATH": "/usr/bin:/bin", name: value})
+        os.close(w)
+        os.read(r, 1)
+        os.close(r)
         st = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[19]
         print(pid, st, flush=True)
     """)
