@@ -104,37 +104,41 @@ CHECK_TARGETS += check-pythons
 # CHECK_SKIP: suites (of CHECK_TARGETS) left out, e.g. CHECK_SKIP=check-pkg.
 # They run in two lanes side by side, each lane's suites one after the other: the Python lane
 # (every suite that builds or installs the Python package, so that no two such builds share
-# harness/python's build tree at once) and the rest. The Python lane's output is kept and
-# printed when it ends; the other lane prints as it goes. CHECK_JOBS=1 runs the lanes one
-# after the other, every suite printing as it goes. What more than one suite runs (the
-# fixtures, the Check suites' binaries) is built before the lanes start.
+# harness/python's build tree at once) and the rest. Each suite says when it starts; the Python
+# lane's output is kept and printed when the lane ends (or is stopped), the other lane's as it
+# goes. CHECK_JOBS=1 runs the lanes one after the other, every suite printing as it goes. What
+# more than one suite runs (the fixtures, the Check suites' binaries) is built before the
+# lanes start. A failing suite ends its lane; the other lane goes on to its end.
 CHECK_SKIP ?=
 CHECK_JOBS ?= 2
-CHECK_LANE_PYTHON := check-checkhelper check-python check-pythons check-pkg
+CHECK_LANE_PYTHON := check-python check-pythons check-pkg
 CHECK_RUN := $(filter-out $(CHECK_SKIP),$(CHECK_TARGETS))
 LANE_check-lane-python := $(filter $(CHECK_LANE_PYTHON),$(CHECK_RUN))
 LANE_check-lane-rest := $(filter-out $(CHECK_LANE_PYTHON),$(CHECK_RUN))
 check: deps
-	@$(MAKE) --no-print-directory -j$(CHECK_JOBS) all fixtures $(TEST_BIN) $(if $(filter 1,$(HAVE_CHECK)),$(CHECKH_TEST))
+	@$(MAKE) --no-print-directory -j$(or $(CHECK_JOBS),1) all
 	@rm -rf $(NOT_RUN_DIR)
-	$(BUILD)/reaper run --timeout 10 --grace 2 -- $(MAKE) --no-print-directory -j$(CHECK_JOBS) check-suites
+	$(BUILD)/reaper run --timeout 10 --grace 2 -- $(MAKE) --no-print-directory -j$(or $(CHECK_JOBS),1) -k check-suites
 check-suites: check-lane-python check-lane-rest
 	@$(call not_run_summary,make check: all suites passed,$(NOT_RUN_DIR)/*.txt)
-# A lane's suites in order, in one make each; a failing suite ends its lane (the other lane
-# goes on to its end, as make does with any job).
-ifneq ($(CHECK_JOBS),1)
+check-prereqs: all fixtures \
+	$(if $(filter check-c check-unreachable-build check-pkg,$(CHECK_RUN)),$(TEST_BIN)) \
+	$(if $(filter check-checkhelper,$(CHECK_RUN)),$(CHECKH_TEST))
+ifneq ($(or $(CHECK_JOBS),1),1)
 check-lane-python: KEEP_OUTPUT := 1
 endif
-check-lane-python check-lane-rest:
-	@set -e; mkdir -p $(BUILD)/tests; log=$$(mktemp $(BUILD)/tests/$@.XXXXXX); rc=0; \
+check-lane-python check-lane-rest: check-prereqs
+	@set -e; mkdir -p $(BUILD)/tests; log=$$(mktemp $(BUILD)/tests/$@.XXXXXX); rc=0; t=; \
+	show() { [ ! -s "$$log" ] || { echo "== make check: the lane $@ ($(LANE_$@))"; cat "$$log"; }; rm -f "$$log"; }; \
+	trap show EXIT; \
 	for t in $(LANE_$@); do \
+		echo "== make check: $$t starts (the lane $@)"; \
 		if [ -n "$(KEEP_OUTPUT)" ]; then $(MAKE) --no-print-directory $$t >>"$$log" 2>&1 || rc=$$?; \
 		else $(MAKE) --no-print-directory $$t || rc=$$?; fi; \
 		[ "$$rc" = 0 ] || break; \
 	done; \
-	[ ! -s "$$log" ] || { echo "== make check: the lane $@ ($(LANE_$@))"; cat "$$log"; }; rm -f "$$log"; \
-	[ "$$rc" = 0 ] || echo "== make check: $$t failed in the lane $@"; exit "$$rc"
-.PHONY: check-lane-python check-lane-rest
+	show; [ "$$rc" = 0 ] || echo "== make check: $$t failed in the lane $@"; exit "$$rc"
+.PHONY: check-prereqs check-lane-python check-lane-rest
 
 demo: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/fixtures/daemon
