@@ -40,7 +40,9 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
                 # the entries made here, before the fork, where each page written costs least
                 local.child_env = _entries(site)
             elif len(args) > env_at:
-                args = args[:env_at] + (_siteenv.with_env(args[env_at], site),) + args[env_at + 1:]
+                env = args[env_at]
+                env = _siteenv.with_env(env, site, _entries(site) if env is None else None)
+                args = args[:env_at] + (env,) + args[env_at + 1:]
         return HOST.fork(fn, pid_of, args, kwargs, env_at, scope, site)
     finally:
         if outer is None:
