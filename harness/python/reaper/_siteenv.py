@@ -58,16 +58,40 @@ if not isinstance(_ENV_DATA, dict) or not all(isinstance(k, bytes) for k in _ENV
     _ENV_DATA = None
 
 
-def with_env(env, site):
+class Inherited(list):
+    """A spawn's environment made from os.environ (it was given None): b"NAME=VALUE" entries,
+    and source, the os.environ (bytes) they were made from, which is never changed: what it
+    holds is told by a lookup there instead of a scan of the entries (see scope._env_for)."""
+    __slots__ = ("source",)
+
+
+#: (a copy of os.environ's bytes, its entries as b"NAME=VALUE" but a site's): os.environ
+#: rarely changes between spawns, and comparing it with the copy costs a tenth of making them
+_BASE: Tuple[Dict[bytes, bytes], list] = ({}, [])
+
+
+def _inherited(entries: Tuple[Tuple[bytes, Optional[bytes]], ...]) -> Inherited:
+    """os.environ's entries with entries (a site's: REAPER_STARTED_AT and _IN) in place of its own."""
+    global _BASE
+    data = _environb()
+    base = _BASE
+    if base[0] != data:
+        copy = dict(data)  # not iterated itself: another thread may set a variable meanwhile
+        base = _BASE = (copy, [k + b"=" + v for k, v in copy.items() if k != _AT_B and k != _IN_B])
+    out = Inherited(base[1])
+    out += [k + b"=" + v for k, v in entries if v is not None]
+    out.source = base[0]
+    return out
+
+
+def with_env(env, site, entries: Optional[Tuple[Tuple[bytes, Optional[bytes]], ...]] = None):
     """env (a spawn's environment: None for os.environ, a mapping, or a list of b"NAME=VALUE")
-    with site's entries in it. An entry the caller gave itself (another value than
-    os.environ's, which a copy of os.environ would hold) is the caller's to keep."""
-    entries = site.env()
+    with site's entries in it (entries: env_entries(site), when made already). An entry the
+    caller gave itself (another value than os.environ's, which a copy of os.environ would
+    hold) is the caller's to keep."""
     if env is None:  # os.environ's own: no entry of it is the caller's
-        names = {os.fsencode(k) for k in entries}
-        out = [k + b"=" + v for k, v in _environb().items() if k not in names]
-        out += [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in entries.items() if v is not None]
-        return out
+        return _inherited(entries if entries is not None else env_entries(site))
+    entries = site.env()
     if isinstance(env, (list, tuple)):
         given = {}
         for e in env:

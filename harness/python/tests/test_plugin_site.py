@@ -265,3 +265,54 @@ def test_c_system():
     result, pid = one_leak(tracked, tmp_path, "test_c", src, "c.pid")
     result.stdout.fnmatch_lines([f"  {pid}: sleep 60"])
     assert "outer.py" not in result.stdout.str()
+
+
+THREAD_ENV = """
+import os, subprocess, threading
+
+def child_env():
+    out = subprocess.run(["env", "-0"], stdout=subprocess.PIPE, check=True).stdout  # spawn
+    return dict(e.split("=", 1) for e in out.decode().split("\\0") if e)
+
+def in_thread(fn):
+    got = []
+    t = threading.Thread(target=lambda: got.append(fn()))
+    t.start()
+    t.join()
+    return got[0]
+
+def check(env, test):
+    assert env["REAPER_PYTEST"] == os.environ["REAPER_PYTEST"]
+    assert env["REAPER_TEST"] == test
+    assert env["REAPER_STARTED_IN"].endswith(":child_env"), env["REAPER_STARTED_IN"]
+
+def test_one():
+    check(in_thread(child_env), "test_thread_env.py::test_one")
+    os.environ["EXTRA_ONE"] = "1"
+    env = in_thread(child_env)
+    check(env, "test_thread_env.py::test_one")
+    assert env["EXTRA_ONE"] == "1"
+    check(child_env(), "test_thread_env.py::test_one")
+    del os.environ["EXTRA_ONE"]
+    assert "EXTRA_ONE" not in in_thread(child_env)
+
+def test_two():
+    env = in_thread(child_env)
+    check(env, "test_thread_env.py::test_two")
+    assert "EXTRA_ONE" not in env
+    # a marker of this session's that is not this test's, set by the test itself: the test's
+    # own replaces it in what another thread starts
+    mine = os.environ["REAPER_PYTEST"]
+    os.environ["REAPER_PYTEST"] = mine.rsplit("-", 1)[0] + "-999"
+    try:
+        env = in_thread(child_env)
+    finally:
+        os.environ["REAPER_PYTEST"] = mine
+    check(env, "test_thread_env.py::test_two")
+"""
+
+
+def test_what_a_tests_thread_starts_carries_the_tests_marker_and_site_as_os_environ_changes(tracked):
+    tracked.makepyfile(test_thread_env=THREAD_ENV)
+    result = run_sub(tracked, *PLUGIN, *FAST)
+    result.assert_outcomes(passed=2)

@@ -26,7 +26,7 @@ try:
     _BOOTTIME = time.CLOCK_BOOTTIME
     _NS_PER_TICK = 10**9 // os.sysconf("SC_CLK_TCK")
 except (AttributeError, ValueError, OSError):
-    _BOOTTIME = None
+    _BOOTTIME, _NS_PER_TICK = None, 1
 
 
 _clock = time.clock_gettime_ns

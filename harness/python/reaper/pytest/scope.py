@@ -130,10 +130,20 @@ def _runs_others_code(value) -> bool:
         (pool is not None and isinstance(value, pool.ThreadPoolExecutor))
 
 
+_MARKER_B, _TEST_B = os.fsencode(MARKER), b"REAPER_TEST"
+
+
 def _env_for(env, scope: _Scope):
     """The environment a program started for scope execs with, from the one it was given
     (None: os.environ): a marker of this session in it (a test's, copied from os.environ at
     any time) is replaced by scope's, and the test named with it."""
+    if env is None or type(env) is _siteenv.Inherited:
+        # most often a thread of the running test's while os.environ names that test: told by
+        # two lookups in what the entries come from, not by a scan of them all
+        source = _siteenv._environb() if env is None else env.source
+        if source.get(_MARKER_B) == os.fsencode(scope.marker) and \
+                source.get(_TEST_B) == os.fsencode(scope.env()["REAPER_TEST"]):
+            return env
     if env is None:  # _posixsubprocess's "inherit"
         env = [k + b"=" + v for k, v in _siteenv._environb().items()]
     ours = scope.env()

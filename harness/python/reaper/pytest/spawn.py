@@ -11,7 +11,7 @@ import sys
 import threading
 
 from .. import _site, _siteenv
-from .host import HOST, SITES, _tick
+from .host import _BOOTTIME, _NS_PER_TICK, HOST, SITES, _clock, _get_ident
 from .scope import FORCED, THREAD, _Scope, _swap_env
 
 _NO_SITE = _site.Site(None, None, None)
@@ -40,7 +40,9 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
                 # the entries made here, before the fork, where each page written costs least
                 local.child_env = _entries(site)
             elif len(args) > env_at:
-                args = args[:env_at] + (_siteenv.with_env(args[env_at], site),) + args[env_at + 1:]
+                env = args[env_at]
+                env = _siteenv.with_env(env, site, _entries(site) if env is None else None)
+                args = args[:env_at] + (env,) + args[env_at + 1:]
         return HOST.fork(fn, pid_of, args, kwargs, env_at, scope, site)
     finally:
         if outer is None:
@@ -134,18 +136,24 @@ def fork(fn, applied_for=None):
     def wrapper():
         host = HOST
         scope = host.scope_here()
-        if scope is None or scope is not host.main or host.final is not None or host.away(scope) or \
-                getattr(local, "site", None) is not None:
+        # host.away(scope), site.spot, _entries and _tick written out: each function called is a
+        # page or two written (its object, its code's counters), which the next fork copies
+        if scope is None or scope is not host.main or host.final is not None or _get_ident() != host.runner or \
+                (scope.goto is None and scope.cgroup is not None and host.here is not None and
+                 host.here != scope.cgroup) or getattr(local, "site", None) is not None:
             return other()
         scope.spawned = True
         if scope.goto is not None and (scope.cgroup is None or scope.cgroup != host.here):
             scope.enter()
         # as _sited makes it: what the child execs gets the entries made here
         site = SITES.here(scope.marker, called) or _NO_SITE
-        local.child_env = _entries(site) if site.spot or _siteenv.carried() else None
+        if site.test_frame or site.innermost or _siteenv.carried():
+            local.child_env = _ENTRIES.get(site) or _entries(site)
+        else:
+            local.child_env = None
         local.site = site
         try:
-            before = _tick()
+            before = _clock(_BOOTTIME) // _NS_PER_TICK if _BOOTTIME is not None else -1
             pid = fn()
             host.add(pid, scope, before, site)
             return pid
