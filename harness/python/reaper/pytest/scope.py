@@ -137,10 +137,13 @@ def _env_for(env, scope: _Scope):
     """The environment a program started for scope execs with, from the one it was given
     (None: os.environ): a marker of this session in it (a test's, copied from os.environ at
     any time) is replaced by scope's, and the test named with it."""
-    if env is None or type(env) is _siteenv.Inherited:
-        # most often a thread of the running test's while os.environ names that test: told by
-        # two lookups in what the entries come from, not by a scan of them all
-        source = _siteenv._environb() if env is None else env.source
+    if type(env) is _siteenv.Inherited:
+        # os.environ's entries with a site's (most often a thread of the running test's while
+        # os.environ names that test): told by two lookups in what they were made from, not by
+        # a scan of them all. None is still made into os.environ's entries below: passed on as
+        # it is, the child would get the C environment, which os.unsetenv and os.putenv change
+        # apart from os.environ
+        source = env.source
         if source.get(_MARKER_B) == os.fsencode(scope.marker) and \
                 source.get(_TEST_B) == os.fsencode(scope.env()["REAPER_TEST"]):
             return env
