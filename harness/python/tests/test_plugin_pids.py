@@ -3,6 +3,7 @@
 cannot tell (a test that moves ns_last_pid back)."""
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 
@@ -43,6 +44,7 @@ def test_after():
 
 
 @pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare(1)")
+@pytest.mark.skipif(os.geteuid() != 0, reason="a PID namespace of pytest's own (unshare --pid) needs root")
 @pytest.mark.parametrize("cgroup", ["on", "off"])
 def test_a_child_left_by_a_test_that_moved_ns_last_pid_back_is_found(inner, cgroup):
     """The pids given out since a test began do not hold every process it started when it
