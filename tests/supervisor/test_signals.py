@@ -9,6 +9,7 @@ import pytest
 
 from conftest import has_marker, script, signalled_script
 from procutil import PY, alive, stat
+from test_cgroup import needs_cgroup
 
 IGNORE_TERM_INT = """
     import signal, time
@@ -222,12 +223,20 @@ def test_a_stopped_runner_is_continued_so_it_can_obey_the_cancellation(run):
     assert r.wait(60) == 7, r.stderr  # its handler ran: not the SIGKILL 300 s later
 
 
-def test_cancelled_runner_is_killed_even_when_the_reap_cannot_open_pidfds(run):
+@pytest.mark.parametrize("mode", [pytest.param("on", marks=needs_cgroup), "off"])
+def test_cancelled_runner_is_killed_even_when_the_reap_cannot_open_pidfds(run, mode):
     """With a hard limit of 10 descriptors the reap cannot watch anything (or fails outright);
-    a cancelled COMMAND that ignores SIGTERM must still be killed after its grace."""
+    a cancelled COMMAND that ignores SIGTERM must still be killed after its grace. Without a
+    cgroup, starting COMMAND takes a pipe more (its exec's outcome comes back on it, where a
+    start into the cgroup needs none), which 10 descriptors do not leave: reaper says it
+    cannot start COMMAND (126), and nothing is left behind."""
     import resource
-    r = run(["--grace", "1"], ["sh", "-c", 'trap "" TERM; echo ready; sleep 300'],
+    r = run(["--cgroup", mode, "--grace", "1"], ["sh", "-c", 'trap "" TERM; echo ready; sleep 300'],
             preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (10, 10)))
+    if mode == "off":
+        assert r.wait(60) == 126, r.stderr
+        assert "cannot start COMMAND: Too many open files" in r.stderr
+        return
     r.expect("ready")
     r.signal(signal.SIGTERM)
     assert r.wait(60) == 137, r.stderr
