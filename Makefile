@@ -133,8 +133,7 @@ check-lane-python check-lane-rest: check-prereqs
 	trap show EXIT; \
 	for t in $(LANE_$@); do \
 		echo "== make check: $$t starts (the lane $@)"; \
-		if [ -n "$(KEEP_OUTPUT)" ]; then $(MAKE) --no-print-directory $$t >>"$$log" 2>&1 || rc=$$?; \
-		else $(MAKE) --no-print-directory $$t || rc=$$?; fi; \
+		$(MAKE) --no-print-directory $$t $(if $(KEEP_OUTPUT),>>"$$log" 2>&1) || rc=$$?; \
 		[ "$$rc" = 0 ] || break; \
 	done; \
 	show; [ "$$rc" = 0 ] || echo "== make check: $$t failed in the lane $@"; exit "$$rc"
