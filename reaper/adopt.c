@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* adoption: PR_SET_CHILD_SUBREAPER, refcounted, and the host's own setting put back by the
- * last release. The only global state of libreaper. */
+ * last release. With handler.c's kept handlers, the only global state of libreaper. */
 #define _GNU_SOURCE
 #include "reaper.h"
 

@@ -44,6 +44,12 @@ REAPER_EXPORT int reaper_adopt(void);
 REAPER_EXPORT int reaper_release(void);
 /* The current adoption count. */
 REAPER_EXPORT int reaper_adopted(void);
+/* Keep sig's handler, as installed now, for the calling process alone: a process forked from
+ * it afterwards ends by sig at once, as at sig's default action, instead of running the handler
+ * it inherited (an interpreter's handler runs only once the child's code runs again, which a
+ * child blocked in a wait never does). Installing another handler, in either process, undoes
+ * it. 0; -EINVAL for a bad signal or one with no handler installed; -errno from sigaction. */
+REAPER_EXPORT int reaper_keep_handler(int sig);
 
 /* ---- finders -------------------------------------------------------------------- */
 

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -367,6 +368,99 @@ START_TEST(adopt_release_restores_host_setting)
 }
 END_TEST
 
+static volatile sig_atomic_t handled;
+
+static void on_signal(int sig)
+{
+	handled = sig;
+}
+
+static void on_signal_info(int sig, siginfo_t *info, void *ctx)
+{
+	handled = info->si_signo == sig ? sig : -1;
+}
+
+/* A forked child of the caller's, that waits in sigsuspend() until a handler has run (then exits
+ * 42; SIGALRM ends it after a minute if nothing else does), sent sig once it is running: how
+ * it ended. */
+static int child_sent(int sig)
+{
+	int ready[2], status;
+	ck_assert_int_eq(pipe(ready), 0);
+	pid_t kid = fork();
+	ck_assert_int_ge(kid, 0);
+	if (kid == 0) {
+		sigset_t block, none;
+		sigemptyset(&block);
+		sigaddset(&block, sig);
+		sigemptyset(&none);
+		sigprocmask(SIG_BLOCK, &block, NULL); /* delivered in sigsuspend only: none is lost */
+		signal(SIGALRM, SIG_DFL);
+		alarm(60);
+		close(ready[0]);
+		if (write(ready[1], "x", 1) != 1)
+			_exit(3);
+		handled = 0;
+		while (!handled)
+			sigsuspend(&none);
+		_exit(42); /* the inherited handler ran */
+	}
+	close(ready[1]);
+	char c;
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	ck_assert_int_eq(kill(kid, sig), 0);
+	ck_assert_int_eq(waitpid(kid, &status, 0), kid);
+	return status;
+}
+
+/* A kept handler runs in the process that kept it, and a child forked afterwards ends by the
+ * signal as at its default action (each test runs in a forked process of its own). */
+START_TEST(kept_handler_runs_in_its_process_only)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(reaper_keep_handler(0), -EINVAL);
+	ck_assert_int_eq(reaper_keep_handler(SIGKILL), -EINVAL);
+	ck_assert_int_eq(reaper_keep_handler(NSIG), -EINVAL);
+	sa.sa_handler = SIG_DFL;
+	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	ck_assert_int_eq(reaper_keep_handler(SIGUSR1), -EINVAL); /* nothing to keep */
+	sa.sa_handler = on_signal;
+	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	/* without it, a child runs the inherited handler and waits on */
+	int status = child_sent(SIGUSR1);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 42);
+	ck_assert_int_eq(reaper_keep_handler(SIGUSR1), 0);
+	ck_assert_int_eq(reaper_keep_handler(SIGUSR1), 0); /* kept already */
+	handled = 0;
+	ck_assert_int_eq(raise(SIGUSR1), 0);
+	ck_assert_int_eq(handled, SIGUSR1);
+	status = child_sent(SIGUSR1);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGUSR1);
+	/* a handler that takes siginfo gets it */
+	memset(&sa, 0, sizeof sa);
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_SIGINFO;
+	sa.sa_sigaction = on_signal_info;
+	ck_assert_int_eq(sigaction(SIGUSR2, &sa, NULL), 0);
+	ck_assert_int_eq(reaper_keep_handler(SIGUSR2), 0);
+	handled = 0;
+	ck_assert_int_eq(raise(SIGUSR2), 0);
+	ck_assert_int_eq(handled, SIGUSR2);
+	status = child_sent(SIGUSR2);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGUSR2);
+	/* another handler installed undoes it: a child runs that one */
+	sa.sa_flags = 0;
+	sa.sa_handler = on_signal;
+	ck_assert_int_eq(sigaction(SIGUSR2, &sa, NULL), 0);
+	status = child_sent(SIGUSR2);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 42);
+	ck_assert_int_eq(tu_zombie_children(), 0);
+}
+END_TEST
+
 static void *adopt_churn(void *arg)
 {
 	for (int i = 0; i < 2000; i++) {
@@ -455,6 +549,7 @@ int main(void)
 	tcase_add_test(tc, adopt_release_restores_host_setting);
 	tcase_add_test(tc, adopt_threads);
 	tcase_add_test(tc, adopt_brings_orphans_back);
+	tcase_add_test(tc, kept_handler_runs_in_its_process_only);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	tu_add_nothing_left(s, suite_marker);

@@ -30,7 +30,7 @@ from .compat import all_stats, cmdline, kill_identified, start_time, stat
 
 __all__ = [
     "REAP_TIMEOUT", "Finder", "Process", "ReapReport", "ReaperError", "ReaperIncomplete", "adopt_orphans",
-    "release_orphans", "adopted", "with_home", "with_env", "descendants", "reap",
+    "release_orphans", "adopted", "keep_handler", "with_home", "with_env", "descendants", "reap",
     "reap_report", "scan", "library_path", "stat", "start_time", "cmdline", "all_stats",
     "kill_identified", "now_ticks", "with_cgroup", "origin_now", "Frame",
 ]
@@ -91,6 +91,14 @@ def release_orphans() -> None:
     our children. A release without an adopt is harmless."""
     if _c().reaper_adopted() > 0:
         _check(_c().reaper_release(), "reaper_release")
+
+
+def keep_handler(signum: int) -> None:
+    """Keep signum's handler, as installed now (``signal.signal``), for this process alone: a
+    process forked from it afterwards ends by signum at once, as at its default action, instead
+    of running the inherited handler, which runs only once the child's Python code runs again
+    (a child blocked in a wait never does). Installing another handler undoes it."""
+    _check(_c().reaper_keep_handler(signum), "reaper_keep_handler")
 
 
 def adopted() -> int:

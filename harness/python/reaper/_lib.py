@@ -252,6 +252,7 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
         "reaper_adopt": (ctypes.c_int, []),
         "reaper_release": (ctypes.c_int, []),
         "reaper_adopted": (ctypes.c_int, []),
+        "reaper_keep_handler": (ctypes.c_int, [ctypes.c_int]),
         "reaper_opts_init": (None, [ctypes.POINTER(Opts)]),
         "reaper_reap": (ctypes.c_int, [ctypes.POINTER(Finder), ctypes.c_size_t, ctypes.POINTER(Opts),
                                        ctypes.POINTER(ctypes.POINTER(Report))]),

@@ -1089,32 +1089,50 @@ def test_pool():
     assert result.ret == 0 and "left by fixtures wider than a test" not in result.stdout.str()
 
 
-def test_a_forked_child_ends_by_sigterm_in_the_kernel_not_by_the_sessions_handler(inner):
-    # a child forked without exec must not inherit pytest's SIGTERM handler: a Python handler
-    # runs only once the child's Python code runs again, which a blocking wait begun as the
+def test_a_forked_child_ends_by_sigterm_while_its_python_code_never_runs(inner):
+    # a child forked without exec must not depend on pytest's SIGTERM handler: a Python handler
+    # runs only once the child's Python code runs again, which a wait in C code begun as the
     # signal came never does (a Pool worker then outlives its terminate())
     inner.makepyfile(test_fork="""
-import os, signal, time
-def caught(pid):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("SigCgt:"):
-            return int(line.split()[1], 16) >> (signal.SIGTERM - 1) & 1
+import ctypes, os, signal, time
+def state(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
 def test_fork():
-    assert caught(os.getpid()) == 1  # the session's handler is in place here
+    assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None)  # the session's
+    libc = ctypes.CDLL(None, use_errno=True)
+    mutex = ctypes.create_string_buffer(64)  # zeroed: a default mutex, unlocked
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
-        os.write(w, b"x")  # its Python code runs: whatever follows a fork in the child is done
-        time.sleep(600)
+        libc.pthread_mutex_lock(mutex)
+        os.write(w, b"x")
+        libc.pthread_mutex_lock(mutex)  # its own lock again: waits in C code for good
         os._exit(0)
     os.close(w)
+    status = None
     try:
         assert os.read(r, 1) == b"x"
-        assert caught(pid) == 0
-    finally:
+        deadline = time.monotonic() + 60
+        while state(pid) != "S":  # nothing but that wait puts it to sleep now
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         os.kill(pid, signal.SIGTERM)
-        assert os.waitpid(pid, 0)[1] == signal.SIGTERM
+        deadline = time.monotonic() + 60
+        while True:
+            got, st = os.waitpid(pid, os.WNOHANG)
+            if got:
+                status = st
+                break
+            assert time.monotonic() < deadline, "SIGTERM did not end the child"
+            time.sleep(0.01)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
+    finally:
+        os.close(r)
+        if status is None:  # not collected yet: still the child
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
 """)
     result = run_sub(inner, *PLUGIN)
     result.assert_outcomes(passed=1)

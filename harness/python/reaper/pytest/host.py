@@ -31,6 +31,7 @@ except (AttributeError, ValueError, OSError):
 
 _clock = time.clock_gettime_ns
 _get_ident = threading.get_ident
+_getpid = os.getpid
 
 
 def _tick() -> int:
@@ -54,14 +55,14 @@ class _HostChildren(_AtFork):
         # is copied (None: entered at once, in a forked child, whose records must reach the
         # session before it exits)
         self.pending: Optional[collections.deque] = collections.deque()
-        self.parents: tuple = ()  # in a forked child: the parent's records (see add)
-        self.exec_site = None  # in a forked child: the site of its fork, for what it execs
+        self.parents: tuple = ()  # in a forked child: the parent's records (see forked)
+        self.pid = 0  # the process whose records these are (another: a forked child's first spawn)
         self.prune_at = 256  # the records of children gone are dropped when there are more
         self.users = 0
         self.saved: List[tuple] = []
         self.main: Optional[_Scope] = None  # the scope of the thread running the tests
         self.runner: Optional[int] = None  # that thread's ident
-        self.local = threading.local()  # the fork under way in this thread: .forking, .inherit, .held
+        self.local = threading.local()  # .forking: the scope of a fork under way in this thread
         # thread ident -> scope: the threads already running when the session began (its own)
         self.earlier: Dict[int, _Scope] = {}
         self.moving = threading.Condition()
@@ -70,9 +71,7 @@ class _HostChildren(_AtFork):
         self.here: Optional[str] = None  # the cgroup pytest is in, when it moved itself
         self.closed = False  # forks for another scope wait (a check by descent is listing)
         self.at_fork = False
-        # the session's SIGTERM handler, as it was installed: SIGTERM is the session's while
-        # this very object is the handler in place (the fork paths compare them)
-        self.term = None
+        self.exit_hold = False  # forks the interception does not see wait at pytest's exit
         self.final = None  # the thread running pytest's exit check: the others' spawns wait
         self.exited = threading.Event()  # ... for it to end
         # id -> (object, scope, fixture): the values of wider fixtures and their attributes
@@ -133,14 +132,10 @@ class _HostChildren(_AtFork):
     def add(self, pid: int, scope: Optional[_Scope] = None, before: int = -1, site=None, now: bool = False) -> None:
         """pid, started by this process for scope at site; before: _tick() before it was
         forked. now: entered at once, else at the next look at children."""
-        if pid <= 0:
-            if pid == 0:  # the child of a fork: none of these are its children
-                # the parent's kept, not freed: freeing them writes to the page of every entry
-                # (every child the session started), each one a page the child copies
-                self.parents = (self._children, self.pending)
-                self._children = {}
-                self.pending = None
+        if pid <= 0:  # the child of a fork (it does nothing here: see atfork), or none
             return
+        if self.pid != _getpid():
+            self.forked()
         after = _clock(_BOOTTIME) // _NS_PER_TICK if before >= 0 else -1
         entry = (pid, before, after, scope.marker if scope else os.environ.get(MARKER), site)
         pending = self.pending
@@ -250,16 +245,19 @@ class _HostChildren(_AtFork):
                 self.inheriting += 1
         if not here:
             return self._fork_away(fn, pid_of, args, kwargs, env_at, scope, site)
-        self.local.forking, self.local.inherit = scope, True
+        self.local.forking = scope
         if env_at is not None and len(args) > env_at:
             args = args[:env_at] + (_env_for(args[env_at], scope),) + args[env_at + 1:]
         try:
             before = _tick()
             result = fn(*args, **kwargs)
-            self.add(pid_of(result), scope, before, site)
+            pid = pid_of(result)
+            if pid == 0:
+                self.child_for(scope, inherit=True)
+            self.add(pid, scope, before, site)
             return result
         finally:
-            self.local.forking, self.local.inherit = None, False
+            self.local.forking = None
             with self.moving:
                 self.inheriting -= 1
                 self.moving.notify_all()
@@ -280,6 +278,8 @@ class _HostChildren(_AtFork):
             before = _tick()
             result = fn(*args, **kwargs)
             pid = pid_of(result)
+            if pid == 0:
+                self.child_for(scope, inherit=False)
             self.add(pid, scope, before, site, now=True)
             got = self._children.get(pid) if pid > 0 and scope.cgroup else None
             if got:

@@ -140,9 +140,14 @@ class _Session(Checks, Xdist, Reports):
         # interrupted instead, and pytest ends by the signal once it is cleaned up
         if threading.current_thread() is threading.main_thread() and \
                 signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-            HOST.term = self._sigterm  # the object installed: what the fork paths compare with
-            signal.signal(signal.SIGTERM, HOST.term)
+            signal.signal(signal.SIGTERM, self._sigterm)
             self.on_sigterm = os.getpid()
+            # kept for pytest's process: a forked child ends by SIGTERM as at its default, also
+            # while it waits in C code, where the handler (Python's) would never run
+            try:
+                self.reaper.keep_handler(signal.SIGTERM)
+            except OSError:  # the handler still ends a child, once its Python code runs
+                pass
 
     def _sigterm(self, signum, frame):
         if os.getpid() != self.on_sigterm:
@@ -174,11 +179,6 @@ class _Session(Checks, Xdist, Reports):
             if self.on_sigterm:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 self.on_sigterm = 0
-            if HOST.term == self._sigterm:
-                # not kept by HOST, which the fork handlers keep to the interpreter's last step:
-                # through it, pytest's config and every plugin's object, which would never be
-                # finalized (a plugin's file left unflushed)
-                HOST.term = None
             if self.collector:
                 self.collector.finish()
                 self.collector = None
@@ -225,6 +225,7 @@ class _Session(Checks, Xdist, Reports):
             return
         self.at_exit = False
         cgroups, self.exit_cgroups = self.exit_cgroups, None
+        HOST.hold_forks_at_exit()
         with HOST.moving:
             HOST.final = threading.get_ident()
         try:

@@ -34,21 +34,17 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
         site = SITES.here(marker, called, 2) or _NO_SITE
         local.site = site
     try:
-        if site.spot or _siteenv.carried():
-            if env_at is None:
-                # a child forked without exec: what it execs carries its site (exec_with_site);
-                # the entries made here, before the fork, where each page written costs least
-                local.child_env = _entries(site)
-            elif len(args) > env_at:
-                env = args[env_at]
-                env = _siteenv.with_env(env, site, _entries(site) if env is None else None)
-                args = args[:env_at] + (env,) + args[env_at + 1:]
+        if env_at is None:
+            # a child forked without exec: what it execs carries its site (HOST.exec_site)
+            local.fork_site = site
+        elif len(args) > env_at and (site.spot or _siteenv.carried()):
+            env = args[env_at]
+            env = _siteenv.with_env(env, site, _entries(site) if env is None else None)
+            args = args[:env_at] + (env,) + args[env_at + 1:]
         return HOST.fork(fn, pid_of, args, kwargs, env_at, scope, site)
     finally:
         if outer is None:
             local.site = None
-        if env_at is None:
-            local.child_env = None
 
 
 def _entries(site) -> tuple:
@@ -67,9 +63,9 @@ def install(session: _Scope) -> bool:
     HOST.runner = threading.get_ident()
     if HOST.users > 1:
         return False
-    if not HOST.at_fork:  # cannot be unregistered: does nothing while no session runs
-        os.register_at_fork(before=HOST.before_fork, after_in_parent=HOST.release_sigterm,
-                            after_in_child=HOST.after_fork_child)
+    HOST.pid = os.getpid()
+    if not HOST.at_fork:  # cannot be unregistered: harmless while no session runs
+        HOST.register_at_fork()
         HOST.at_fork = True
     # threads already running (a plugin's, a conftest's) are the session's
     HOST.earlier = {t.ident: session for t in threading.enumerate()
@@ -98,7 +94,7 @@ def returns_pid(pid_of, env_at=None):
     """A function that starts a process and returns its pid (pid_of reads it from the result;
     env_at: the position of the environment it execs with, where a thread of another scope
     than the running test's gets its scope's markers; an os.fork child gets them in
-    HOST.after_fork_child)."""
+    HOST.child_for)."""
     def replace(fn, applied_for=None):
         called = _called(fn)
 
@@ -124,10 +120,10 @@ def _called(fn) -> str:
 
 def fork(fn, applied_for=None):
     """os.fork. The running test's own fork from the thread that runs it (most forks) takes a
-    path of one frame: once the fork is made, each page either process writes is copied, and
-    returns_pid's chain of frames (their locals released on the way back) writes more of them
-    in each. Any other fork (another scope's or thread's, one within another spawn, pytest's
-    exit check under way) takes returns_pid's."""
+    path of one frame, written out in place: once the fork is made, each page either process
+    writes is copied, and each function called, each object touched, is a page or two. The
+    child takes no step of its own (see atfork). Any other fork (another scope's or thread's,
+    one within another spawn, pytest's exit check under way) takes returns_pid's."""
     other = returns_pid(lambda r: r)(fn)
     called = _called(fn)
     local = SITES.local
@@ -135,43 +131,37 @@ def fork(fn, applied_for=None):
     @functools.wraps(fn)
     def wrapper():
         host = HOST
-        scope = host.scope_here()
-        # host.away(scope), site.spot, _entries and _tick written out: each function called is a
-        # page or two written (its object, its code's counters), which the next fork copies
-        if scope is None or scope is not host.main or host.final is not None or _get_ident() != host.runner or \
-                (scope.goto is None and scope.cgroup is not None and host.here is not None and
-                 host.here != scope.cgroup) or getattr(local, "site", None) is not None:
+        # host.scope_here() for the thread that runs the tests, written out
+        if _get_ident() != host.runner or host.final is not None or host.owned:
             return other()
-        scope.spawned = True
+        scope = FORCED.get() or THREAD.get()
+        if scope is None or scope is not host.main or getattr(local, "site", None) is not None or \
+                (scope.goto is None and scope.cgroup is not None and host.here is not None and
+                 host.here != scope.cgroup):
+            return other()
+        if not scope.spawned:
+            scope.spawned = True
         if scope.goto is not None and (scope.cgroup is None or scope.cgroup != host.here):
             scope.enter()
-        # as _sited makes it: what the child execs gets the entries made here
-        site = SITES.here(scope.marker, called) or _NO_SITE
-        if site.test_frame or site.innermost or _siteenv.carried():
-            local.child_env = _ENTRIES.get(site) or _entries(site)
-        else:
-            local.child_env = None
-        local.site = site
-        try:
-            before = _clock(_BOOTTIME) // _NS_PER_TICK if _BOOTTIME is not None else -1
-            pid = fn()
+        site = local.fork_site = SITES.here(scope.marker, called) or _NO_SITE
+        before = _clock(_BOOTTIME) // _NS_PER_TICK if _BOOTTIME is not None else -1
+        pid = fn()
+        if pid:
             host.add(pid, scope, before, site)
-            return pid
-        finally:
-            local.site = local.child_env = None
+        return pid
     return wrapper
 
 
 def exec_with_site(fn, applied_for=None):
     """os.execv, os.execve (and the os.exec* functions that call them): in a child forked
     without exec, the site of its fork (HOST.exec_site) is set in os.environ and in the
-    environment it execs with, as _sited gives a spawn's (its at-fork handler leaves it to
-    the exec: most such children never exec)."""
+    environment it execs with, as _sited gives a spawn's (left to the exec: most such
+    children never exec)."""
     env_at = 2 if fn.__name__ == "execve" else None
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        site = HOST.exec_site
+        site = HOST.exec_site()
         if site is not None:
             if env_at is not None and len(args) > env_at:
                 args = args[:env_at] + (_siteenv.with_env(args[env_at], site),) + args[env_at + 1:]
