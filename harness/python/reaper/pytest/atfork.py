@@ -32,7 +32,7 @@ class _AtFork:
         """The session's locks free in every child, whoever forks it: a lock another thread held
         at the fork stays held there, its owner gone (C methods: no Python code runs). No region
         of these locks forks, so the forking thread holds none of them."""
-        for lock in (self.lock, SITES.lock, self.moving._lock):
+        for lock in (self.lock, SITES.lock, self.moving_lock):
             os.register_at_fork(after_in_child=lock._at_fork_reinit)
 
     def hold_forks_at_exit(self) -> None:

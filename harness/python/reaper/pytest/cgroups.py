@@ -58,24 +58,27 @@ class _Cgroups:
 
     def goto(self, path: str) -> None:
         if path != self.where:
-            with HOST.moving:  # not while a fork that counts on where pytest is is under way
-                HOST.moving.wait_for(lambda: HOST.inheriting == 0, 30)
+            with HOST.moving_lock:  # not while a fork that counts on where pytest is is under way
+                if HOST.inheriting:
+                    HOST.moving.wait_for(lambda: HOST.inheriting == 0, 30)
                 self.cg.enter(path)
                 self.where = HOST.here = path
 
     def only_pytest(self, path: str) -> bool:
         """Whether nothing but pytest is in path (no fork that counts on where pytest is under
         way): what is in it from now on was started afterwards."""
-        with HOST.moving:
-            HOST.moving.wait_for(lambda: HOST.inheriting == 0, 30)
+        with HOST.moving_lock:
+            if HOST.inheriting:
+                HOST.moving.wait_for(lambda: HOST.inheriting == 0, 30)
             return self.where == path and _read(os.path.join(path, "cgroup.procs")) == self.alone
 
     @staticmethod
     def members(path: str) -> Optional[bytes]:
         """What is in path (its cgroup.procs; None: it cannot be read), read once no fork that
         counts on where pytest is is under way."""
-        with HOST.moving:
-            HOST.moving.wait_for(lambda: HOST.inheriting == 0, 30)
+        with HOST.moving_lock:
+            if HOST.inheriting:
+                HOST.moving.wait_for(lambda: HOST.inheriting == 0, 30)
             return _read(os.path.join(path, "cgroup.procs"))
 
     @staticmethod

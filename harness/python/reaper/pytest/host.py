@@ -65,7 +65,8 @@ class _HostChildren(_AtFork):
         self.local = threading.local()  # .forking: the scope of a fork under way in this thread
         # thread ident -> scope: the threads already running when the session began (its own)
         self.earlier: Dict[int, _Scope] = {}
-        self.moving = threading.Condition()
+        self.moving_lock = threading.RLock()  # the Condition's, taken alone where no wait is due
+        self.moving = threading.Condition(self.moving_lock)
         self.inflight = 0  # forks under way whose child must be moved
         self.inheriting = 0  # forks under way whose child is where pytest is (here), as it must be
         self.here: Optional[str] = None  # the cgroup pytest is in, when it moved itself
@@ -173,8 +174,9 @@ class _HostChildren(_AtFork):
     def settle(self, timeout: float = 30.0) -> None:
         """Wait for the forks under way whose child must be moved out of where this process
         is: a check that lists its test's cgroup after this sees none of them in it."""
-        with self.moving:
-            self.moving.wait_for(lambda: self.inflight == 0, timeout)
+        if self.inflight:
+            with self.moving:
+                self.moving.wait_for(lambda: self.inflight == 0, timeout)
 
     @contextlib.contextmanager
     def closed_for_others(self):
@@ -222,7 +224,8 @@ class _HostChildren(_AtFork):
         if scope is None:
             scope = self.scope_here()
         if scope is not None:
-            scope.spawned = True
+            if not scope.spawned:
+                scope.spawned = True
             if self.away(scope):
                 if scope.cgroup is not None and scope is self.main and self.here == scope.cgroup:
                     return self._fork_inherit(fn, pid_of, args, kwargs, env_at, scope, site)

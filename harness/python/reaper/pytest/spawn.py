@@ -4,15 +4,16 @@ so that HOST learns of each child and its site is recorded."""
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import os
 import sys
 import threading
 
 from .. import _site, _siteenv
-from .host import _BOOTTIME, _NS_PER_TICK, HOST, SITES, _clock, _get_ident
+from .host import _BOOTTIME, _NS_PER_TICK, HOST, SITES, _clock, _get_ident, _getpid
 from .scope import FORCED, THREAD, _Scope, _swap_env
+
+_getframe = sys._getframe
 
 _NO_SITE = _site.Site(None, None, None)
 _ENTRIES: dict = {}  # site -> its environment entries (a spawn in a loop makes the same site)
@@ -37,7 +38,7 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
         if env_at is None:
             # a child forked without exec: what it execs carries its site (HOST.exec_site)
             local.fork_site = site
-        elif len(args) > env_at and (site.spot or _siteenv.carried()):
+        elif len(args) > env_at and (site.test_frame or site.innermost or _siteenv.carried()):
             env = args[env_at]
             env = _siteenv.with_env(env, site, _entries(site) if env is None else None)
             args = args[:env_at] + (env,) + args[env_at + 1:]
@@ -126,7 +127,8 @@ def fork(fn, applied_for=None):
     one within another spawn, pytest's exit check under way) takes returns_pid's."""
     other = returns_pid(lambda r: r)(fn)
     called = _called(fn)
-    local = SITES.local
+    sites = SITES
+    local, direct, files = sites.local, sites.direct, sites.files
 
     @functools.wraps(fn)
     def wrapper():
@@ -143,11 +145,26 @@ def fork(fn, applied_for=None):
             scope.spawned = True
         if scope.goto is not None and (scope.cgroup is None or scope.cgroup != host.here):
             scope.enter()
-        site = local.fork_site = SITES.here(scope.marker, called) or _NO_SITE
+        # SITES.here's site made once for a call straight from the test's file, written out
+        marker = scope.marker
+        frame = _getframe(1)
+        code = frame.f_code
+        got = direct.get((id(code), frame.f_lasti, called))
+        if got is not None and got[0] is code and got[1] == files.get(marker) and got[2] == sites.root:
+            site = got[3]
+        else:
+            site = sites.here(marker, called) or _NO_SITE
+        local.fork_site = site
         before = _clock(_BOOTTIME) // _NS_PER_TICK if _BOOTTIME is not None else -1
         pid = fn()
         if pid:
-            host.add(pid, scope, before, site)
+            # host.add's record of a child whose fork no clock tick ended during, written out
+            pending = host.pending
+            if before >= 0 and pending is not None and host.pid == _getpid() and \
+                    _clock(_BOOTTIME) // _NS_PER_TICK == before:
+                pending.append((pid, before, before, marker, site))
+            else:
+                host.add(pid, scope, before, site)
         return pid
     return wrapper
 
@@ -172,13 +189,11 @@ def exec_with_site(fn, applied_for=None):
 
 def thread_start(fn, applied_for=None):
     """Thread.start: the thread belongs to the scope in force where it was started. Its run
-    runs in a context of its own that holds that scope (THREAD) and nothing else: a thread
-    starts with an empty context, and none of the starter's variables reach it."""
+    begins by setting that scope (THREAD) in the thread's own context, which starts empty:
+    none of the starter's variables reach it."""
     @functools.wraps(fn)
     def wrapper(thread, *args, **kwargs):
-        context = contextvars.Context()
-        context.run(THREAD.set, HOST.scope_here())
-        undo = _run_in(thread, context)
+        undo = _run_in(thread, HOST.scope_here())
         try:
             return fn(thread, *args, **kwargs)
         except BaseException:
@@ -187,8 +202,10 @@ def thread_start(fn, applied_for=None):
     return wrapper
 
 
-def _run_in(thread, context):
-    """thread's run called in context, once; the function that undoes it."""
+def _run_in(thread, scope):
+    """thread's run called with THREAD set to scope, once; the function that undoes it. (No
+    functools.wraps: each attribute it copies is an object written in the thread that starts
+    the thread, a page the next fork copies; the stand-in is gone once the run begins.)"""
     try:
         own = vars(thread)
     except TypeError:  # no __dict__: the thread is the session's, as one started by C code
@@ -201,10 +218,10 @@ def _run_in(thread, context):
         else:
             own.pop("run", None)
 
-    @functools.wraps(run)
     def run_in_scope(*args, **kwargs):
         undo()  # the thread's run is its own again
-        return context.run(run, *args, **kwargs)
+        THREAD.set(scope)
+        return run(*args, **kwargs)
     own["run"] = run_in_scope
     return undo
 
