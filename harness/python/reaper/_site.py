@@ -342,11 +342,35 @@ class Registry:
         got = self.direct.get(key)
         if got is not None and got[0] is code and got[1] == test_file and got[2] == self.root:
             return got[3]
+        # a spawn the library makes (subprocess.run's) for a line of the test's own file: its
+        # site is that line's and the library's call below it (via), so it is made once too
+        # for that pair
+        below, user, mine = None, _USER, frame
+        while mine is not None:
+            filename = mine.f_code.co_filename
+            is_mine = user.get(filename)
+            if is_mine is None:
+                mine = None  # not seen yet: _site_here learns it, for the next spawn
+                break
+            if is_mine:
+                break
+            below, mine = mine, mine.f_back
+        pair = None
+        if below is not None and mine is not None and test_file and \
+                _REAL.get(mine.f_code.co_filename, "") == _REAL.get(test_file):
+            pair = (id(mine.f_code), mine.f_lasti, id(below.f_code), below.f_lasti, called)
+            got = self.direct.get(pair)
+            if got is not None and got[0] is mine.f_code and got[1] == test_file and got[2] == self.root and \
+                    got[4] is below.f_code:
+                return got[3]
         site = _site_here(frame, test_file, called, self.root)
-        if test_file and _REAL.get(code.co_filename, "") == _REAL.get(test_file):
+        if pair is not None or (test_file and _REAL.get(code.co_filename, "") == _REAL.get(test_file)):
             if len(self.direct) > 4096:
                 self.direct.clear()
-            self.direct[key] = (code, test_file, self.root, site)
+            if pair is not None:
+                self.direct[pair] = (mine.f_code, test_file, self.root, site, below.f_code)
+            else:
+                self.direct[key] = (code, test_file, self.root, site)
         return site
 
     def record(self, pid: int, start: Optional[int], site: Optional[Site], marker: Optional[str]) -> None:

@@ -37,26 +37,37 @@ def _pstat(c: "_lib.PStat") -> PStat:
     return PStat(c.pid, c.ppid, c.pgrp, c.session, c.start_time, c.state.decode("ascii", "replace"))
 
 
+# reaper_pstat, taken from the library once: a pytest session reads a few pids at each test's
+# end, and every object a call goes through (the library object's attribute lookup, the
+# modules named) is a page written, which the next fork of a process-heavy test makes it copy
+_reaper_pstat = None
+_byref, _PStat, _NO_PID = ctypes.byref, _lib.PStat, -errno.ESRCH
+
+
+def _read_stat(pid: int):
+    global _reaper_pstat
+    call = _reaper_pstat
+    if call is None:
+        call = _reaper_pstat = _c().reaper_pstat
+    out = _PStat()
+    rc = call(int(pid), _byref(out))
+    if rc == _NO_PID:
+        return None
+    if rc < 0:
+        _check(rc, f"reaper_pstat {pid}")
+    return out
+
+
 def pstat(pid: int = 0) -> Optional[PStat]:
     """What /proc/PID/stat says of ``pid`` now (0: this process); None when there is none."""
-    out = _lib.PStat()
-    rc = _c().reaper_pstat(int(pid), ctypes.byref(out))
-    if rc == -errno.ESRCH:
-        return None
-    _check(rc, f"reaper_pstat {pid}")
-    return _pstat(out)
+    out = _read_stat(pid)
+    return None if out is None else _pstat(out)
 
 
 def start_time(pid: int) -> Optional[int]:
-    """pstat(pid).start_time, read at the least cost (the interception reads it for every child
-    it starts, while a forked child still shares this process's pages: each object made here
-    is a page copied); None when there is no such process."""
-    out = _lib.PStat()
-    rc = _c().reaper_pstat(int(pid), ctypes.byref(out))
-    if rc == -errno.ESRCH:
-        return None
-    _check(rc, f"reaper_pstat {pid}")
-    return out.start_time
+    """pstat(pid).start_time, read at the least cost; None when there is no such process."""
+    out = _read_stat(pid)
+    return None if out is None else out.start_time
 
 
 def _listed(call, what: str) -> List[PStat]:

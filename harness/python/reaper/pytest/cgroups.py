@@ -60,7 +60,7 @@ class _Cgroups:
         if path != self.where:
             with HOST.moving_lock:  # not while a fork that counts on where pytest is is under way
                 if HOST.inheriting:
-                    HOST.moving.wait_for(lambda: HOST.inheriting == 0, 30)
+                    HOST.wait_moving(lambda: HOST.inheriting == 0, 30)
                 self.cg.enter(path)
                 self.where = HOST.here = path
 
@@ -69,7 +69,7 @@ class _Cgroups:
         way): what is in it from now on was started afterwards."""
         with HOST.moving_lock:
             if HOST.inheriting:
-                HOST.moving.wait_for(lambda: HOST.inheriting == 0, 30)
+                HOST.wait_moving(lambda: HOST.inheriting == 0, 30)
             return self.where == path and _read(os.path.join(path, "cgroup.procs")) == self.alone
 
     @staticmethod
@@ -78,7 +78,7 @@ class _Cgroups:
         counts on where pytest is is under way."""
         with HOST.moving_lock:
             if HOST.inheriting:
-                HOST.moving.wait_for(lambda: HOST.inheriting == 0, 30)
+                HOST.wait_moving(lambda: HOST.inheriting == 0, 30)
             return _read(os.path.join(path, "cgroup.procs"))
 
     @staticmethod

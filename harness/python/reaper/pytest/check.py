@@ -214,6 +214,7 @@ class Checks(_QuickEnd):
         wait for, collect garbage for (a full collection costs about 10 ms on pytest's heap)
         nor reap. One scan: the pids given out since the test began, pytest's children."""
         if self._plainly_over(test, members):
+            HOST.forget_pending(test.marker)  # every child it started is gone
             return False
         # A scan lists its candidates, then reads each: one of them may fork and exit in
         # between (a daemon's middle process), its child listed by nothing. With a cgroup,

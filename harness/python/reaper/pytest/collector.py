@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 
 from .. import kin
-from .host import HOST
 
 COLLECT_PERIOD = 0.1  # seconds between two looks for zombies of adopted orphans
 
@@ -18,10 +17,12 @@ class _Collector(threading.Thread):
     session is neither pytest's nor its own (a child of pytest is in pytest's session unless
     it called setsid, which makes it the leader of its own), or because it was seen running
     below another process of ours earlier (a child's parent never changes while its parent
-    lives). Any other zombie (a child C code started, below the interception) keeps its exit
-    status for its owner, and so does every child the interception recorded. Each one is
-    pinned by pidfd and start time before it is collected; no SIGCHLD handler and no wait for
-    "any child"."""
+    lives). Any other zombie keeps its exit status for its owner: a child C code started below
+    the interception, and every child the interception started, which is in pytest's session
+    or its own from its fork on (so no list of them is passed: building one at each look wrote
+    a page for every record, each copied by the next fork of a process-heavy test). Each one
+    is pinned by pidfd and start time before it is collected; no SIGCHLD handler and no wait
+    for "any child"."""
 
     def __init__(self):
         super().__init__(name="reaper-zombie-collector", daemon=True)
@@ -31,11 +32,8 @@ class _Collector(threading.Thread):
     def run(self):
         with kin.Orphans() as orphans:
             while not self.stop.wait(COLLECT_PERIOD):
-                HOST.flush()
-                with HOST.lock:
-                    own = [(pid, start) for pid, (start, _) in HOST._children.items()]
                 try:
-                    self.collected += orphans.collect(own)
+                    self.collected += orphans.collect()
                 except OSError:  # out of descriptors or memory: the next look tries again
                     pass
 

@@ -67,6 +67,7 @@ class _HostChildren(_AtFork):
         self.earlier: Dict[int, _Scope] = {}
         self.moving_lock = threading.RLock()  # the Condition's, taken alone where no wait is due
         self.moving = threading.Condition(self.moving_lock)
+        self.waiting = 0  # threads waiting on moving
         self.inflight = 0  # forks under way whose child must be moved
         self.inheriting = 0  # forks under way whose child is where pytest is (here), as it must be
         self.here: Optional[str] = None  # the cgroup pytest is in, when it moved itself
@@ -159,6 +160,19 @@ class _HostChildren(_AtFork):
                     break
                 self._enter(entry)
 
+    def forget_pending(self, marker: str) -> None:
+        """The children of marker's scope started since the last look, all gone (collected):
+        dropped without being entered, which would make records of no use (each one a few
+        objects written, pages the next fork copies). Entries of other scopes stay."""
+        pending = self.pending
+        if not pending:
+            return
+        with self.lock:  # no flush meanwhile; what another thread appends stays at the end
+            for _ in range(len(pending)):
+                entry = pending.popleft()
+                if entry[3] != marker:
+                    pending.append(entry)
+
     def _enter(self, entry: tuple) -> None:
         pid, before, after, marker, site = entry
         if before >= 0 and before == after:
@@ -175,22 +189,36 @@ class _HostChildren(_AtFork):
         """Wait for the forks under way whose child must be moved out of where this process
         is: a check that lists its test's cgroup after this sees none of them in it."""
         if self.inflight:
-            with self.moving:
-                self.moving.wait_for(lambda: self.inflight == 0, timeout)
+            with self.moving_lock:
+                self.wait_moving(lambda: self.inflight == 0, timeout)
+
+    def wait_moving(self, predicate, timeout: float) -> bool:
+        """With moving_lock held: wait until predicate holds, told by each fork that ends."""
+        self.waiting += 1
+        try:
+            return self.moving.wait_for(predicate, timeout)
+        finally:
+            self.waiting -= 1
+
+    def moved(self) -> None:
+        """With moving_lock held: a fork has ended (or the forks may go on); whoever waits
+        looks again (no one, most often: the Condition's Python code is left unrun)."""
+        if self.waiting:
+            self.moving.notify_all()
 
     @contextlib.contextmanager
     def closed_for_others(self):
         """While a test is checked by descent, which a child of another scope's thread would
         look like until its pid is known: such forks wait, those under way are finished."""
-        with self.moving:
+        with self.moving_lock:
             self.closed = True
         try:
             self.settle()
             yield
         finally:
-            with self.moving:
+            with self.moving_lock:
                 self.closed = False
-                self.moving.notify_all()
+                self.moved()
 
     def away(self, scope: Optional[_Scope]) -> bool:
         # the running test's own forks from the thread that runs the tests are where the
@@ -242,7 +270,7 @@ class _HostChildren(_AtFork):
     def _fork_inherit(self, fn, pid_of, args, kwargs, env_at, scope, site):
         """A thread of the running test forks while pytest is in the test's cgroup: its child
         is born there; pytest does not move until the fork is done (goto waits for it)."""
-        with self.moving:
+        with self.moving_lock:
             here = scope.live and scope is self.main and self.here == scope.cgroup and self.final is None
             if here:
                 self.inheriting += 1
@@ -261,13 +289,14 @@ class _HostChildren(_AtFork):
             return result
         finally:
             self.local.forking = None
-            with self.moving:
+            with self.moving_lock:
                 self.inheriting -= 1
-                self.moving.notify_all()
+                self.moved()
 
     def _fork_away(self, fn, pid_of, args, kwargs, env_at, scope, site):
-        with self.moving:
-            self.moving.wait_for(lambda: not self.closed, 60)
+        with self.moving_lock:
+            if self.closed:
+                self.wait_moving(lambda: not self.closed, 60)
             final = self.final is not None and self.final != threading.get_ident()
             if not final:
                 self.inflight += 1  # the exit check waits for it: final is set under this lock
@@ -292,9 +321,9 @@ class _HostChildren(_AtFork):
             return result
         finally:
             self.local.forking = None
-            with self.moving:
+            with self.moving_lock:
                 self.inflight -= 1
-                self.moving.notify_all()
+                self.moved()
 
     def current(self) -> Dict[int, tuple]:
         """The tracked children that are still ours and not waited for; forget the others."""

@@ -226,7 +226,7 @@ class _Session(Checks, Xdist, Reports):
         self.at_exit = False
         cgroups, self.exit_cgroups = self.exit_cgroups, None
         HOST.hold_forks_at_exit()
-        with HOST.moving:
+        with HOST.moving_lock:
             HOST.final = threading.get_ident()
         try:
             HOST.settle()
