@@ -11,7 +11,10 @@
 #include "procfs.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -164,5 +167,91 @@ int reaper_orphans_collect(struct reaper_orphans *o, const struct reaper_ident *
 	pthread_mutex_lock(&o->lock);
 	int r = look(o, own, nown);
 	pthread_mutex_unlock(&o->lock);
+	return r;
+}
+
+/* The collector thread: one per process, started and stopped by that process only (a forked
+ * child inherits the state, not the thread, and its stop must not wake the parent's). */
+static pthread_mutex_t bg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t bg_thread;
+static pid_t bg_owner;       /* the process whose thread runs; 0: none */
+static int bg_wake[2] = { -1, -1 };
+static int bg_period_ms;
+static long bg_collected;    /* written by the thread, read once it is joined */
+
+static void *bg_main(void *arg)
+{
+	struct reaper_orphans *o = arg;
+	struct pollfd p = { .fd = bg_wake[0], .events = POLLIN };
+	for (;;) {
+		int r = poll(&p, 1, bg_period_ms);
+		if (r > 0 || (r < 0 && errno != EINTR))
+			break; /* told to stop (or the pipe is gone) */
+		r = reaper_orphans_collect(o, NULL, 0);
+		if (r > 0)
+			bg_collected += r;
+	}
+	reaper_orphans_close(o);
+	return NULL;
+}
+
+int reaper_orphans_start(double period)
+{
+	struct reaper_orphans *o = NULL;
+	sigset_t all, before;
+	int r;
+	if (!(period >= 0.001 && period <= 3600))
+		return -EINVAL;
+	pthread_mutex_lock(&bg_lock);
+	if (bg_owner == getpid()) {
+		r = -EBUSY;
+		goto out;
+	}
+	bg_owner = 0; /* a parent's, inherited by fork: not this process's */
+	if ((r = reaper_orphans_open(&o)) < 0)
+		goto out;
+	if (pipe2(bg_wake, O_CLOEXEC) < 0) {
+		r = -errno;
+		reaper_orphans_close(o);
+		goto out;
+	}
+	bg_period_ms = (int)(period * 1000);
+	bg_collected = 0;
+	/* the thread takes no signal: the caller's are handled where it expects them */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &before);
+	r = -pthread_create(&bg_thread, NULL, bg_main, o);
+	pthread_sigmask(SIG_SETMASK, &before, NULL);
+	if (r < 0) {
+		close(bg_wake[0]);
+		close(bg_wake[1]);
+		bg_wake[0] = bg_wake[1] = -1;
+		reaper_orphans_close(o);
+		goto out;
+	}
+	bg_owner = getpid();
+out:
+	pthread_mutex_unlock(&bg_lock);
+	return r;
+}
+
+long reaper_orphans_stop(void)
+{
+	long r;
+	pthread_mutex_lock(&bg_lock);
+	if (bg_owner != getpid()) {
+		r = -ESRCH;
+	} else {
+		char c = 1;
+		while (write(bg_wake[1], &c, 1) < 0 && errno == EINTR)
+			;
+		pthread_join(bg_thread, NULL);
+		close(bg_wake[0]);
+		close(bg_wake[1]);
+		bg_wake[0] = bg_wake[1] = -1;
+		bg_owner = 0;
+		r = bg_collected;
+	}
+	pthread_mutex_unlock(&bg_lock);
 	return r;
 }

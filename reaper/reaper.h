@@ -449,6 +449,15 @@ REAPER_EXPORT int reaper_orphans_open(struct reaper_orphans **out);
  * own (the identities of children the caller started and will wait for itself). Returns how
  * many were collected, or -errno (-EINVAL for own NULL with nown > 0). */
 REAPER_EXPORT int reaper_orphans_collect(struct reaper_orphans *o, const struct reaper_ident *own, size_t nown);
+/* Collect them in a thread of libreaper's: a look (no own) every period seconds (0.001 to
+ * 3600) until reaper_orphans_stop(), with every signal blocked. A harness in an interpreter
+ * keeps no thread of its own for it (each of its threads is work in every forked child). One
+ * per process. 0; -EINVAL for a bad period, -EBUSY when this process runs one, -errno. */
+REAPER_EXPORT int reaper_orphans_start(double period);
+/* Stop the thread reaper_orphans_start() started in this process and wait for it to end.
+ * How many zombies it collected, or -ESRCH when this process runs none (a forked child's
+ * call never touches its parent's). */
+REAPER_EXPORT long reaper_orphans_stop(void);
 /* Free a handle (NULL is fine). */
 REAPER_EXPORT void reaper_orphans_close(struct reaper_orphans *o);
 

@@ -416,6 +416,55 @@ START_TEST(orphans_collected_own_children_left)
 }
 END_TEST
 
+/* The same collection in libreaper's own thread: a daemon's orphan collected without a call of
+ * ours, a zombie child of ours in our session left for us; one thread per process. */
+START_TEST(orphans_collected_by_a_thread_of_the_library)
+{
+	ck_assert_int_eq(reaper_adopt(), 1);
+	ck_assert_int_eq(reaper_orphans_start(0), -EINVAL);
+	ck_assert_int_eq(reaper_orphans_start(1e9), -EINVAL);
+	ck_assert_int_eq(reaper_orphans_stop(), -ESRCH);
+	ck_assert_int_eq(reaper_orphans_start(0.01), 0);
+	ck_assert_int_eq(reaper_orphans_start(0.01), -EBUSY);
+	int hold[2], status;
+	ck_assert_int_eq(pipe(hold), 0);
+	pid_t mine = fork();
+	ck_assert_int_ge(mine, 0);
+	if (mine == 0)
+		_exit(5);
+	await_state(mine, 'Z');
+	/* a daemon: its session's leader gone, its orphan killed */
+	pid_t d[2];
+	chain(hold, 2, 1, d);
+	struct reaper_ident leader = ident(d[0]), orphan = ident(d[1]);
+	ck_assert_int_eq(reaper_signal(&leader, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(d[0], &status, 0), d[0]);
+	ck_assert_int_eq(reaper_signal(&orphan, SIGKILL), 0);
+	double end = tu_now() + BOUND;
+	while (tu_exists(d[1], orphan.start_time) && tu_now() < end)
+		usleep(2000);
+	ck_assert_int_eq(tu_exists(d[1], orphan.start_time), 0); /* collected by the thread */
+	ck_assert_int_eq(tu_state(mine), 'Z'); /* the looks that took it left ours */
+	ck_assert_int_eq(waitpid(mine, &status, 0), mine);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 5);
+	/* a forked child's stop does not stop ours */
+	pid_t kid = fork();
+	ck_assert_int_ge(kid, 0);
+	if (kid == 0)
+		_exit(reaper_orphans_stop() == -ESRCH ? 0 : 1);
+	ck_assert_int_eq(waitpid(kid, &status, 0), kid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(reaper_orphans_stop(), 1);
+	ck_assert_int_eq(reaper_orphans_stop(), -ESRCH);
+	ck_assert_int_eq(reaper_orphans_start(0.01), 0); /* again, once stopped */
+	ck_assert_int_eq(reaper_orphans_stop(), 0);
+	close(hold[1]);
+	close(hold[0]);
+	ck_assert_int_eq(tu_zombie_children(), 0);
+	ck_assert_int_eq(reaper_release(), 0);
+}
+END_TEST
+
 START_TEST(last_pid_moves_with_a_fork)
 {
 	char buf[32] = { 0 };
@@ -488,6 +537,7 @@ int main(void)
 	tcase_add_test(tc, signal_only_the_identity);
 	tcase_add_test(tc, collect_one_identity);
 	tcase_add_test(tc, orphans_collected_own_children_left);
+	tcase_add_test(tc, orphans_collected_by_a_thread_of_the_library);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return tu_run_suite(s);

@@ -287,6 +287,8 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
         "reaper_orphans_open": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p)]),
         "reaper_orphans_collect": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(Ident), ctypes.c_size_t]),
         "reaper_orphans_close": (None, [ctypes.c_void_p]),
+        "reaper_orphans_start": (ctypes.c_int, [ctypes.c_double]),
+        "reaper_orphans_stop": (ctypes.c_long, []),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)

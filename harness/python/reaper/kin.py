@@ -16,7 +16,8 @@ from . import _c, _check, _lib
 
 Identity = Tuple[int, int]
 
-__all__ = ["PStat", "pstat", "start_time", "children", "trees", "last_pid", "environ", "signal", "collect", "Orphans"]
+__all__ = ["PStat", "pstat", "start_time", "children", "trees", "last_pid", "environ", "signal", "collect", "Orphans",
+           "orphans_start", "orphans_stop"]
 
 
 class PStat(NamedTuple):
@@ -172,6 +173,18 @@ def collect(ident: Identity) -> Optional[int]:
         return None
     _check(rc, f"reaper_collect {ident[0]}")
     return status.value
+
+
+def orphans_start(period: float) -> None:
+    """Collect the zombies of this process's adopted orphans in a thread of libreaper's, as
+    ``Orphans.collect()`` does, a look every ``period`` seconds until ``orphans_stop()``: no
+    Python thread (each one is work in every forked child). One per process."""
+    _check(_c().reaper_orphans_start(float(period)), "reaper_orphans_start")
+
+
+def orphans_stop() -> int:
+    """Stop the thread ``orphans_start()`` started in this process; how many it collected."""
+    return _check(_c().reaper_orphans_stop(), "reaper_orphans_stop")
 
 
 class Orphans:

@@ -4,6 +4,7 @@ or collected, and the adopted orphans' zombies collected (never a child this pro
 on real processes forked here; each checked against /proc read independently (procutil)."""
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -300,6 +301,53 @@ def orphans_scenario():
 def test_orphans_collected_and_this_process_children_left():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     r = subprocess.run([sys.executable, "-c", "import test_kin; test_kin.orphans_scenario()"],
+                       cwd=os.path.dirname(__file__), env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def orphans_thread_scenario():
+    """Run in a process of its own: libreaper's thread collects a daemon's orphan with no call
+    of ours, and leaves a zombie child of ours in our session for us."""
+    made = []
+    reaper.adopt_orphans()
+    kin.orphans_start(0.01)
+    try:
+        try:
+            kin.orphans_start(0.01)
+            raise AssertionError("a second thread started")
+        except reaper.ReaperError as e:
+            assert e.errno == errno.EBUSY
+        mine = os.fork()
+        if mine == 0:
+            os._exit(5)
+        _zombie(mine)
+        made.append(Chain(2, True))
+        d = made[-1]
+        assert kin.signal(d.idents[0], signal.SIGKILL)
+        os.waitpid(d.first, 0)
+        assert kin.signal(d.idents[1], signal.SIGKILL)
+        until(lambda: kin.pstat(d.pids[1]) is None or kin.pstat(d.pids[1]).start_time != d.starts[1],
+              "the daemon's orphan collected")
+        assert kin.pstat(mine).state == "Z"
+        assert os.waitstatus_to_exitcode(os.waitpid(mine, 0)[1]) == 5
+        assert kin.orphans_stop() == 1
+    finally:
+        for c in made:
+            for ident in c.idents:
+                kin.signal(ident, signal.SIGKILL)
+            c.close()
+        reaper.release_orphans()
+    try:
+        kin.orphans_stop()
+        raise AssertionError("a stopped thread stopped")
+    except reaper.ReaperError as e:
+        assert e.errno == errno.ESRCH
+    assert not [p for p in kin.children() if p.state == "Z"]
+
+
+def test_orphans_collected_by_a_thread_of_the_library():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-c", "import test_kin; test_kin.orphans_thread_scenario()"],
                        cwd=os.path.dirname(__file__), env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
 
