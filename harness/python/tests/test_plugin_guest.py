@@ -1100,6 +1100,14 @@ def state(pid):
         return f.read().rsplit(")", 1)[1].split()[0]
 def test_fork():
     assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None)  # the session's
+    forked_and_terminated()
+def test_fork_once_the_sessions_handler_is_back():
+    # a test that sets its own handler and puts back the one it got: Python installs its
+    # own C handler again, and the session's must still not be a forked child's
+    old = signal.signal(signal.SIGTERM, lambda s, f: None)
+    signal.signal(signal.SIGTERM, old)
+    forked_and_terminated()
+def forked_and_terminated():
     libc = ctypes.CDLL(None, use_errno=True)
     mutex = ctypes.create_string_buffer(64)  # zeroed: a default mutex, unlocked
     r, w = os.pipe()
@@ -1135,7 +1143,85 @@ def test_fork():
             os.waitpid(pid, 0)
 """)
     result = run_sub(inner, *PLUGIN)
+    result.assert_outcomes(passed=2)
+
+
+def test_a_fork_in_a_signal_handler_amid_the_sessions_bookkeeping_leaves_the_child_sound(inner, tmp_path):
+    # a handler runs in the thread it interrupts, which may be inside the plugin's record of a
+    # spawn, holding its lock: the child forked there returns into that record and must
+    # finish it (its lock its own), then spawn as any child does
+    errors = tmp_path / "errors"
+    errors.mkdir()
+    inner.makepyfile(test_handler_fork=f"""
+import os, signal, traceback
+def test_fork_in_handler():
+    st = {{"child": False, "n": 0, "busy": False}}
+    def handler(sig, frame):
+        if st["child"] or st["busy"] or st["n"] >= 300:
+            return
+        st["busy"] = True
+        st["n"] += 1
+        pid = os.fork()
+        if pid == 0:
+            st["child"] = True
+            return
+        os.waitpid(pid, 0)
+        st["busy"] = False
+    signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, 0.0002, 0.0002)
+    try:
+        for _ in range(20000):
+            try:
+                pid = os.posix_spawn("/bin/true", ["true"], os.environ)
+                os.waitpid(pid, 0)
+                if st["child"]:  # a spawn of its own, then it ends
+                    os.waitpid(os.posix_spawn("/bin/true", ["true"], os.environ), 0)
+            except ChildProcessError:
+                if st["child"]:  # forked between its parent's spawn and wait: not its child
+                    os._exit(0)
+                raise
+            except BaseException:
+                if st["child"]:
+                    with open(os.path.join({str(errors)!r}, str(os.getpid())), "w") as f:
+                        traceback.print_exc(file=f)
+                    os._exit(3)
+                raise
+            if st["child"]:
+                os._exit(0)
+            if st["n"] >= 300:
+                break
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    assert st["n"] > 0
+""")
+    result = run_sub(inner, *PLUGIN, timeout=300)
     result.assert_outcomes(passed=1)
+    found = sorted(errors.iterdir())
+    assert not found, found[0].read_text()
+
+
+def test_a_fork_below_the_interception_that_execs_is_named_by_no_earlier_fork(inner):
+    # the site a fork leaves for its child's exec is that child's alone: a later fork the
+    # interception does not see (posix.fork) gives its exec'd leak no site of another test's
+    inner.makepyfile(test_stale="""
+import os, posix, time
+def test_a_fork():
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+def test_b_fork_below():
+    pid = posix.fork()
+    if pid == 0:
+        os.execv("/bin/sleep", ["sleep", "61"])
+    time.sleep(0.2)
+""")
+    result = run_sub(inner, *PLUGIN, "--reaper-timeout", "0.2", "--reaper-grace", "0.2")
+    result.assert_outcomes(passed=2, errors=1)
+    out = result.stdout.str()
+    assert "sleep 61" in out
+    assert "test_stale.py:4" not in out and "in test_a_fork" not in out, out
 
 
 INCOMPLETE = """

@@ -3,19 +3,20 @@
 session's locks free, its SIGTERM handler not run, the site and scope it was forked for made
 its own; and, once pytest's exit check has begun, no fork from another thread.
 
-Nearly all of it costs nothing at the fork. Each Python function run around a fork writes
-pages (its objects, its code's counters) that one of the two processes then copies, some 40
-a fork for a Python at-fork handler, and a process-heavy suite forks in every test. So: the
-locks are reset by their own C methods; the SIGTERM handler is kept for pytest's process by
-libreaper (reaper.keep_handler), so a child that receives SIGTERM ends as at SIGTERM's default
-without a step of its own; a child's site is read at its exec and its records are made its own
-at its first spawn, from what its fork left in place."""
+None of it runs at the fork. Each Python function run around a fork writes pages (its
+objects, its code's counters) that one of the two processes then copies, some 40 a fork for a
+Python at-fork handler, and a process-heavy suite forks in every test. So: the SIGTERM handler
+is kept for pytest's process by libreaper (reaper.keep_handler), and a child that receives
+SIGTERM ends as at SIGTERM's default without a step of its own; a child's locks and records
+are made its own at its first spawn, and its site is read at its exec, from what its fork
+left in place."""
 
 from __future__ import annotations
 
 import os
 
 from .. import _site, _siteenv, cgroup
+from .scope import _MAKING
 
 _getpid = os.getpid
 
@@ -27,13 +28,6 @@ SITES = _site.Registry()
 
 class _AtFork:
     """The fork handling of HOST (host._HostChildren), over its state and SITES'."""
-
-    def register_at_fork(self) -> None:
-        """The session's locks free in every child, whoever forks it: a lock another thread held
-        at the fork stays held there, its owner gone (C methods: no Python code runs). No region
-        of these locks forks, so the forking thread holds none of them."""
-        for lock in (self.lock, SITES.lock, self.moving_lock):
-            os.register_at_fork(after_in_child=lock._at_fork_reinit)
 
     def hold_forks_at_exit(self) -> None:
         """pytest's exit check begins: a fork the interception does not see (os.fork taken
@@ -47,11 +41,31 @@ class _AtFork:
         if self.final is not None and getattr(self.local, "forking", None) is None:
             self.hold_at_exit(forever=True)
 
+    def own_process(self) -> None:
+        """First thing of every interception path that takes the session's locks: in a child
+        forked while a session was active, they and the records are made its own (forked)."""
+        if self.pid != _getpid() and self.users:
+            self.forked()
+
     def forked(self) -> None:
-        """In a child forked while a session was active, at its first spawn: none of the
-        records are its children, and its own reach the session at once (it may exit before
-        any look at them). The parent's records are kept, not freed: freeing them writes to
-        the page of every entry, each one a page the child copies."""
+        """In a child forked while a session was active, at its first spawn: a lock another
+        thread held at the fork is free (its owner is not in the child), one the forking thread
+        held stays its own (a signal handler that forked inside the session's bookkeeping
+        returns into it); the running test's cgroup is not its to make or enter; none of the
+        records are its children, and its own reach the session
+        at once (it may exit before any look at them). The parent's records are kept, not
+        freed: freeing them writes to the page of every entry, each one a page the child
+        copies. Held or free is told by acquiring: before 3.13 a lock a thread has just taken
+        (its wait ended) says it is free until that thread has the GIL back."""
+        for lock in (self.lock, SITES.lock, self.moving_lock, _MAKING):
+            if lock.acquire(False):
+                lock.release()
+            else:
+                lock._at_fork_reinit()
+        if self.main is not None:
+            # its cgroup is made, and pytest moved into it, by pytest alone: a child that
+            # made it would take it from pytest (and moving would move the child)
+            self.main.close()
         self.parents = (self._children, self.pending)
         self._children = {}
         self.pending = None

@@ -72,9 +72,9 @@ class _HostChildren(_AtFork):
         self.inheriting = 0  # forks under way whose child is where pytest is (here), as it must be
         self.here: Optional[str] = None  # the cgroup pytest is in, when it moved itself
         self.closed = False  # forks for another scope wait (a check by descent is listing)
-        self.at_fork = False
         self.exit_hold = False  # forks the interception does not see wait at pytest's exit
         self.final = None  # the thread running pytest's exit check: the others' spawns wait
+        self.term_kept = None  # the session's SIGTERM handler, while reaper.keep_handler keeps it
         self.exited = threading.Event()  # ... for it to end
         # id -> (object, scope, fixture): the values of wider fixtures and their attributes
         self.owned: Dict[int, tuple] = {}
@@ -247,6 +247,7 @@ class _HostChildren(_AtFork):
         """fn's spawn for scope (None: the caller's, scope_here's), made at site. The running
         test's own spawn, from the thread running it, calls nothing it can do without: each
         object it touches is a page that the next os.fork makes this process copy."""
+        self.own_process()
         if self.final is not None:
             self.hold_at_exit()
         if scope is None:

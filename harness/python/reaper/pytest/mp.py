@@ -93,6 +93,7 @@ def _served(marker: str) -> list:
 def serve(pid: int, server: int, scope: _Scope) -> None:
     """A worker the fork server forked for scope: moved to its scope's cgroup with what it
     forked meanwhile, and listed for its scope's check (see served_by)."""
+    HOST.own_process()
     st = kin.pstat(pid)
     if not st or st.ppid != server:  # gone (its pid may be another process's now)
         return

@@ -42,6 +42,7 @@ PATCHES: Tuple[Patch, ...] = (
           ("self", "future", "fn", "args", "kwargs"), "spawn"),
     Patch("concurrent.futures.thread", "_WorkItem", "run", spawn.work_run, ("self",), "spawn"),
     Patch("threading", "Thread", "start", spawn.thread_start, ("self",), "spawn"),
+    Patch("signal", None, "signal", spawn.keeps_sigterm, ("signalnum", "handler"), "spawn"),
     Patch("multiprocessing.popen_forkserver", "Popen", "_launch", mp.launch, ("self", "process_obj"),
           "multiprocessing"),
     Patch("multiprocessing.resource_tracker", "ResourceTracker", "ensure_running", mp.ensure_running,

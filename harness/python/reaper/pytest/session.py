@@ -140,12 +140,14 @@ class _Session(Checks, Xdist, Reports):
         # interrupted instead, and pytest ends by the signal once it is cleaned up
         if threading.current_thread() is threading.main_thread() and \
                 signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, self._sigterm)
+            term = self._sigterm
+            signal.signal(signal.SIGTERM, term)
             self.on_sigterm = os.getpid()
             # kept for pytest's process: a forked child ends by SIGTERM as at its default, also
             # while it waits in C code, where the handler (Python's) would never run
             try:
                 self.reaper.keep_handler(signal.SIGTERM)
+                HOST.term_kept = term  # kept again when a test puts it back (spawn.keeps_sigterm)
             except OSError:  # the handler still ends a child, once its Python code runs
                 pass
 
@@ -179,6 +181,10 @@ class _Session(Checks, Xdist, Reports):
             if self.on_sigterm:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 self.on_sigterm = 0
+            if HOST.term_kept == self._sigterm:
+                # not kept by HOST, which lives to the interpreter's last step: through it,
+                # pytest's config and every plugin's object (a plugin's file left unflushed)
+                HOST.term_kept = None
             if self.collector:
                 self.collector.finish()
                 self.collector = None

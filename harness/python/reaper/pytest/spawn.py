@@ -8,8 +8,9 @@ import functools
 import os
 import sys
 import threading
+from signal import SIGTERM
 
-from .. import _site, _siteenv
+from .. import _site, _siteenv, keep_handler
 from .host import _BOOTTIME, _NS_PER_TICK, HOST, SITES, _clock, _get_ident, _getpid
 from .scope import FORCED, THREAD, _Scope, _swap_env
 
@@ -23,6 +24,7 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
     """A spawn that records where it was made (see _site): in the environment the program
     execs with and, for the child, by identity. A spawn within another (os.system's shell)
     has the outer one's site."""
+    HOST.own_process()
     local = SITES.local
     outer = getattr(local, "site", None)
     scope = HOST.scope_here()
@@ -42,7 +44,14 @@ def _sited(called, fn, pid_of, args, kwargs, env_at):
             env = args[env_at]
             env = _siteenv.with_env(env, site, _entries(site) if env is None else None)
             args = args[:env_at] + (env,) + args[env_at + 1:]
-        return HOST.fork(fn, pid_of, args, kwargs, env_at, scope, site)
+        result = HOST.fork(fn, pid_of, args, kwargs, env_at, scope, site)
+        if env_at is None and pid_of(result):
+            local.fork_site = None  # the child's alone: a later fork below the interception has none
+        return result
+    except BaseException:
+        if env_at is None:
+            local.fork_site = None
+        raise
     finally:
         if outer is None:
             local.site = None
@@ -65,9 +74,6 @@ def install(session: _Scope) -> bool:
     if HOST.users > 1:
         return False
     HOST.pid = os.getpid()
-    if not HOST.at_fork:  # cannot be unregistered: harmless while no session runs
-        HOST.register_at_fork()
-        HOST.at_fork = True
     # threads already running (a plugin's, a conftest's) are the session's
     HOST.earlier = {t.ident: session for t in threading.enumerate()
                     if t is not threading.current_thread() and t.ident is not None}
@@ -133,8 +139,9 @@ def fork(fn, applied_for=None):
     @functools.wraps(fn)
     def wrapper():
         host = HOST
-        # host.scope_here() for the thread that runs the tests, written out
-        if _get_ident() != host.runner or host.final is not None or host.owned:
+        # host.scope_here() for the thread that runs the tests, written out (a forked child
+        # forks as another thread would: its first spawn makes the session's state its own)
+        if _get_ident() != host.runner or host.final is not None or host.owned or host.pid != _getpid():
             return other()
         scope = FORCED.get() or THREAD.get()
         if scope is None or scope is not host.main or getattr(local, "site", None) is not None or \
@@ -156,12 +163,16 @@ def fork(fn, applied_for=None):
             site = sites.here(marker, called) or _NO_SITE
         local.fork_site = site
         before = _clock(_BOOTTIME) // _NS_PER_TICK if _BOOTTIME is not None else -1
-        pid = fn()
+        try:
+            pid = fn()
+        except BaseException:
+            local.fork_site = None
+            raise
         if pid:
+            local.fork_site = None  # the child's alone: a later fork below the interception has none
             # host.add's record of a child whose fork no clock tick ended during, written out
             pending = host.pending
-            if before >= 0 and pending is not None and host.pid == _getpid() and \
-                    _clock(_BOOTTIME) // _NS_PER_TICK == before:
+            if before >= 0 and pending is not None and _clock(_BOOTTIME) // _NS_PER_TICK == before:
                 pending.append((pid, before, before, marker, site))
             else:
                 host.add(pid, scope, before, site)
@@ -230,6 +241,7 @@ def system(fn, applied_for=None):
     """os.system: its shell started where its scope's children go, with its site."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        HOST.own_process()
         HOST.hold_at_exit()
         scope = HOST.scope_here()
         if scope is not None:
@@ -244,6 +256,24 @@ def system(fn, applied_for=None):
             scope.enter()
         return fn(*args, **kwargs)
     return _sited_system(wrapper)
+
+
+def keeps_sigterm(fn, applied_for=None):
+    """signal.signal: the session's SIGTERM handler put back in place (by a test that set its
+    own and then restored the one it got) is kept for pytest's process again, as when the
+    session installed it. Python installs its own C handler for it, which replaces the kept
+    one: a child forked afterwards and waiting in C code would not end by SIGTERM."""
+    @functools.wraps(fn)
+    def wrapper(signalnum, handler):
+        old = fn(signalnum, handler)
+        term = HOST.term_kept
+        if term is not None and signalnum == SIGTERM and handler == term and _getpid() == HOST.pid:
+            try:
+                keep_handler(SIGTERM)
+            except OSError:  # the handler still ends a child, once its Python code runs
+                pass
+        return old
+    return wrapper
 
 
 # a pool's thread runs each task for whoever submitted it, not for the scope that started
