@@ -333,6 +333,17 @@ static int look_until_collected(struct reaper_orphans *o, pid_t pid, const struc
 	return total;
 }
 
+/* A child of the caller's that exits with code at once: its pid, once it is a zombie. */
+static pid_t zombie_child(int code)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(code);
+	await_state(pid, 'Z');
+	return pid;
+}
+
 START_TEST(orphans_collected_own_children_left)
 {
 	struct reaper_orphans *o;
@@ -343,11 +354,7 @@ START_TEST(orphans_collected_own_children_left)
 
 	/* 1. a child of ours in our session (what C code below a harness starts): exits, and its
 	 * zombie stays for its owner through every look */
-	pid_t mine = fork();
-	ck_assert_int_ge(mine, 0);
-	if (mine == 0)
-		_exit(5);
-	await_state(mine, 'Z');
+	pid_t mine = zombie_child(5);
 	for (int i = 0; i < 5; i++)
 		ck_assert_int_eq(reaper_orphans_collect(o, NULL, 0), 0);
 	ck_assert_int_eq(tu_state(mine), 'Z');
@@ -428,11 +435,7 @@ START_TEST(orphans_collected_by_a_thread_of_the_library)
 	ck_assert_int_eq(reaper_orphans_start(0.01), -EBUSY);
 	int hold[2], status;
 	ck_assert_int_eq(pipe(hold), 0);
-	pid_t mine = fork();
-	ck_assert_int_ge(mine, 0);
-	if (mine == 0)
-		_exit(5);
-	await_state(mine, 'Z');
+	pid_t mine = zombie_child(5);
 	/* a daemon: its session's leader gone, its orphan killed */
 	pid_t d[2];
 	chain(hold, 2, 1, d);

@@ -290,19 +290,27 @@ def orphans_scenario():
         except ValueError:
             pass
     finally:
-        for c in made:
-            for ident in c.idents:
-                kin.signal(ident, signal.SIGKILL)
-            c.close()
-        reaper.release_orphans()
+        _end(made)
     assert not [p for p in kin.children() if p.state == "Z"]
 
 
-def test_orphans_collected_and_this_process_children_left():
+def _in_a_process_of_its_own(scenario: str) -> None:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    r = subprocess.run([sys.executable, "-c", "import test_kin; test_kin.orphans_scenario()"],
+    r = subprocess.run([sys.executable, "-c", f"import test_kin; test_kin.{scenario}()"],
                        cwd=os.path.dirname(__file__), env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _end(made) -> None:
+    for c in made:
+        for ident in c.idents:
+            kin.signal(ident, signal.SIGKILL)
+        c.close()
+    reaper.release_orphans()
+
+
+def test_orphans_collected_and_this_process_children_left():
+    _in_a_process_of_its_own("orphans_scenario")
 
 
 def orphans_thread_scenario():
@@ -332,11 +340,7 @@ def orphans_thread_scenario():
         assert os.waitstatus_to_exitcode(os.waitpid(mine, 0)[1]) == 5
         assert kin.orphans_stop() == 1
     finally:
-        for c in made:
-            for ident in c.idents:
-                kin.signal(ident, signal.SIGKILL)
-            c.close()
-        reaper.release_orphans()
+        _end(made)
     try:
         kin.orphans_stop()
         raise AssertionError("a stopped thread stopped")
@@ -346,10 +350,7 @@ def orphans_thread_scenario():
 
 
 def test_orphans_collected_by_a_thread_of_the_library():
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    r = subprocess.run([sys.executable, "-c", "import test_kin; test_kin.orphans_thread_scenario()"],
-                       cwd=os.path.dirname(__file__), env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
+    _in_a_process_of_its_own("orphans_thread_scenario")
 
 
 def _cgroup_usable():
