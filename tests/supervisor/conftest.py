@@ -110,7 +110,13 @@ def marked(run_id):
 
 
 def kill_marked(run_id):
-    for pid, fd in marked(run_id):
+    kill_where(lambda pid: has_marker(pid, run_id))
+
+
+def kill_where(pred):
+    """SIGKILL every live process for which pred(pid) holds, each through a pidfd opened and
+    checked against pred (pidfds_where): a pid passed to another process is never signalled."""
+    for pid, fd in pidfds_where(pred):
         try:
             signal.pidfd_send_signal(fd, signal.SIGKILL)
         except ProcessLookupError:
