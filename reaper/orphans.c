@@ -170,88 +170,130 @@ int reaper_orphans_collect(struct reaper_orphans *o, const struct reaper_ident *
 	return r;
 }
 
-/* The collector thread: one per process, started and stopped by that process only (a forked
- * child inherits the state, not the thread, and its stop must not wake the parent's). */
+/* The collector thread: one per process, started and stopped by that process only. A forked
+ * child inherits the record of its parent's thread, not the thread: its stop must not wake the
+ * parent's, and its start closes what it inherited. bg_lock is held only to read or swap the
+ * record (never over a join), and across a fork (pthread_atfork), so a child never inherits it
+ * held by a thread it does not have. */
+struct bg {
+	pthread_t thread;
+	int wake[2];
+	int period_ms;
+	long collected; /* written by the thread, read once it is joined */
+	struct reaper_orphans *o;
+};
+
 static pthread_mutex_t bg_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_t bg_thread;
-static pid_t bg_owner;       /* the process whose thread runs; 0: none */
-static int bg_wake[2] = { -1, -1 };
-static int bg_period_ms;
-static long bg_collected;    /* written by the thread, read once it is joined */
+static pthread_once_t bg_once = PTHREAD_ONCE_INIT;
+static struct bg *bg;  /* the running thread's record */
+static struct bg *bg_inherited; /* a parent's, in a child that started its own */
+static pid_t bg_owner; /* the process it runs in (another: inherited by a fork) */
+
+static void bg_prepare(void)
+{
+	pthread_mutex_lock(&bg_lock);
+}
+
+static void bg_release(void)
+{
+	pthread_mutex_unlock(&bg_lock);
+}
+
+static void bg_at_fork(void)
+{
+	pthread_atfork(bg_prepare, bg_release, bg_release);
+}
 
 static void *bg_main(void *arg)
 {
-	struct reaper_orphans *o = arg;
-	struct pollfd p = { .fd = bg_wake[0], .events = POLLIN };
+	struct bg *b = arg;
+	struct pollfd p = { .fd = b->wake[0], .events = POLLIN };
 	for (;;) {
-		int r = poll(&p, 1, bg_period_ms);
+		int r = poll(&p, 1, b->period_ms);
 		if (r > 0 || (r < 0 && errno != EINTR))
 			break; /* told to stop (or the pipe is gone) */
-		r = reaper_orphans_collect(o, NULL, 0);
+		r = reaper_orphans_collect(b->o, NULL, 0);
 		if (r > 0)
-			bg_collected += r;
+			b->collected += r;
 	}
-	reaper_orphans_close(o);
+	reaper_orphans_close(b->o);
 	return NULL;
 }
 
 int reaper_orphans_start(double period)
 {
-	struct reaper_orphans *o = NULL;
 	sigset_t all, before;
 	int r;
 	if (!(period >= 0.001 && period <= 3600))
 		return -EINVAL;
+	pthread_once(&bg_once, bg_at_fork);
+	/* everything made under the lock, so no fork copies it half made */
 	pthread_mutex_lock(&bg_lock);
-	if (bg_owner == getpid()) {
+	struct bg *b = calloc(1, sizeof *b);
+	if (!b) {
+		pthread_mutex_unlock(&bg_lock);
+		return -ENOMEM;
+	}
+	b->period_ms = (int)(period * 1000);
+	if (bg && bg_owner == getpid()) {
 		r = -EBUSY;
-		goto out;
+		goto fail;
 	}
-	bg_owner = 0; /* a parent's, inherited by fork: not this process's */
-	if ((r = reaper_orphans_open(&o)) < 0)
-		goto out;
-	if (pipe2(bg_wake, O_CLOEXEC) < 0) {
+	if (bg) {
+		/* a parent's, inherited by fork: its pipe's ends are copies to close; the record is
+		 * kept as it is (its handle may have been mid-change when the fork copied it) */
+		close(bg->wake[0]);
+		close(bg->wake[1]);
+		bg_inherited = bg;
+		bg = NULL;
+	}
+	if ((r = reaper_orphans_open(&b->o)) < 0)
+		goto fail;
+	if (pipe2(b->wake, O_CLOEXEC) < 0) {
 		r = -errno;
-		reaper_orphans_close(o);
-		goto out;
+		reaper_orphans_close(b->o);
+		goto fail;
 	}
-	bg_period_ms = (int)(period * 1000);
-	bg_collected = 0;
 	/* the thread takes no signal: the caller's are handled where it expects them */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &before);
-	r = -pthread_create(&bg_thread, NULL, bg_main, o);
+	r = -pthread_create(&b->thread, NULL, bg_main, b);
 	pthread_sigmask(SIG_SETMASK, &before, NULL);
 	if (r < 0) {
-		close(bg_wake[0]);
-		close(bg_wake[1]);
-		bg_wake[0] = bg_wake[1] = -1;
-		reaper_orphans_close(o);
-		goto out;
+		close(b->wake[0]);
+		close(b->wake[1]);
+		reaper_orphans_close(b->o);
+		goto fail;
 	}
+	bg = b;
 	bg_owner = getpid();
-out:
 	pthread_mutex_unlock(&bg_lock);
+	return 0;
+fail:
+	pthread_mutex_unlock(&bg_lock);
+	free(b);
 	return r;
 }
 
 long reaper_orphans_stop(void)
 {
-	long r;
+	struct bg *b = NULL;
+	pthread_once(&bg_once, bg_at_fork);
 	pthread_mutex_lock(&bg_lock);
-	if (bg_owner != getpid()) {
-		r = -ESRCH;
-	} else {
-		char c = 1;
-		while (write(bg_wake[1], &c, 1) < 0 && errno == EINTR)
-			;
-		pthread_join(bg_thread, NULL);
-		close(bg_wake[0]);
-		close(bg_wake[1]);
-		bg_wake[0] = bg_wake[1] = -1;
-		bg_owner = 0;
-		r = bg_collected;
+	if (bg && bg_owner == getpid()) {
+		b = bg;
+		bg = NULL;
 	}
 	pthread_mutex_unlock(&bg_lock);
-	return r;
+	if (!b)
+		return -ESRCH;
+	char c = 1;
+	while (write(b->wake[1], &c, 1) < 0 && errno == EINTR)
+		;
+	pthread_join(b->thread, NULL);
+	close(b->wake[0]);
+	close(b->wake[1]);
+	long n = b->collected;
+	free(b);
+	return n;
 }

@@ -468,6 +468,46 @@ START_TEST(orphans_collected_by_a_thread_of_the_library)
 }
 END_TEST
 
+static volatile int flipping;
+
+static void *flip_collector(void *arg)
+{
+	while (flipping) {
+		if (reaper_orphans_start(0.001) == 0)
+			reaper_orphans_stop();
+	}
+	return NULL;
+}
+
+/* A fork while another thread starts or stops the collector: the child's stop answers at once
+ * (the lock it takes is never inherited held). Only stop: a child of a process with threads may
+ * call only what is safe after such a fork until it execs, and a start allocates. */
+START_TEST(orphans_thread_start_and_stop_in_a_child_forked_meanwhile)
+{
+	pthread_t t;
+	flipping = 1;
+	ck_assert_int_eq(pthread_create(&t, NULL, flip_collector, NULL), 0);
+	for (int i = 0; i < 40; i++) {
+		pid_t kid = fork();
+		ck_assert_int_ge(kid, 0);
+		if (kid == 0) {
+			signal(SIGALRM, SIG_DFL);
+			alarm(20); /* a child that hangs ends by SIGALRM, and the test fails */
+			/* ended by an exec: under valgrind, no leak check of a heap copied from a process
+			 * whose other thread held memory of its own when the fork came */
+			execl("/bin/sh", "sh", "-c", reaper_orphans_stop() == -ESRCH ? "exit 0" : "exit 1", (char *)NULL);
+			_exit(3);
+		}
+		int status;
+		ck_assert_int_eq(waitpid(kid, &status, 0), kid);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d: status %#x", i, status);
+	}
+	flipping = 0;
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(reaper_orphans_stop(), -ESRCH);
+}
+END_TEST
+
 START_TEST(last_pid_moves_with_a_fork)
 {
 	char buf[32] = { 0 };
@@ -530,6 +570,7 @@ int main(void)
 	tcase_add_test(tc, descendants_of_several_roots_each_once);
 	tcase_add_test(tc, last_pid_moves_with_a_fork);
 	tcase_add_test(tc, environ_as_started);
+	tcase_add_test(tc, orphans_thread_start_and_stop_in_a_child_forked_meanwhile);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	/* "pidfd": signals and collects through pidfds (valgrind 3.19 has none); check-valgrind
