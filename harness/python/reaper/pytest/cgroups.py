@@ -59,8 +59,7 @@ class _Cgroups:
     def goto(self, path: str) -> None:
         if path != self.where:
             with HOST.moving_lock:  # not while a fork that counts on where pytest is is under way
-                if HOST.inheriting:
-                    HOST.wait_moving(lambda: HOST.inheriting == 0, 30)
+                HOST.no_fork_inheriting()
                 self.cg.enter(path)
                 self.where = HOST.here = path
 
@@ -68,8 +67,7 @@ class _Cgroups:
         """Whether nothing but pytest is in path (no fork that counts on where pytest is under
         way): what is in it from now on was started afterwards."""
         with HOST.moving_lock:
-            if HOST.inheriting:
-                HOST.wait_moving(lambda: HOST.inheriting == 0, 30)
+            HOST.no_fork_inheriting()
             return self.where == path and _read(os.path.join(path, "cgroup.procs")) == self.alone
 
     @staticmethod
@@ -77,8 +75,7 @@ class _Cgroups:
         """What is in path (its cgroup.procs; None: it cannot be read), read once no fork that
         counts on where pytest is is under way."""
         with HOST.moving_lock:
-            if HOST.inheriting:
-                HOST.wait_moving(lambda: HOST.inheriting == 0, 30)
+            HOST.no_fork_inheriting()
             return _read(os.path.join(path, "cgroup.procs"))
 
     @staticmethod

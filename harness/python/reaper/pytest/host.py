@@ -136,8 +136,7 @@ class _HostChildren(_AtFork):
         forked. now: entered at once, else at the next look at children."""
         if pid <= 0:  # the child of a fork (it does nothing here: see atfork), or none
             return
-        if self.pid != _getpid():
-            self.forked()
+        self.own_process()
         after = _clock(_BOOTTIME) // _NS_PER_TICK if before >= 0 else -1
         entry = (pid, before, after, scope.marker if scope else os.environ.get(MARKER), site)
         pending = self.pending
@@ -199,6 +198,12 @@ class _HostChildren(_AtFork):
             return self.moving.wait_for(predicate, timeout)
         finally:
             self.waiting -= 1
+
+    def no_fork_inheriting(self) -> None:
+        """With moving_lock held: wait for the forks under way whose child is born where
+        pytest is (pytest must not move, nor its cgroup be read, meanwhile)."""
+        if self.inheriting:
+            self.wait_moving(lambda: self.inheriting == 0, 30)
 
     def moved(self) -> None:
         """With moving_lock held: a fork has ended (or the forks may go on); whoever waits

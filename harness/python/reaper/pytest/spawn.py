@@ -23,8 +23,7 @@ _ENTRIES: dict = {}  # site -> its environment entries (a spawn in a loop makes 
 def _sited(called, fn, pid_of, args, kwargs, env_at):
     """A spawn that records where it was made (see _site): in the environment the program
     execs with and, for the child, by identity. A spawn within another (os.system's shell)
-    has the outer one's site."""
-    HOST.own_process()
+    has the outer one's site (HOST.fork makes a forked child's state its own first)."""
     local = SITES.local
     outer = getattr(local, "site", None)
     scope = HOST.scope_here()
