@@ -1119,6 +1119,7 @@ def forked_and_terminated():
         libc.pthread_mutex_lock(mutex)  # its own lock again: waits in C code for good
         os._exit(0)
     os.close(w)
+    pidfd = os.pidfd_open(pid)  # our child, not collected yet: this very process
     status = None
     try:
         assert os.read(r, 1) == b"x"
@@ -1126,7 +1127,7 @@ def forked_and_terminated():
         while state(pid) != "S":  # nothing but that wait puts it to sleep now
             assert time.monotonic() < deadline
             time.sleep(0.01)
-        os.kill(pid, signal.SIGTERM)
+        signal.pidfd_send_signal(pidfd, signal.SIGTERM)
         deadline = time.monotonic() + 60
         while True:
             got, st = os.waitpid(pid, os.WNOHANG)
@@ -1138,9 +1139,10 @@ def forked_and_terminated():
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
     finally:
         os.close(r)
-        if status is None:  # not collected yet: still the child
-            os.kill(pid, signal.SIGKILL)
+        if status is None:  # not collected yet
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
             os.waitpid(pid, 0)
+        os.close(pidfd)
 """)
     result = run_sub(inner, *PLUGIN)
     result.assert_outcomes(passed=2)
